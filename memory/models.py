@@ -1,0 +1,393 @@
+"""Django models over omnia's tables, and the inspector's own beside them.
+
+The first group mirrors omnia's SQLite schema column for column (PRODUCT.md §2), so an omnia
+world file and this database hold the same rows. Their tables are created by raw DDL in
+migration 0001 because the cascades must be real database foreign keys (ON DELETE CASCADE):
+a row deleted by any client, not only Django, takes its buffer with it. Django therefore
+declares those relations DO_NOTHING and lets the database cascade.
+
+The second group is the inspector's: projections, long-term layers, histories, tokens.
+Their relations to mirrored rows carry no database constraint (db_constraint=False), so a
+plain-SQL delete of an object never fails on them; derived rows left behind are rebuilt away.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class ObjectType(models.TextChoices):
+    WORLD = "world"
+    ENTITY = "entity"
+    LOCATION = "location"
+
+
+class Visibility(models.TextChoices):
+    PUBLIC = "PUBLIC"
+    PRIVATE = "PRIVATE"
+
+
+# --- omnia's tables ---------------------------------------------------------------------
+
+
+class WorldObject(models.Model):
+    id = models.TextField(primary_key=True)
+    type = models.TextField(choices=ObjectType.choices)
+    world = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.DO_NOTHING,
+        db_column="world_id",
+        related_name="members",
+    )
+    clock_iso = models.TextField(null=True, blank=True)
+    location_id = models.TextField(null=True, blank=True)
+    aliases_json = models.TextField(null=True, blank=True)
+    connections_json = models.TextField(null=True, blank=True)
+    is_agent = models.IntegerField(null=True, blank=True)
+
+    class Meta:
+        db_table = "objects"
+        managed = True
+        ordering = ["id"]
+        verbose_name = "object"
+
+    def __str__(self) -> str:
+        return self.id
+
+    @property
+    def world_id_or_self(self) -> str:
+        return self.id if self.type == ObjectType.WORLD else (self.world_id or self.id)
+
+
+class Entity(WorldObject):
+    """Entities only, for the admin; the same `objects` rows."""
+
+    class Meta:
+        proxy = True
+        verbose_name_plural = "entities"
+
+
+class Attribute(models.Model):
+    pk = models.CompositePrimaryKey("object_id", "name")
+    object = models.ForeignKey(
+        WorldObject, on_delete=models.DO_NOTHING, db_column="object_id", related_name="attributes"
+    )
+    name = models.TextField()
+    value = models.TextField()
+    visibility = models.TextField(choices=Visibility.choices)
+
+    class Meta:
+        db_table = "attributes"
+
+    def __str__(self) -> str:
+        return f"{self.object_id}.{self.name}"
+
+
+class AttributeAcl(models.Model):
+    pk = models.CompositePrimaryKey("object_id", "attribute_name", "entity_id")
+    # The database constraint is the composite (object_id, attribute_name) -> attributes.
+    object = models.ForeignKey(
+        WorldObject,
+        on_delete=models.DO_NOTHING,
+        db_column="object_id",
+        db_constraint=False,
+        related_name="attribute_acl",
+    )
+    attribute_name = models.TextField()
+    entity_id = models.TextField()
+
+    class Meta:
+        db_table = "attribute_acl"
+
+
+class BufferEntry(models.Model):
+    """A canonical memory row: omnia's buffer entry plus the fold's bookkeeping (§6)."""
+
+    id = models.TextField(primary_key=True)
+    owner = models.ForeignKey(
+        WorldObject, on_delete=models.DO_NOTHING, db_column="owner_id", related_name="buffer_entries"
+    )
+    timestamp = models.TextField()
+    location_id = models.TextField(null=True, blank=True)
+    intent_json = models.TextField()
+    outcome_json = models.TextField(null=True, blank=True)
+    pinned = models.IntegerField(null=True, blank=True, default=0)
+    # Engine write time in integer microseconds since the epoch: exact, identical on every
+    # backend, and with `id` the fold order. Assigned under the shard lock (see remember).
+    created_at = models.BigIntegerField()
+    shard = models.SmallIntegerField(default=0)
+    conversation_id = models.TextField(null=True, blank=True)
+    retracted_at = models.DateTimeField(null=True, blank=True)
+    abstracted_into = models.TextField(null=True, blank=True)
+
+    class Meta:
+        db_table = "buffer_entries"
+        verbose_name_plural = "buffer entries"
+
+    def __str__(self) -> str:
+        return self.id
+
+
+class LedgerEntry(models.Model):
+    """Long-term memory: omnia's ledger row, extended with scope, slug and names (seed 004).
+
+    Omnia's rows live in their owner's write home; layer entries have no owner.
+    """
+
+    id = models.TextField(primary_key=True)
+    owner = models.ForeignKey(
+        WorldObject,
+        null=True,
+        blank=True,
+        on_delete=models.DO_NOTHING,
+        db_column="owner_id",
+        related_name="ledger_entries",
+    )
+    timestamp = models.TextField()
+    location_id = models.TextField(null=True, blank=True)
+    content = models.TextField()
+    quotes_json = models.TextField(null=True, blank=True)
+    importance = models.IntegerField()
+    embedding = models.BinaryField(null=True, blank=True)
+    scope_id = models.TextField()
+    slug = models.TextField()
+    name = models.TextField(null=True, blank=True)
+    draft_name = models.TextField(null=True, blank=True)
+    withheld = models.BooleanField(default=False)
+    created_at = models.BigIntegerField()
+
+    class Meta:
+        db_table = "ledger_entries"
+        verbose_name_plural = "ledger entries"
+
+    def __str__(self) -> str:
+        return self.id
+
+
+class LedgerInvolvedEntity(models.Model):
+    pk = models.CompositePrimaryKey("entry_id", "entity_id")
+    entry = models.ForeignKey(
+        LedgerEntry, on_delete=models.DO_NOTHING, db_column="entry_id", related_name="involved"
+    )
+    entity_id = models.TextField()
+
+    class Meta:
+        db_table = "ledger_involved_entities"
+
+
+# --- the inspector's tables -----------------------------------------------------------------
+
+
+class WorldSource(models.Model):
+    """Where a world came from, so export can write the same era back."""
+
+    world_id = models.TextField(primary_key=True)
+    era = models.TextField()  # "v1" (omnia 74ffb45) or "v2" (later omnia)
+    kind = models.TextField()  # "sqlite", "scenario", "demo"
+    source_path = models.TextField(blank=True, default="")
+    source_sha256 = models.TextField(blank=True, default="")
+    name = models.TextField(blank=True, default="")
+    imported_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "memory_world_sources"
+
+
+class OwnerState(models.Model):
+    """Per-owner write generation: every write bumps it; abstract() pins it."""
+
+    owner_id = models.TextField(primary_key=True)
+    generation = models.BigIntegerField(default=0)
+
+    class Meta:
+        db_table = "memory_owner_state"
+
+
+class ProjectionShard(models.Model):
+    """One shard of the fold: its watermark, claimed with a row lock by one worker at a time.
+
+    remember() also locks its shard's row while it assigns created_at, so commit order and
+    (created_at, id) order agree within a shard and a watermark never skips a late commit.
+    """
+
+    shard = models.SmallIntegerField(primary_key=True)
+    last_created_at = models.BigIntegerField(default=0)
+    last_id = models.TextField(default="")
+    last_assigned_at = models.BigIntegerField(default=0)
+    last_cycle_at = models.DateTimeField(null=True, blank=True)
+    last_cycle_rows = models.BigIntegerField(default=0)
+
+    class Meta:
+        db_table = "memory_projection_shards"
+
+
+class MemorySession(models.Model):
+    """The session projection: one row per (owner, session key); exact terms only (seed 003)."""
+
+    owner = models.ForeignKey(
+        WorldObject, on_delete=models.CASCADE, db_constraint=False, related_name="+"
+    )
+    session_key = models.TextField()
+    first_at = models.TextField()
+    last_at = models.TextField()
+    memory_count = models.BigIntegerField()
+    dialogue_count = models.BigIntegerField()
+    last_member_id = models.TextField()
+    content_hash = models.TextField()
+
+    class Meta:
+        db_table = "memory_sessions"
+        constraints = [
+            models.UniqueConstraint(fields=["owner", "session_key"], name="uniq_session_owner_key")
+        ]
+        indexes = [models.Index(fields=["owner", "last_at"], name="idx_session_owner_last")]
+
+
+class SessionSummary(models.Model):
+    """Words about a session from the language seam, keyed by the hash they describe."""
+
+    owner_id = models.TextField()
+    session_key = models.TextField()
+    content_hash = models.TextField()
+    text = models.TextField()
+    source = models.TextField(default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "memory_session_summaries"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["owner_id", "session_key", "content_hash"], name="uniq_summary_session_hash"
+            )
+        ]
+
+
+class Episode(models.Model):
+    """A burst of one owner's memories, cut by gaps in world time (not a fold)."""
+
+    owner = models.ForeignKey(
+        WorldObject, on_delete=models.CASCADE, db_constraint=False, related_name="+"
+    )
+    ordinal = models.IntegerField()
+    first_at = models.TextField()
+    last_at = models.TextField()
+    first_member_id = models.TextField()
+    last_member_id = models.TextField()
+    member_count = models.BigIntegerField()
+    is_open = models.BooleanField(default=True)
+
+    class Meta:
+        db_table = "memory_episodes"
+        constraints = [
+            models.UniqueConstraint(fields=["owner", "ordinal"], name="uniq_episode_owner_ordinal")
+        ]
+
+
+class Layer(models.Model):
+    """A named read-only long-term scope (faction lore, world canon…)."""
+
+    id = models.TextField(primary_key=True)
+    world = models.ForeignKey(
+        WorldObject,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        db_constraint=False,
+        related_name="+",
+    )
+    title = models.TextField(blank=True, default="")
+
+    class Meta:
+        db_table = "memory_layers"
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return self.id
+
+
+class LayerSubscription(models.Model):
+    entity = models.ForeignKey(
+        WorldObject, on_delete=models.CASCADE, db_constraint=False, related_name="subscriptions"
+    )
+    layer = models.ForeignKey(Layer, on_delete=models.CASCADE, related_name="subscribers")
+    position = models.IntegerField()
+
+    class Meta:
+        db_table = "memory_layer_subscriptions"
+        ordering = ["entity_id", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["entity", "layer"], name="uniq_subscription"),
+            models.UniqueConstraint(fields=["entity", "position"], name="uniq_subscription_pos"),
+        ]
+
+
+class AbstractionEdge(models.Model):
+    """member --abstracted_into--> rollup. A member is absorbed at most once."""
+
+    member_id = models.TextField(unique=True)
+    member_kind = models.TextField()  # "buffer" or "ledger"
+    rollup_id = models.TextField(db_index=True)
+    owner_id = models.TextField(db_index=True)
+    created_at = models.BigIntegerField()
+
+    class Meta:
+        db_table = "memory_abstraction_edges"
+
+
+class AliasChange(models.Model):
+    """History of one viewer's alias for one target: who, when, before -> after."""
+
+    viewer_id = models.TextField(db_index=True)
+    target_id = models.TextField()
+    before = models.TextField(null=True, blank=True)
+    after = models.TextField(null=True, blank=True)
+    changed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    changed_at = models.DateTimeField(auto_now_add=True)
+    source = models.TextField(default="")
+
+    class Meta:
+        db_table = "memory_alias_changes"
+        ordering = ["-changed_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.viewer_id}→{self.target_id}: {self.before!r} → {self.after!r}"
+
+
+class AuditLog(models.Model):
+    """One row per write through any door."""
+
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    at = models.DateTimeField(auto_now_add=True)
+    action = models.TextField()
+    target = models.TextField(default="")
+    before_json = models.TextField(null=True, blank=True)
+    after_json = models.TextField(null=True, blank=True)
+
+    class Meta:
+        db_table = "memory_audit_log"
+        ordering = ["-at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.target}"
+
+
+class ApiToken(models.Model):
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    name = models.TextField()
+    prefix = models.TextField(db_index=True)
+    key_hash = models.TextField(unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "memory_api_tokens"
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"

@@ -1,0 +1,140 @@
+"""The one write door for canonical memory rows: remember, retract.
+
+Every write for an owner happens under its shard's row lock. That lock is what makes
+(created_at, id) the commit order within a shard, so a fold that reads forward from a
+watermark can never skip a row that committed late (seed 003, rule 5). It also bumps the
+owner's generation, which abstract() pins.
+"""
+
+from __future__ import annotations
+
+import time
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+from ulid import ULID
+
+from memory.intents import IntentV1, IntentV2, Outcome, parse_intent, parse_outcome
+from memory.models import BufferEntry, ObjectType, OwnerState, ProjectionShard, WorldObject
+
+
+class MemoryWriteError(ValueError):
+    """A write refused for its input (unknown owner, invalid intent…); nothing was written."""
+
+
+def now_us() -> int:
+    return time.time_ns() // 1000
+
+
+def shard_count() -> int:
+    return max(1, int(settings.OMNIA_PROJECTION_SHARDS))
+
+
+def shard_of(owner_id: str, shards: int | None = None) -> int:
+    # crc32 is stable across processes (unlike hash()), so every worker agrees.
+    return zlib.crc32(owner_id.encode("utf-8")) % (shards or shard_count())
+
+
+def ensure_shards() -> None:
+    existing = set(ProjectionShard.objects.values_list("shard", flat=True))
+    missing = [ProjectionShard(shard=s) for s in range(shard_count()) if s not in existing]
+    if missing:
+        ProjectionShard.objects.bulk_create(missing, ignore_conflicts=True)
+
+
+def claim_created_at(shard: int, count: int = 1) -> int:
+    """Lock the shard and hand out `count` strictly increasing write times; returns the first.
+
+    Must run inside the writer's transaction: the lock is held until it commits.
+    """
+    ensure_shards()
+    row = ProjectionShard.objects.select_for_update().get(shard=shard)
+    first = max(now_us(), row.last_assigned_at + 1)
+    row.last_assigned_at = first + count - 1
+    row.save(update_fields=["last_assigned_at"])
+    return first
+
+
+def bump_generation(owner_id: str) -> int:
+    updated = OwnerState.objects.filter(owner_id=owner_id).update(generation=F("generation") + 1)
+    if not updated:
+        OwnerState.objects.create(owner_id=owner_id, generation=1)
+    return OwnerState.objects.get(owner_id=owner_id).generation
+
+
+def generation_of(owner_id: str) -> int:
+    state = OwnerState.objects.filter(owner_id=owner_id).first()
+    return state.generation if state else 0
+
+
+def world_clock_for(owner: WorldObject) -> str | None:
+    if owner.world_id is None:
+        return None
+    return WorldObject.objects.filter(pk=owner.world_id).values_list("clock_iso", flat=True).first()
+
+
+@dataclass(frozen=True)
+class Remembered:
+    entry: BufferEntry
+    generation: int
+
+
+def remember(
+    owner_id: str,
+    intent: dict[str, Any] | str | IntentV1 | IntentV2,
+    *,
+    timestamp: str | None = None,
+    location_id: str | None = None,
+    outcome: dict[str, Any] | str | Outcome | None = None,
+    conversation_id: str | None = None,
+    entry_id: str | None = None,
+    pinned: int = 0,
+) -> Remembered:
+    """Write one memory row for `owner_id`; validated here, at the door (seed 000 §4)."""
+    parsed = intent if isinstance(intent, IntentV1 | IntentV2) else parse_intent(intent)
+    parsed_outcome = outcome if isinstance(outcome, Outcome) or outcome is None else parse_outcome(outcome)
+    owner = WorldObject.objects.filter(pk=owner_id, type=ObjectType.ENTITY).first()
+    if owner is None:
+        raise MemoryWriteError(f"owner {owner_id!r} is not an entity of any loaded world")
+    if entry_id is not None and BufferEntry.objects.filter(pk=entry_id).exists():
+        raise MemoryWriteError(f"a memory with id {entry_id!r} already exists")
+    if timestamp is None:
+        timestamp = world_clock_for(owner) or timezone.now().isoformat(timespec="milliseconds").replace(
+            "+00:00", "Z"
+        )
+    shard = shard_of(owner_id)
+    with transaction.atomic():
+        created_at = claim_created_at(shard)
+        entry = BufferEntry.objects.create(
+            id=entry_id or str(ULID()),
+            owner_id=owner_id,
+            timestamp=timestamp,
+            location_id=location_id if location_id is not None else owner.location_id,
+            intent_json=parsed.model_dump_json(exclude_none=True),
+            outcome_json=parsed_outcome.model_dump_json() if parsed_outcome else None,
+            pinned=pinned,
+            created_at=created_at,
+            shard=shard,
+            conversation_id=conversation_id,
+        )
+        generation = bump_generation(owner_id)
+    return Remembered(entry=entry, generation=generation)
+
+
+def retract(entry_id: str) -> BufferEntry:
+    """Mark a memory retracted; the row stays (it still happened, and still counts)."""
+    with transaction.atomic():
+        entry = BufferEntry.objects.select_for_update().filter(pk=entry_id).first()
+        if entry is None:
+            raise MemoryWriteError(f"no memory with id {entry_id!r}")
+        if entry.retracted_at is None:
+            ProjectionShard.objects.select_for_update().filter(shard=entry.shard).first()
+            entry.retracted_at = timezone.now()
+            entry.save(update_fields=["retracted_at"])
+            bump_generation(entry.owner_id)
+    return entry

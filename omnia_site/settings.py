@@ -1,0 +1,174 @@
+"""One settings file; production behaviour is switched by environment alone."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def env_str(name: str, default: str | None = None) -> str:
+    value = os.environ.get(name, default)
+    if value is None:
+        raise ImproperlyConfigured(f"environment variable {name} is required")
+    return value
+
+
+def env_bool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    lowered = raw.strip().lower()
+    if lowered in {"1", "true", "yes", "on"}:
+        return True
+    if lowered in {"0", "false", "no", "off", ""}:
+        return False
+    raise ImproperlyConfigured(f"{name}={raw!r} is not a boolean (use 1/0, true/false)")
+
+
+def env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not an integer") from None
+
+
+def env_list(name: str, default: str) -> list[str]:
+    return [part.strip() for part in env_str(name, default).split(",") if part.strip()]
+
+
+# DEBUG is off unless asked for: `make run` asks, production never does.
+DEBUG = env_bool("OMNIA_DEBUG", False)
+# The test suite runs with DEBUG off, as production does, so it is the one other place a
+# throwaway key is allowed; anywhere else DEBUG off means OMNIA_SECRET_KEY must be set.
+TESTING = "pytest" in sys.modules or env_bool("OMNIA_TESTING", False)
+SECRET_KEY = env_str("OMNIA_SECRET_KEY", "dev-only-insecure-key" if DEBUG or TESTING else None)
+ALLOWED_HOSTS = env_list("OMNIA_ALLOWED_HOSTS", "127.0.0.1,localhost,testserver")
+CSRF_TRUSTED_ORIGINS = env_list("OMNIA_CSRF_TRUSTED_ORIGINS", "http://127.0.0.1:8000,http://localhost:8000")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "template_partials",
+    "ninja",
+    "memory",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+    "memory.middleware.DatabaseUnavailableMiddleware",
+    "memory.middleware.ContentSecurityPolicyMiddleware",
+]
+
+ROOT_URLCONF = "omnia_site.urls"
+WSGI_APPLICATION = "omnia_site.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": dj_database_url.config(
+        env="DATABASE_URL",
+        default=f"sqlite:///{BASE_DIR / 'var' / 'omnia.sqlite3'}",
+        conn_max_age=env_int("OMNIA_DB_CONN_MAX_AGE", 0),
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # WAL lets readers proceed while the projection worker writes.
+    DATABASES["default"].setdefault("OPTIONS", {})
+    DATABASES["default"]["OPTIONS"].update(
+        {"init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", "timeout": 20}
+    )
+    DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / "var" / "test.sqlite3")}
+else:
+    DATABASES["default"].setdefault("OPTIONS", {})
+    DATABASES["default"]["OPTIONS"].setdefault("connect_timeout", env_int("OMNIA_DB_CONNECT_TIMEOUT", 5))
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = BASE_DIR / "var" / "staticfiles"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": (
+            "whitenoise.storage.CompressedManifestStaticFilesStorage"
+            if env_bool("OMNIA_MANIFEST_STATIC", not DEBUG and not TESTING)
+            else "django.contrib.staticfiles.storage.StaticFilesStorage"
+        )
+    },
+}
+WHITENOISE_USE_FINDERS = DEBUG or TESTING
+
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "memory:overview"
+LOGOUT_REDIRECT_URL = "login"
+
+# Production hardening, switched by environment (behind TLS set OMNIA_SECURE=1).
+SECURE = env_bool("OMNIA_SECURE", False)
+SESSION_COOKIE_SECURE = SECURE
+CSRF_COOKIE_SECURE = SECURE
+SECURE_SSL_REDIRECT = SECURE
+SECURE_HSTS_SECONDS = 31536000 if SECURE else 0
+SECURE_HSTS_INCLUDE_SUBDOMAINS = SECURE
+SECURE_HSTS_PRELOAD = SECURE
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if SECURE else None
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SESSION_COOKIE_HTTPONLY = True
+X_FRAME_OPTIONS = "DENY"
+
+# The memory engine's knobs.
+OMNIA_TRUE_NAME_ATTRIBUTES = env_list("OMNIA_TRUE_NAME_ATTRIBUTES", "name,true_name")
+OMNIA_EPISODE_GAP_MINUTES = env_int("OMNIA_EPISODE_GAP_MINUTES", 30)
+OMNIA_PROJECTION_SHARDS = env_int("OMNIA_PROJECTION_SHARDS", 4)
+OMNIA_BUFFER_PAGE_SIZE = env_int("OMNIA_BUFFER_PAGE_SIZE", 50)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env_str("OMNIA_LOG_LEVEL", "WARNING")},
+}

@@ -1,0 +1,83 @@
+"""The named cast every test can lean on, built with plain ORM calls.
+
+alice (knows bob as "the hooded figure", charlie as "the bartender"), bob (true name Gareth,
+PRIVATE; knows alice as "the traveller"), charlie the bartender (knows bob as "Gareth").
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures" / "omnia"
+
+
+@dataclass
+class Cast:
+    world: object
+    alice: object
+    bob: object
+    charlie: object
+
+
+@pytest.fixture
+def fixtures_dir() -> Path:
+    return FIXTURES
+
+
+@pytest.fixture
+def cast(db) -> Cast:
+    from memory.models import Attribute, AttributeAcl, WorldObject
+
+    world = WorldObject.objects.create(id="tavern", type="world", clock_iso="2026-07-06T12:30:00.000Z")
+    Attribute.objects.create(object=world, name="name", value="The Rusty Flagon", visibility="PUBLIC")
+
+    def entity(id_: str, location: str, aliases: dict[str, str], attrs: list[tuple[str, str, str]]):
+        obj = WorldObject.objects.create(
+            id=id_,
+            type="entity",
+            world=world,
+            location_id=location,
+            aliases_json=json.dumps(list(aliases.items()), separators=(",", ":")),
+            is_agent=1,
+        )
+        for name, value, visibility in attrs:
+            Attribute.objects.create(object=obj, name=name, value=value, visibility=visibility)
+        return obj
+
+    alice = entity(
+        "alice",
+        "tavern-main",
+        {"bob": "the hooded figure", "charlie": "the bartender"},
+        [
+            ("name", "Alice", "PUBLIC"),
+            ("appearance", "a young woman in a dusty green travelling cloak", "PUBLIC"),
+            ("purpose", "searching for her missing brother", "PRIVATE"),
+        ],
+    )
+    bob = entity(
+        "bob",
+        "tavern-main",
+        {"alice": "the traveller"},
+        [
+            ("name", "Gareth", "PRIVATE"),
+            ("appearance", "a tall man hidden under a dark hooded cloak", "PUBLIC"),
+            ("weapon", "a dagger strapped to his ankle", "PRIVATE"),
+        ],
+    )
+    charlie = entity(
+        "charlie",
+        "tavern-main",
+        {"bob": "Gareth"},
+        [
+            ("name", "Charlie", "PUBLIC"),
+            ("occupation", "bartender", "PUBLIC"),
+            ("debt", "owes 40 silver to the thieves' guild", "PRIVATE"),
+        ],
+    )
+    AttributeAcl.objects.create(object=bob, attribute_name="name", entity_id="charlie")
+    AttributeAcl.objects.create(object=bob, attribute_name="weapon", entity_id="charlie")
+    return Cast(world=world, alice=alice, bob=bob, charlie=charlie)
