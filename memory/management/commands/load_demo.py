@@ -1,0 +1,24 @@
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand
+
+from memory.management.commands._base import refuse
+from memory.models import WorldSource
+from memory.worlds import WorldImportError, load_demo
+
+
+class Command(BaseCommand):
+    help = "Load the bundled demo world."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--if-empty", action="store_true", help="do nothing if a demo is loaded")
+
+    def handle(self, *args, if_empty: bool, **options) -> None:
+        if if_empty and WorldSource.objects.filter(kind="scenario", source_path="demo_world.json").exists():
+            self.stdout.write("demo world already loaded")
+            return
+        try:
+            report = load_demo()
+        except WorldImportError as exc:
+            raise refuse(f"refused, nothing loaded: {exc}") from None
+        self.stdout.write(report.summary())

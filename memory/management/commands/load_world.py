@@ -1,0 +1,20 @@
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand
+
+from memory.management.commands._base import refuse
+from memory.worlds import WorldImportError, load_world
+
+
+class Command(BaseCommand):
+    help = "Load an omnia scenario JSON (plus optional layers, memories, abstractions), atomically."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("path")
+
+    def handle(self, *args, path: str, **options) -> None:
+        try:
+            report = load_world(path)
+        except WorldImportError as exc:
+            raise refuse(f"refused, nothing loaded: {exc}") from None
+        self.stdout.write(report.summary())

@@ -1,0 +1,33 @@
+from __future__ import annotations
+
+import json
+
+from django.core.management.base import BaseCommand
+
+from memory.management.commands._base import refuse
+from memory.selectors import NotFound, get_viewer, iter_buffer, render_entry
+
+
+class Command(BaseCommand):
+    help = "Print a viewer's buffer as that viewer reads it, chronologically, one line per entry."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("viewer_id")
+        parser.add_argument("--format", choices=["text", "jsonl"], default="text")
+
+    def handle(self, *args, viewer_id: str, format: str, **options) -> None:
+        try:
+            viewer = get_viewer(viewer_id)
+        except NotFound as exc:
+            raise refuse(str(exc)) from None
+        for entry in iter_buffer(viewer.id):
+            rendered = render_entry(entry, viewer)
+            if format == "jsonl":
+                record = {"entry_id": rendered.id, "line": rendered.line}
+                if rendered.undeliverable:
+                    record["undeliverable"] = rendered.undeliverable
+                self.stdout.write(json.dumps(record, ensure_ascii=False))
+            elif rendered.line is not None:
+                self.stdout.write(rendered.line)
+            else:
+                self.stderr.write(f"{rendered.id}: undeliverable: {rendered.undeliverable}")
