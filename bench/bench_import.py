@@ -1,0 +1,156 @@
+"""Import throughput of an omnia world file, as a ratio to a plain sqlite3 row copy.
+
+    .venv/bin/python bench/bench_import.py --rows 1000000      # the figure in bench/README.md
+    .venv/bin/python bench/bench_import.py --smoke             # CI: seconds
+
+The world file is generated at run time in a temporary directory (never committed). Each
+measured step runs in its own child process so its peak RSS (ru_maxrss) is its own: an
+import that streams keeps the same peak at 100k rows as at 1M.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from memory.schema import OMNIA_V1_DDL  # noqa: E402  (pure module, no Django needed)
+
+ENTITIES = 200
+
+
+def generate_world(path: Path, rows: int) -> None:
+    conn = sqlite3.connect(path)
+    conn.executescript(OMNIA_V1_DDL)
+    conn.execute("INSERT INTO objects VALUES ('bench-world','world',NULL,'2026-07-06T12:00:00.000Z',NULL,NULL)")
+    for i in range(ENTITIES):
+        aliases = json.dumps([[f"npc-{(i + 1) % ENTITIES}", f"the stranger {i}"]], separators=(",", ":"))
+        conn.execute(
+            "INSERT INTO objects VALUES (?, 'entity', 'bench-world', NULL, 'hall', ?)", (f"npc-{i}", aliases)
+        )
+        conn.execute("INSERT INTO attributes VALUES (?, 'name', ?, 'PRIVATE')", (f"npc-{i}", f"Name{i}"))
+
+    def buffer_rows():
+        for n in range(rows):
+            owner = f"npc-{n % ENTITIES}"
+            actor = f"npc-{(n * 7) % ENTITIES}"
+            seconds = n // 10
+            ts = f"2026-07-06T{12 + seconds // 3600 % 12:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}.000Z"
+            if n % 3:
+                intent = {"type": "action", "originalText": "x", "description": f"opens door {n}",
+                          "actorId": actor, "targetIds": []}
+                outcome = '{"isValid":true,"reason":"ok"}'
+            else:
+                intent = {"type": "dialogue", "originalText": "x", "description": f"hello {n}",
+                          "actorId": actor, "targetIds": [owner]}
+                outcome = None
+            yield (f"e{n:08d}", owner, ts, "hall", json.dumps(intent, separators=(",", ":")), outcome)
+
+    conn.executemany("INSERT INTO buffer_entries VALUES (?,?,?,?,?,?)", buffer_rows())
+    conn.commit()
+    conn.close()
+
+
+def child_copy(source: str, target: str) -> dict:
+    """The floor: read every buffer row with sqlite3 and insert it into an omnia-schema file."""
+    started = time.perf_counter()
+    src = sqlite3.connect(source)
+    dst = sqlite3.connect(target)
+    dst.executescript(OMNIA_V1_DDL)
+    cursor = src.execute("SELECT * FROM buffer_entries ORDER BY rowid")
+    dst.execute("PRAGMA foreign_keys=OFF")
+    while batch := cursor.fetchmany(5000):
+        dst.executemany("INSERT INTO buffer_entries VALUES (?,?,?,?,?,?)", batch)
+    dst.commit()
+    return {"seconds": time.perf_counter() - started}
+
+
+def child_import(source: str) -> dict:
+    import django
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "omnia_site.settings")
+    os.environ.setdefault("OMNIA_TESTING", "1")
+    django.setup()
+    from django.core.management import call_command
+
+    from memory.worlds import import_omnia
+
+    call_command("migrate", verbosity=0)
+    started = time.perf_counter()
+    report = import_omnia(source)
+    return {"seconds": time.perf_counter() - started, "rows": report.counts["buffer_entries"]}
+
+
+def run_child(kind: str, *args: str, env: dict | None = None) -> dict:
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", kind, *args],
+        check=True, capture_output=True, text=True, env={**os.environ, **(env or {})}, cwd=ROOT,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def measure(rows: int, tmp: Path, database_url: str | None) -> dict:
+    world = tmp / f"world-{rows}.sqlite"
+    generate_world(world, rows)
+    copy = run_child("copy", str(world), str(tmp / f"copy-{rows}.sqlite"))
+    env = {"DATABASE_URL": database_url or f"sqlite:///{tmp / f'inspector-{rows}.sqlite3'}"}
+    if database_url:
+        _reset_postgres(database_url)
+    imported = run_child("import", str(world), env=env)
+    return {
+        "rows": rows,
+        "copy_s": round(copy["seconds"], 3),
+        "import_s": round(imported["seconds"], 3),
+        "ratio": round(imported["seconds"] / copy["seconds"], 2),
+        "import_rows_per_s": round(rows / imported["seconds"]),
+        "import_peak_rss_mb": imported["peak_rss_mb"],
+        "copy_peak_rss_mb": copy["peak_rss_mb"],
+    }
+
+
+def _reset_postgres(url: str) -> None:
+    import psycopg
+
+    with psycopg.connect(url.replace("postgres://", "postgresql://"), autocommit=True) as conn:
+        conn.execute("DROP SCHEMA public CASCADE")
+        conn.execute("CREATE SCHEMA public")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, for CI")
+    parser.add_argument("--database-url", help="import into this PostgreSQL instead of a temp SQLite")
+    parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        kind, *rest = args.child
+        result = child_copy(*rest) if kind == "copy" else child_import(*rest)
+        result["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+        print(json.dumps(result))
+        return
+    sizes = [2_000, 20_000] if args.smoke else [args.rows // 10, args.rows]
+    with tempfile.TemporaryDirectory(prefix="omnia-bench-") as tmp:
+        results = [measure(n, Path(tmp), args.database_url) for n in sizes]
+    for result in results:
+        print(json.dumps(result))
+    small, big = results
+    print(
+        f"import {big['rows']:,} rows: {big['import_s']} s vs sqlite3 copy {big['copy_s']} s "
+        f"-> ratio {big['ratio']} (target <= 3); peak RSS {small['import_peak_rss_mb']} MB at "
+        f"{small['rows']:,} rows, {big['import_peak_rss_mb']} MB at {big['rows']:,} rows"
+    )
+
+
+if __name__ == "__main__":
+    main()

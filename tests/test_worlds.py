@@ -1,0 +1,269 @@
+"""Ways in: omnia's own files import as they are, bad ones are refused whole."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.db import connection
+
+from memory.aliases import resolve_alias
+from memory.models import Attribute, AttributeAcl, BufferEntry, LedgerEntry, WorldObject, WorldSource
+from memory.selectors import get_viewer
+from memory.worlds import WorldImportError, import_omnia, load_world
+from tests.conftest import FIXTURES
+
+V1 = FIXTURES / "omnia-74ffb45-tavern.sqlite"
+V2 = FIXTURES / "omnia-head-tavern.sqlite"
+MIRRORED = ("objects", "attributes", "attribute_acl", "buffer_entries", "ledger_entries",
+            "ledger_involved_entities", "memory_layers", "memory_world_sources")
+
+
+def table_rows() -> dict[str, list[tuple]]:
+    """Every mirrored table's rows, for before/after comparisons."""
+    snapshot = {}
+    with connection.cursor() as cursor:
+        for table in MIRRORED:
+            cursor.execute(f"SELECT * FROM {table}")
+            snapshot[table] = sorted(map(repr, cursor.fetchall()))
+    return snapshot
+
+
+def jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def render(viewer_id: str) -> list[dict]:
+    out = io.StringIO()
+    call_command("render_buffer", viewer_id, "--format", "jsonl", stdout=out)
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+def copy_fixture(tmp_path: Path, source: Path = V1) -> Path:
+    target = tmp_path / source.name
+    shutil.copy(source, target)
+    return target
+
+
+def mutate(path: Path, *statements: str) -> None:
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA foreign_keys=OFF")
+    for statement in statements:
+        conn.execute(statement)
+    conn.commit()
+    conn.close()
+
+
+@pytest.mark.django_db
+def test_import_omnia_v1_fixture_counts_every_table():
+    report = import_omnia(V1)
+    assert report.era == "v1"
+    assert report.worlds == ["tavern-world"]
+    assert WorldObject.objects.count() == 5
+    assert Attribute.objects.count() == 16
+    assert AttributeAcl.objects.count() == 7
+    assert BufferEntry.objects.count() == 36
+    assert WorldSource.objects.get().era == "v1"
+
+
+@pytest.mark.django_db
+def test_render_buffer_reproduces_every_v1_line_byte_for_byte():
+    import_omnia(V1)
+    expected = jsonl(FIXTURES / "omnia-74ffb45-tavern.expected.jsonl")
+    rendered = {}
+    for viewer_id in {row["viewer"] for row in expected}:
+        for record in render(viewer_id):
+            rendered[record["entry_id"]] = (viewer_id, record["line"])
+    assert rendered == {row["entry_id"]: (row["viewer"], row["line"]) for row in expected}
+
+
+@pytest.mark.django_db
+def test_render_buffer_lists_each_owner_in_timestamp_then_insertion_order():
+    import_omnia(V1)
+    ids = [record["entry_id"] for record in render("alice")]
+    assert ids == ["entry-1", "entry-4", "entry-7", "entry-10", "entry-15", "entry-26",
+                   "entry-29", "entry-31", "entry-34"]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("stem", ["omnia-74ffb45-tavern", "omnia-head-tavern"])
+def test_resolve_alias_reproduces_every_fixture_alias(stem):
+    import_omnia(FIXTURES / f"{stem}.sqlite")
+    expected = jsonl(FIXTURES / f"{stem}.aliases.jsonl")
+    got = [
+        {**row, "alias": resolve_alias(get_viewer(row["viewer"]).view, row["target"])} for row in expected
+    ]
+    assert got == expected
+
+
+@pytest.mark.django_db
+def test_import_omnia_v2_fixture_renders_no_tagged_id():
+    report = import_omnia(V2)
+    assert report.era == "v2"
+    assert (WorldObject.objects.count(), BufferEntry.objects.count(), LedgerEntry.objects.count()) == (9, 30, 3)
+    ids = set(WorldObject.objects.values_list("id", flat=True))
+    expected = jsonl(FIXTURES / "omnia-head-tavern.expected.jsonl")
+    lines = {}
+    for viewer_id in {row["viewer"] for row in expected}:
+        for record in render(viewer_id):
+            lines[record["entry_id"]] = record["line"]
+    assert len(lines) == 30
+    for line in lines.values():
+        assert "entity@" not in line
+        assert not [object_id for object_id in ids if object_id in line.split()], line
+
+
+@pytest.mark.django_db
+def test_import_omnia_twice_changes_nothing():
+    import_omnia(V1)
+    before = table_rows()
+    report = import_omnia(V1)
+    assert report.counts["buffer_entries"] == 0
+    assert report.skipped["buffer_entries"] == 36
+    assert table_rows() == before
+
+
+@pytest.mark.django_db
+def test_import_omnia_second_world_lands_beside_the_first(tmp_path):
+    import_omnia(V1)
+    load_world(FIXTURES / "omnia-scenario-talking-room-c292626.json")
+    worlds = sorted(WorldObject.objects.filter(type="world").values_list("id", flat=True))
+    assert worlds == ["talking-room", "tavern-world"]
+    assert BufferEntry.objects.filter(owner__world_id="tavern-world").count() == 36
+
+
+@pytest.mark.django_db
+def test_import_omnia_refuses_an_id_of_another_world(tmp_path):
+    import_omnia(V1)
+    other = copy_fixture(tmp_path)
+    mutate(
+        other,
+        "UPDATE objects SET id='other-world' WHERE id='tavern-world'",
+        "UPDATE objects SET world_id='other-world' WHERE world_id='tavern-world'",
+        "DELETE FROM buffer_entries",
+    )
+    before = table_rows()
+    with pytest.raises(WorldImportError) as caught:
+        import_omnia(other)
+    assert str(caught.value) == (
+        f"{other}: table objects, row id=alice: id already belongs to world 'tavern-world' in the inspector"
+    )
+    assert table_rows() == before
+
+
+BAD_FILES = [
+    (
+        "corrupt aliases_json",
+        ["UPDATE objects SET aliases_json='[[\"bob\"' WHERE id='alice'"],
+        "table objects, row id=alice: aliases_json:",
+    ),
+    (
+        "intent not JSON",
+        ["UPDATE buffer_entries SET intent_json='{not json' WHERE id='entry-7'"],
+        "table buffer_entries, row id=entry-7: intent_json:",
+    ),
+    (
+        "unknown intent type",
+        ["UPDATE buffer_entries SET intent_json=replace(intent_json, '\"action\"', '\"teleport\"') "
+         "WHERE id='entry-4'"],
+        "table buffer_entries, row id=entry-4: intent_json:",
+    ),
+    (
+        "owner missing",
+        ["UPDATE buffer_entries SET owner_id='ghost' WHERE id='entry-12'"],
+        "table buffer_entries, row id=entry-12: owner 'ghost' is not an object in the file",
+    ),
+]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("case", "statements", "message"), BAD_FILES, ids=[b[0] for b in BAD_FILES])
+def test_import_omnia_refuses_bad_rows_and_writes_nothing(tmp_path, cast, case, statements, message):
+    bad = copy_fixture(tmp_path)
+    mutate(bad, *statements)
+    before = table_rows()
+    with pytest.raises(WorldImportError) as caught:
+        import_omnia(bad)
+    assert str(caught.value).startswith(f"{bad}: {message}")
+    assert table_rows() == before
+
+
+@pytest.mark.django_db
+def test_import_omnia_refuses_a_file_that_is_not_sqlite(tmp_path, cast):
+    bad = tmp_path / "world.sqlite"
+    bad.write_text("this is not a database\n" * 100)
+    before = table_rows()
+    with pytest.raises(WorldImportError) as caught:
+        import_omnia(bad)
+    assert str(caught.value).startswith(f"{bad}: table -, row -: not an omnia SQLite world")
+    assert table_rows() == before
+
+
+@pytest.mark.django_db
+def test_import_omnia_command_exits_2_with_the_message(tmp_path):
+    bad = tmp_path / "nothing.sqlite"
+    with pytest.raises(CommandError) as caught:
+        call_command("import_omnia", str(bad))
+    assert caught.value.returncode == 2
+    assert str(caught.value) == f"refused, nothing imported: {bad}: table -, row -: no such file"
+
+
+@pytest.mark.django_db
+def test_load_world_refuses_a_duplicate_entity_id(tmp_path, cast):
+    doc = json.loads((FIXTURES / "omnia-head-tavern.scenario.json").read_text())
+    doc["entities"].append(dict(doc["entities"][0], initialMemories=[]))
+    path = tmp_path / "dup.json"
+    path.write_text(json.dumps(doc))
+    before = table_rows()
+    with pytest.raises(WorldImportError) as caught:
+        load_world(path)
+    assert str(caught.value) == (
+        f"{path}: table objects, row entities[5]: duplicate id 'alice' (first declared at entities[0])"
+    )
+    assert table_rows() == before
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("name", "world", "entities", "memories"),
+    [
+        ("omnia-scenario-talking-room-fadea41.json", "talking-room", 2, None),
+        ("omnia-scenario-talking-room-c292626.json", "talking-room", 2, None),
+        ("omnia-head-tavern.scenario.json", "tavern-template", 5, None),
+    ],
+)
+def test_load_world_reads_every_fixture_scenario(name, world, entities, memories):
+    doc = json.loads((FIXTURES / name).read_text())
+    load_world(FIXTURES / name)
+    assert WorldObject.objects.filter(type="world").get().id == world
+    assert WorldObject.objects.filter(type="entity").count() == entities
+    expected_memories = sum(len(e.get("initialMemories") or []) for e in doc["entities"])
+    assert BufferEntry.objects.count() == expected_memories
+
+
+@pytest.mark.django_db
+def test_load_world_keeps_scenario_aliases_as_omnia_pairs():
+    load_world(FIXTURES / "omnia-head-tavern.scenario.json")
+    assert WorldObject.objects.get(pk="alice").aliases_json == (
+        '[["bob","the hooded figure"],["charlie","the bartender"]]'
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_plain_sql_delete_of_an_object_cascades_in_the_database():
+    import_omnia(V1)
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM objects WHERE id = 'bob'")
+    assert BufferEntry.objects.filter(owner_id="bob").count() == 0
+    assert Attribute.objects.filter(object_id="bob").count() == 0
+    assert AttributeAcl.objects.filter(object_id="bob").count() == 0
+    assert BufferEntry.objects.count() == 36 - 10
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM objects WHERE id = 'tavern-world'")
+    assert (WorldObject.objects.count(), BufferEntry.objects.count(), Attribute.objects.count()) == (0, 0, 0)
