@@ -1,0 +1,448 @@
+"""The session projection: the fold, the cycle, rebuild, verify and the commands (seed 003)."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import re
+from collections import Counter
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+from django.db.backends.utils import CursorWrapper
+from django.test.utils import CaptureQueriesContext
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memory import episodes, projections
+from memory.abstract import AbstractConflict, abstract
+from memory.models import (
+    AbstractionEdge,
+    BufferEntry,
+    Episode,
+    LedgerEntry,
+    MemorySession,
+    OwnerState,
+    ProjectionShard,
+)
+from memory.projections import (
+    MEMORY_PROJECTION_NAMES,
+    MEMORY_PROJECTIONS,
+    FoldRow,
+    Projection,
+    fold_session,
+    rebuild,
+    run_cycle,
+    session_hash,
+    session_key_of,
+    verify,
+)
+from memory.rows import generation_of, remember, retract
+
+BASE = "2026-07-06T12:00:00.000Z"
+
+
+def at(minute: int, second: int = 0) -> str:
+    hours, minutes = divmod(minute, 60)
+    return f"2026-07-06T{12 + hours:02d}:{minutes:02d}:{second:02d}.000Z"
+
+
+def write(owner: str, minute: int, *, kind: str = "dialogue", conversation: str | None = None,
+          location: str | None = "tavern-main", text: str = "hello", entry_id: str | None = None) -> str:
+    intent = {"type": kind, "originalText": text, "description": text, "actorId": owner, "targetIds": []}
+    return remember(owner, intent, timestamp=at(minute), location_id=location,
+                    conversation_id=conversation, entry_id=entry_id).entry.id
+
+
+def session_rows() -> list[tuple]:
+    return sorted(
+        MemorySession.objects.values_list(
+            "owner_id", "session_key", "first_at", "last_at", "memory_count", "dialogue_count",
+            "last_member_id", "content_hash",
+        )
+    )
+
+
+def episode_rows() -> list[tuple]:
+    return sorted(
+        Episode.objects.values_list(
+            "owner_id", "ordinal", "first_at", "last_at", "first_member_id", "last_member_id",
+            "member_count", "is_open",
+        )
+    )
+
+
+class RowCounter:
+    """Counts the rows every SELECT on the named tables actually returned to Python."""
+
+    def __init__(self) -> None:
+        self.by_table: Counter[str] = Counter()
+
+    def total(self, *tables: str) -> int:
+        return sum(self.by_table[t] for t in tables) if tables else sum(self.by_table.values())
+
+
+@contextmanager
+def count_rows(monkeypatch: pytest.MonkeyPatch):
+    counter = RowCounter()
+    original_execute = CursorWrapper.execute
+
+    def execute(self, sql, params=None):
+        match = re.search(r'\bFROM\s+"?(\w+)"?', sql) if sql.lstrip().upper().startswith("SELECT") else None
+        self._counted_table = match.group(1) if match else None
+        return original_execute(self, sql, params)
+
+    def tally(self, rows):
+        table = getattr(self, "_counted_table", None)
+        if table:
+            counter.by_table[table] += len(rows)
+        return rows
+
+    monkeypatch.setattr(CursorWrapper, "execute", execute)
+    monkeypatch.setattr(CursorWrapper, "fetchall", lambda self: tally(self, self.cursor.fetchall()),
+                        raising=False)
+    monkeypatch.setattr(CursorWrapper, "fetchmany",
+                        lambda self, size=None: tally(self, self.cursor.fetchmany(size)
+                                                      if size is not None else self.cursor.fetchmany()),
+                        raising=False)
+
+    def fetchone(self):
+        row = self.cursor.fetchone()
+        tally(self, [row] if row is not None else [])
+        return row
+
+    monkeypatch.setattr(CursorWrapper, "fetchone", fetchone, raising=False)
+    yield counter
+    monkeypatch.undo()
+
+
+def row(id_: str, minute: int, *, kind: str = "action", conversation: str | None = None,
+        location: str | None = "hall", created_at: int = 0, timestamp: str | None = None) -> FoldRow:
+    intent = json.dumps({"type": kind, "description": "x", "actorId": "alice", "targetIds": []})
+    return FoldRow(id_, "alice", timestamp or at(minute), location, conversation, intent, created_at, 0)
+
+
+# --- the fold itself ----------------------------------------------------------------------------
+
+
+def test_fold_session_exact_terms_under_ordered_fold():
+    state = None
+    for r in [
+        row("a", 10, kind="dialogue", created_at=1),
+        row("b", 5, created_at=2),  # earlier in world time, later in write order
+        row("c", 30, kind="dialogue", created_at=3),
+        row("d", 20, created_at=4),
+    ]:
+        state = fold_session(state, r)
+    assert (state.owner_id, state.session_key, state.first_at, state.last_at, state.memory_count,
+            state.dialogue_count, state.last_member_id) == (
+        "alice", "scene:hall", at(5), at(30), 4, 2, "d")
+
+
+def test_fold_session_orders_mixed_timestamp_forms_chronologically():
+    state = fold_session(None, row("a", 0, timestamp="2026-07-06T12:00:00Z"))
+    state = fold_session(state, row("b", 0, timestamp="2026-07-06T12:00:00.500Z"))
+    state = fold_session(state, row("c", 0, timestamp="2026-07-06T13:00:00+02:00"))  # 11:00 UTC
+    state = fold_session(state, row("d", 0, timestamp="not a time"))
+    assert (state.first_at, state.last_at) == ("2026-07-06T13:00:00+02:00", "not a time")
+
+
+def test_fold_session_undeliverable_intent_counts_as_memory_not_dialogue():
+    broken = FoldRow("a", "alice", at(0), None, None, '{"type": "dialogue"', 1, 0)
+    escaped = FoldRow("b", "alice", at(1), None, None, '{"type": "\\u0064ialogue"}', 2, 0)
+    state = fold_session(fold_session(None, broken), escaped)
+    assert (state.session_key, state.memory_count, state.dialogue_count) == ("scene:", 2, 1)
+
+
+def test_session_key_is_conversation_else_scene():
+    assert session_key_of("conv-1", "hall") == "conv-1"
+    assert session_key_of(None, "hall") == "scene:hall"
+    assert session_key_of(None, None) == "scene:"
+    assert session_key_of("", "hall") == "scene:hall"
+
+
+def test_session_hash_is_sha256_of_canonical_encoding():
+    state = fold_session(None, row("a", 0, kind="dialogue", conversation="c1"))
+    expected = hashlib.sha256(
+        json.dumps(["alice", "c1", at(0), at(0), 1, 1, "a"], separators=(",", ":")).encode()
+    ).hexdigest()
+    assert session_hash(state) == expected
+
+
+def test_registry_is_closed_and_names_session_with_fold_and_door():
+    from memory import doors
+
+    assert MEMORY_PROJECTION_NAMES == frozenset({"session"})
+    assert MEMORY_PROJECTIONS["session"].fold is fold_session
+    assert MEMORY_PROJECTIONS["session"].door is doors.sessions
+
+
+def test_registry_refuses_a_projection_without_fold_or_door():
+    with pytest.raises(TypeError, match="without a door"):
+        Projection(name="topic", fold=fold_session, door=None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="without a fold"):
+        Projection(name="topic", fold=None, door=print)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="registered twice"):
+        projections._registry(MEMORY_PROJECTIONS["session"], MEMORY_PROJECTIONS["session"])
+
+
+def test_session_state_carries_no_author_and_no_stability():
+    fields = set(projections.SessionState._fields) | {f.name for f in MemorySession._meta.fields}
+    assert not {"author", "author_id", "actor_id", "stability"} & fields
+
+
+# --- the incremental cycle ------------------------------------------------------------------------
+
+
+def test_run_cycle_folds_new_rows_into_sessions(cast):
+    a1 = write("alice", 0, conversation="c1")
+    a2 = write("alice", 5, kind="action", conversation="c1")
+    a3 = write("alice", 7, location="cellar")
+    b1 = write("bob", 3, conversation="c1")
+    result = run_cycle()
+    assert (result.rows_folded, result.sessions_written, result.episodes_written) == (4, 3, 2)
+    rows = {(r[0], r[1]): r[2:7] for r in session_rows()}
+    assert rows == {
+        ("alice", "c1"): (at(0), at(5), 2, 1, a2),
+        ("alice", "scene:cellar"): (at(7), at(7), 1, 1, a3),
+        ("bob", "c1"): (at(3), at(3), 1, 1, b1),
+    }
+    assert a1 in BufferEntry.objects.values_list("id", flat=True)
+
+
+def test_run_cycle_second_pass_reads_nothing(cast):
+    write("alice", 0)
+    run_cycle()
+    again = run_cycle()
+    assert (again.rows_visited, again.rows_folded, again.sessions_written, again.episodes_written) == (0, 0, 0, 0)
+
+
+def test_run_cycle_is_forward_only_over_the_watermark(cast):
+    write("alice", 0, conversation="c1")
+    run_cycle()
+    last = write("alice", 9, conversation="c1")
+    result = run_cycle()
+    assert (result.rows_folded, result.session_rows_read, result.sessions_written) == (1, 1, 1)
+    assert session_rows()[0][2:7] == (at(0), at(9), 2, 2, last)
+    shard = ProjectionShard.objects.get(shard=BufferEntry.objects.get(pk=last).shard)
+    assert (shard.last_created_at, shard.last_id) == (BufferEntry.objects.get(pk=last).created_at, last)
+
+
+def test_run_cycle_stamps_nothing_on_canonical_rows(cast):
+    write("alice", 0, conversation="c1")
+    write("bob", 1)
+    before = list(BufferEntry.objects.order_by("id").values())
+    run_cycle()
+    assert list(BufferEntry.objects.order_by("id").values()) == before
+
+
+def test_run_cycle_small_batches_fold_the_same_as_one(cast):
+    for minute in range(7):
+        write("alice", minute, conversation="c1" if minute % 2 else None)
+    result = run_cycle(batch_size=2)
+    assert result.rows_folded == 7
+    incremental = session_rows()
+    rebuild()
+    assert session_rows() == incremental
+
+
+def test_run_cycle_rows_visited_is_the_rows_its_queries_returned(cast, monkeypatch):
+    write("alice", 0, conversation="c1")
+    write("bob", 0)
+    run_cycle()
+    for minute in (1, 2, 3):
+        write("alice", minute, conversation="c1")
+    write("alice", 4, conversation="c2")
+    write("charlie", 5)
+    with count_rows(monkeypatch) as counter:
+        result = run_cycle()
+    assert result.rows_visited == counter.total("buffer_entries", "memory_sessions", "memory_episodes")
+    # 5 rows written; 1 stored session touched (alice/c1); 1 stored episode (alice's).
+    assert (result.rows_visited, result.rows_folded, result.session_rows_read,
+            result.episode_rows_read) == (7, 5, 1, 1)
+
+
+def test_run_cycle_finds_projection_rows_by_key_never_by_scan(cast):
+    write("alice", 0, conversation="c1")
+    run_cycle()
+    write("alice", 1, conversation="c1")
+    with CaptureQueriesContext(connection) as queries:
+        run_cycle()
+    reads = [q["sql"] for q in queries if q["sql"].lstrip().upper().startswith("SELECT")]
+    session_reads = [sql for sql in reads if '"memory_sessions"' in sql or "memory_sessions " in sql]
+    assert session_reads and all("session_key" in sql.split("WHERE", 1)[1] for sql in session_reads)
+    buffer_reads = [sql for sql in reads if "FROM buffer_entries" in sql]
+    assert buffer_reads and all("shard =" in sql and "created_at >" in sql for sql in buffer_reads)
+
+
+def test_retracted_rows_still_count(cast):
+    first = write("alice", 0, conversation="c1")
+    write("alice", 1, conversation="c1")
+    retract(first)
+    run_cycle()
+    assert session_rows()[0][4:6] == (2, 2)
+    assert BufferEntry.objects.get(pk=first).retracted_at is not None
+
+
+def test_rebuild_equals_incremental_on_fields_and_hash(cast):
+    write("alice", 0, conversation="c1")
+    write("alice", 45, kind="action")
+    run_cycle()
+    first = write("bob", 2, conversation="c1")
+    write("bob", 1, conversation="c1")
+    retract(first)
+    run_cycle()
+    incremental, incremental_episodes = session_rows(), episode_rows()
+    result = rebuild()
+    assert (result.rows_folded, result.sessions, result.episodes) == (4, 3, 3)
+    assert session_rows() == incremental
+    assert episode_rows() == incremental_episodes
+
+
+def test_rebuild_resets_watermarks_so_the_next_cycle_reads_nothing(cast):
+    write("alice", 0)
+    write("bob", 0)
+    rebuild()
+    assert run_cycle().rows_visited == 0
+
+
+def test_rebuild_of_virgin_store_writes_nothing(db):
+    assert (rebuild().rows_folded, MemorySession.objects.count()) == (0, 0)
+    assert verify().as_dict() == {"sessions": 0, "identical": 0, "drift": []}
+
+
+def test_verify_reports_drift_field_by_field(cast):
+    write("alice", 0, conversation="c1")
+    write("bob", 0)
+    run_cycle()
+    assert verify().as_dict() == {"sessions": 2, "identical": 2, "drift": []}
+    MemorySession.objects.filter(owner_id="alice").update(memory_count=7)
+    stored_hash = MemorySession.objects.get(owner_id="alice").content_hash
+    result = verify()
+    assert (result.sessions, result.identical) == (2, 1)
+    assert result.drift == [
+        {"owner_id": "alice", "session_key": "c1", "field": "memory_count", "stored": 7, "rebuilt": 1},
+    ]
+    MemorySession.objects.filter(owner_id="alice").update(memory_count=1, content_hash="x")
+    assert verify().drift == [
+        {"owner_id": "alice", "session_key": "c1", "field": "content_hash", "stored": "x",
+         "rebuilt": stored_hash},
+    ]
+
+
+def test_verify_treats_unfolded_rows_as_lag_not_drift(cast):
+    write("alice", 0)
+    run_cycle()
+    write("alice", 1)
+    write("charlie", 1)
+    assert verify().as_dict() == {"sessions": 1, "identical": 1, "drift": []}
+
+
+def test_verify_reports_extra_and_missing_sessions(cast):
+    write("alice", 0)
+    run_cycle()
+    MemorySession.objects.create(owner_id="bob", session_key="ghost", first_at=BASE, last_at=BASE,
+                                 memory_count=1, dialogue_count=0, last_member_id="x", content_hash="h")
+    MemorySession.objects.filter(owner_id="alice").delete()
+    drift = verify().drift
+    assert [(d["owner_id"], d["session_key"], d["field"]) for d in drift] == [
+        ("alice", "scene:tavern-main", "missing"), ("bob", "ghost", "extra")]
+
+
+# --- commands -------------------------------------------------------------------------------------
+
+
+def test_run_projections_command_prints_one_cycle_as_json(cast):
+    write("alice", 0, conversation="c1")
+    write("alice", 1, conversation="c1")
+    out = io.StringIO()
+    call_command("run_projections", "--json", stdout=out)
+    assert json.loads(out.getvalue()) == {"rows_visited": 2, "rows_folded": 2, "sessions_written": 1}
+
+
+def test_rebuild_projections_command_verifies_and_exits_1_on_drift(cast):
+    write("alice", 0)
+    out = io.StringIO()
+    call_command("rebuild_projections", "--json", stdout=out)
+    assert json.loads(out.getvalue()) == {"sessions": 1, "rows_folded": 1, "episodes": 1}
+    out = io.StringIO()
+    call_command("rebuild_projections", "--verify", "--json", stdout=out)
+    assert json.loads(out.getvalue()) == {"sessions": 1, "identical": 1, "drift": []}
+    MemorySession.objects.update(dialogue_count=0)
+    out = io.StringIO()
+    with pytest.raises(SystemExit) as exit_info:
+        call_command("rebuild_projections", "--verify", "--json", stdout=out)
+    assert exit_info.value.code == 1
+    assert json.loads(out.getvalue())["drift"] == [
+        {"owner_id": "alice", "session_key": "scene:tavern-main", "field": "dialogue_count",
+         "stored": 0, "rebuilt": 1}]
+
+
+# --- the law: rebuild = incremental ---------------------------------------------------------------
+
+OWNERS = ("alice", "bob", "charlie")
+
+op = st.one_of(
+    st.tuples(st.just("remember"), st.sampled_from(OWNERS), st.integers(0, 240),
+              st.sampled_from([None, "c1", "c2"]), st.sampled_from([None, "tavern-main", "cellar"]),
+              st.sampled_from(["dialogue", "action"])),
+    st.tuples(st.just("retract"), st.integers(0, 50)),
+    st.tuples(st.just("abstract"), st.sampled_from(OWNERS), st.integers(1, 3)),
+    st.tuples(st.just("cycle"), st.integers(1, 4)),
+)
+
+
+def _reset_store() -> None:
+    for model in (AbstractionEdge, LedgerEntry, BufferEntry, MemorySession, Episode, OwnerState,
+                  ProjectionShard):
+        model.objects.all().delete()
+
+
+def _apply(ops: list[tuple[Any, ...]]) -> None:
+    written: list[str] = []
+    for item in ops:
+        if item[0] == "remember":
+            _, owner, minute, conversation, location, kind = item
+            written.append(write(owner, minute, conversation=conversation, location=location, kind=kind))
+        elif item[0] == "retract" and written:
+            retract(written[item[1] % len(written)])
+        elif item[0] == "abstract":
+            _, owner, size = item
+            free = list(BufferEntry.objects.filter(owner_id=owner, abstracted_into__isnull=True)
+                        .order_by("created_at").values_list("id", flat=True)[:size])
+            if free:
+                abstract(owner, free, name=f"rollup {len(written)}", body="b",
+                         expected_generation=generation_of(owner))
+        elif item[0] == "cycle":
+            run_cycle(batch_size=item[1])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=st.lists(op, max_size=30))
+def test_rebuild_equals_incremental_for_any_interleaving(cast, ops):
+    _reset_store()
+    _apply(ops)
+    run_cycle()
+    episodes.close_expired(cast.world.clock_iso, world_id="tavern")
+    incremental, incremental_episodes = session_rows(), episode_rows()
+    assert verify().drift == []
+    rebuild()
+    assert session_rows() == incremental
+    assert episode_rows() == incremental_episodes
+    # Historical counts: every row ever written is counted, retracted or not.
+    assert sum(r[4] for r in incremental) == BufferEntry.objects.count()
+
+
+def test_abstract_does_not_move_the_fold(cast):
+    ids = [write("alice", m, conversation="c1") for m in range(3)]
+    run_cycle()
+    before = session_rows()
+    abstract("alice", ids[:2], name="the greeting", body="they met", expected_generation=generation_of("alice"))
+    assert run_cycle().rows_folded == 0
+    assert session_rows() == before
+    with pytest.raises(AbstractConflict):
+        abstract("alice", ids[:1], name="again", body="b", expected_generation=generation_of("alice"))
