@@ -87,7 +87,10 @@ def time_key(timestamp: str) -> str:
 def key_datetime(key: str) -> datetime | None:
     if key.startswith("~"):
         return None
-    return datetime.strptime(key, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+    try:
+        return datetime.strptime(key, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+    except ValueError:
+        return None  # toISOString-shaped but not a real time ("T25:00"): no gap evidence
 
 
 def is_dialogue(intent_json: str) -> bool:

@@ -8,6 +8,7 @@ import json
 import re
 from collections import Counter
 from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -44,11 +45,12 @@ from memory.projections import (
 from memory.rows import generation_of, remember, retract
 
 BASE = "2026-07-06T12:00:00.000Z"
+NOON = datetime(2026, 7, 6, 12, 0, tzinfo=UTC)
 
 
 def at(minute: int, second: int = 0) -> str:
-    hours, minutes = divmod(minute, 60)
-    return f"2026-07-06T{12 + hours:02d}:{minutes:02d}:{second:02d}.000Z"
+    moment = NOON + timedelta(minutes=minute, seconds=second)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.000Z")
 
 
 def write(owner: str, minute: int, *, kind: str = "dialogue", conversation: str | None = None,
