@@ -20,7 +20,14 @@ from django.utils import timezone
 from django.utils.text import slugify
 from ulid import ULID
 
-from memory.models import AbstractionEdge, BufferEntry, LedgerEntry, ObjectType, OwnerState, WorldObject
+from memory.models import (
+    AbstractionEdge,
+    BufferEntry,
+    LedgerEntry,
+    ObjectType,
+    OwnerState,
+    WorldObject,
+)
 from memory.rows import bump_generation, now_us, world_clock_for
 
 
@@ -60,7 +67,9 @@ def _resolve_members(owner_id: str, member_ids: Sequence[str]) -> list[Member]:
         .filter(pk__in=member_ids)
         .values("id", "scope_id")
     }
-    absorbed = set(AbstractionEdge.objects.filter(member_id__in=member_ids).values_list("member_id", flat=True))
+    absorbed = set(
+        AbstractionEdge.objects.filter(member_id__in=member_ids).values_list("member_id", flat=True)
+    )
     members: list[Member] = []
     for member_id in member_ids:
         if member_id in absorbed:
@@ -76,15 +85,24 @@ def _resolve_members(owner_id: str, member_ids: Sequence[str]) -> list[Member]:
             members.append(Member(member_id, "buffer"))
         elif member_id in ledger_rows:
             if ledger_rows[member_id]["scope_id"] != home_scope(owner_id):
-                raise AbstractConflict(f"member {member_id!r} lives outside {home_scope(owner_id)!r}")
+                raise AbstractConflict(
+                    f"member {member_id!r} lives outside {home_scope(owner_id)!r}"
+                )
             members.append(Member(member_id, "ledger"))
         else:
             raise AbstractConflict(f"member {member_id!r} does not exist")
     return members
 
 
-def _write_rollup(owner: WorldObject, rollup_id: str, name: str, body: str, slug: str | None,
-                  importance: int, created_at: int) -> LedgerEntry:
+def _write_rollup(
+    owner: WorldObject,
+    rollup_id: str,
+    name: str,
+    body: str,
+    slug: str | None,
+    importance: int,
+    created_at: int,
+) -> LedgerEntry:
     timestamp = world_clock_for(owner) or timezone.now().isoformat(timespec="milliseconds").replace(
         "+00:00", "Z"
     )
@@ -109,8 +127,13 @@ def _mark_absorbed(members: Sequence[Member], rollup_id: str) -> int:
 
 def _write_edges(members: Sequence[Member], owner_id: str, rollup_id: str, created_at: int) -> None:
     AbstractionEdge.objects.bulk_create(
-        AbstractionEdge(member_id=m.id, member_kind=m.kind, rollup_id=rollup_id, owner_id=owner_id,
-                        created_at=created_at)
+        AbstractionEdge(
+            member_id=m.id,
+            member_kind=m.kind,
+            rollup_id=rollup_id,
+            owner_id=owner_id,
+            created_at=created_at,
+        )
         for m in members
     )
 

@@ -99,8 +99,11 @@ def _decode(cursor: str, shape: tuple[type, ...]) -> list[Any]:
         value = json.loads(base64.urlsafe_b64decode(padded.encode("ascii")))
     except (ValueError, binascii.Error, UnicodeError):
         raise DoorError(f"malformed cursor {cursor!r}") from None
-    if (not isinstance(value, list) or len(value) != len(shape)
-            or not all(isinstance(v, t) for v, t in zip(value, shape, strict=True))):
+    if (
+        not isinstance(value, list)
+        or len(value) != len(shape)
+        or not all(isinstance(v, t) for v, t in zip(value, shape, strict=True))
+    ):
         raise DoorError(f"malformed cursor {cursor!r}")
     return value
 
@@ -108,7 +111,9 @@ def _decode(cursor: str, shape: tuple[type, ...]) -> list[Any]:
 # --- sessions ----------------------------------------------------------------------------------
 
 
-def _session_rows(viewer_id: str, limit: int, before: str | None) -> tuple[list[MemorySession], str | None, int]:
+def _session_rows(
+    viewer_id: str, limit: int, before: str | None
+) -> tuple[list[MemorySession], str | None, int]:
     if limit < 1:
         raise DoorError("limit must be at least 1")
     rows = MemorySession.objects.filter(owner_id=viewer_id)
@@ -118,16 +123,20 @@ def _session_rows(viewer_id: str, limit: int, before: str | None) -> tuple[list[
     # One row past the page tells us whether there is a next one; it was read, so it counts.
     fetched = list(rows.order_by("-last_at", "-session_key")[: limit + 1])
     page = fetched[:limit]
-    next_cursor = _encode([page[-1].last_at, page[-1].session_key]) if len(fetched) > limit else None
+    next_cursor = (
+        _encode([page[-1].last_at, page[-1].session_key]) if len(fetched) > limit else None
+    )
     return page, next_cursor, len(fetched)
 
 
 def _watermark(viewer_id: str) -> tuple[int, str]:
     from memory.rows import shard_of
 
-    mark = ProjectionShard.objects.filter(shard=shard_of(viewer_id)).values_list(
-        "last_created_at", "last_id"
-    ).first()
+    mark = (
+        ProjectionShard.objects.filter(shard=shard_of(viewer_id))
+        .values_list("last_created_at", "last_id")
+        .first()
+    )
     return mark if mark else (0, "")
 
 
@@ -245,18 +254,26 @@ def _plural(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
 
 
-def digest_line(kind: str, place: str, first_at: str, last_at: str, memories: int, spoken: int) -> str:
+def digest_line(
+    kind: str, place: str, first_at: str, last_at: str, memories: int, spoken: int
+) -> str:
     opening = "A conversation" if kind == "conversation" else "A scene"
-    return (f"{opening} at {place} {_span(first_at, last_at)}: "
-            f"{_plural(memories, 'memory', 'memories')}, {spoken} spoken")
+    return (
+        f"{opening} at {place} {_span(first_at, last_at)}: "
+        f"{_plural(memories, 'memory', 'memories')}, {spoken} spoken"
+    )
 
 
-def digest(viewer_id: str, known_hash: str | None = None, *, limit: int = DIGEST_SESSIONS) -> Digest:
+def digest(
+    viewer_id: str, known_hash: str | None = None, *, limit: int = DIGEST_SESSIONS
+) -> Digest:
     """Viewer-relative lines naming its latest sessions, oldest first, with no ids in them."""
     _check_viewer(viewer_id)
     page, _next, visited = _session_rows(viewer_id, limit, None)
     page = list(reversed(page))
-    conversation_members = [row.last_member_id for row in page if _kind(row.session_key) == "conversation"]
+    conversation_members = [
+        row.last_member_id for row in page if _kind(row.session_key) == "conversation"
+    ]
     member_places: dict[str, str | None] = {}
     if conversation_members:
         member_places = dict(
@@ -278,8 +295,16 @@ def digest(viewer_id: str, known_hash: str | None = None, *, limit: int = DIGEST
             place = "an unknown place"
         else:
             place = names.get(location, "an unfamiliar place")
-        lines.append(digest_line(_kind(row.session_key), place, row.first_at, row.last_at,
-                                 int(row.memory_count), int(row.dialogue_count)))
+        lines.append(
+            digest_line(
+                _kind(row.session_key),
+                place,
+                row.first_at,
+                row.last_at,
+                int(row.memory_count),
+                int(row.dialogue_count),
+            )
+        )
     digest_hash = hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
     if known_hash is not None and known_hash == digest_hash:
         return Digest(lines=[], hash=digest_hash, unchanged=True, rows_visited=visited)
@@ -302,9 +327,13 @@ def episodes(viewer_id: str, *, limit: int = 50, before: str | None = None) -> P
     page = fetched[:limit]
     items = [
         EpisodeItem(
-            ordinal=e.ordinal, first_at=e.first_at, last_at=e.last_at,
-            first_member_id=e.first_member_id, last_member_id=e.last_member_id,
-            member_count=int(e.member_count), is_open=bool(e.is_open),
+            ordinal=e.ordinal,
+            first_at=e.first_at,
+            last_at=e.last_at,
+            first_member_id=e.first_member_id,
+            last_member_id=e.last_member_id,
+            member_count=int(e.member_count),
+            is_open=bool(e.is_open),
         )
         for e in page
     ]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, NamedTuple
 
 from django.conf import settings
@@ -43,45 +43,73 @@ class EpisodeState(NamedTuple):
     is_open: bool
     first_key: str
     last_key: str
-    # The time key a row must exceed to cut this episode; None when its end is unparseable.
-    cut_key: str | None
+    # The instant last_key names; None when the end is unparseable (no row can cut it then).
+    last_moment: datetime | None
 
 
-def _cut_key(last_key: str) -> str | None:
-    from memory.projections import key_datetime
-
-    end = key_datetime(last_key)
-    if end is None:
+def _moment(key: str) -> datetime | None:
+    """The instant a time key names (keys are UTC with microseconds), or None if it names none."""
+    if key.startswith("~"):
         return None
     try:
-        limit = end + gap()
-    except OverflowError:
-        return None
-    return f"{limit:%Y-%m-%dT%H:%M:%S}.{limit.microsecond:06d}Z"
+        return datetime.fromisoformat(key[:-1])
+    except ValueError:
+        return None  # toISOString-shaped but not a real time ("T25:00"): no gap evidence
 
 
 def _opened(owner_id: str, ordinal: int, row: FoldRow, key: str) -> EpisodeState:
-    return EpisodeState(owner_id, ordinal, row.timestamp, row.timestamp, row.id, row.id, 1, True,
-                        key, key, _cut_key(key))
+    return EpisodeState(
+        owner_id,
+        ordinal,
+        row.timestamp,
+        row.timestamp,
+        row.id,
+        row.id,
+        1,
+        True,
+        key,
+        key,
+        _moment(key),
+    )
 
 
-def step(state: EpisodeState | None, row: FoldRow) -> tuple[EpisodeState | None, EpisodeState]:
+def step(
+    state: EpisodeState | None, row: FoldRow, gap_: timedelta | None = None
+) -> tuple[EpisodeState | None, EpisodeState]:
     """Walk one row: returns (the episode this row closed, if any; the owner's latest episode)."""
     from memory.projections import time_key
 
     key = time_key(row.timestamp)
     if state is None:
         return None, _opened(row.owner_id, 1, row, key)
-    if state.cut_key is not None and not key.startswith("~") and key > state.cut_key:
-        return state._replace(is_open=False), _opened(row.owner_id, state.ordinal + 1, row, key)
-    first_at, first_key = (row.timestamp, key) if key < state.first_key else (state.first_at, state.first_key)
+    first_at, first_key = (
+        (row.timestamp, key) if key < state.first_key else (state.first_at, state.first_key)
+    )
+    # Only a row later than the episode's end can be more than the gap after it, so most rows
+    # are decided by one string comparison; the rest by one parse.
     if key > state.last_key:
-        last_at, last_key, cut_key = row.timestamp, key, _cut_key(key)
+        moment = _moment(key)
+        if (
+            moment is not None
+            and state.last_moment is not None
+            and moment - state.last_moment > (gap_ or gap())
+        ):
+            return state._replace(is_open=False), _opened(row.owner_id, state.ordinal + 1, row, key)
+        last_at, last_key, last_moment = row.timestamp, key, moment
     else:
-        last_at, last_key, cut_key = state.last_at, state.last_key, state.cut_key
+        last_at, last_key, last_moment = state.last_at, state.last_key, state.last_moment
     return None, EpisodeState(
-        state.owner_id, state.ordinal, first_at, last_at, state.first_member_id, row.id,
-        state.member_count + 1, True, first_key, last_key, cut_key,
+        state.owner_id,
+        state.ordinal,
+        first_at,
+        last_at,
+        state.first_member_id,
+        row.id,
+        state.member_count + 1,
+        True,
+        first_key,
+        last_key,
+        last_moment,
     )
 
 
@@ -89,8 +117,9 @@ def segment(rows: Sequence[FoldRow], start: EpisodeState | None = None) -> list[
     """Every episode the rows touch (one owner's rows, fold order), the latest last."""
     out: list[EpisodeState] = []
     current = start
+    gap_ = gap()
     for row in rows:
-        closed, current = step(current, row)
+        closed, current = step(current, row, gap_)
         if closed is not None:
             out.append(closed)
     if current is not None and current is not start:
@@ -98,17 +127,36 @@ def segment(rows: Sequence[FoldRow], start: EpisodeState | None = None) -> list[
     return out
 
 
-def state_of(row: Episode) -> EpisodeState:
+def _state_of_values(values: Sequence) -> EpisodeState:
     from memory.projections import time_key
 
-    first_key, last_key = time_key(row.first_at), time_key(row.last_at)
-    return EpisodeState(row.owner_id, row.ordinal, row.first_at, row.last_at, row.first_member_id,
-                        row.last_member_id, row.member_count, row.is_open, first_key, last_key,
-                        _cut_key(last_key))
+    owner_id, ordinal, first_at, last_at, first_member_id, last_member_id, count, is_open = values
+    first_key, last_key = time_key(first_at), time_key(last_at)
+    return EpisodeState(
+        owner_id,
+        int(ordinal),
+        first_at,
+        last_at,
+        first_member_id,
+        last_member_id,
+        int(count),
+        bool(is_open),
+        first_key,
+        last_key,
+        _moment(last_key),
+    )
 
 
-_COLUMNS = ("owner_id", "ordinal", "first_at", "last_at", "first_member_id", "last_member_id",
-            "member_count", "is_open")
+_COLUMNS = (
+    "owner_id",
+    "ordinal",
+    "first_at",
+    "last_at",
+    "first_member_id",
+    "last_member_id",
+    "member_count",
+    "is_open",
+)
 
 
 def _values(state: EpisodeState) -> tuple:
@@ -121,8 +169,10 @@ def insert_episodes(states: Sequence[EpisodeState]) -> int:
     table = Episode._meta.db_table
     marks = ", ".join(["%s"] * len(_COLUMNS))
     with connection.cursor() as cursor:
-        cursor.executemany(f"INSERT INTO {table} ({', '.join(_COLUMNS)}) VALUES ({marks})",
-                           [_values(s) for s in states])
+        cursor.executemany(
+            f"INSERT INTO {table} ({', '.join(_COLUMNS)}) VALUES ({marks})",
+            [_values(s) for s in states],
+        )
     return len(states)
 
 
@@ -156,13 +206,29 @@ def walk_rows(rows: Sequence[FoldRow]) -> WalkResult:
     by_owner: dict[str, list[FoldRow]] = {}
     for row in rows:
         by_owner.setdefault(row.owner_id, []).append(row)
-    rows_read = 0
+    latest = latest_episodes(list(by_owner))
     changed: list[EpisodeState] = []
     for owner_id, owner_rows in by_owner.items():
-        latest = Episode.objects.filter(owner_id=owner_id).order_by("-ordinal").first()
-        rows_read += latest is not None
-        changed.extend(segment(owner_rows, state_of(latest) if latest else None))
-    return WalkResult(rows_read=rows_read, written=upsert_episodes(changed))
+        changed.extend(segment(owner_rows, latest.get(owner_id)))
+    return WalkResult(rows_read=len(latest), written=upsert_episodes(changed))
+
+
+def latest_episodes(owner_ids: Sequence[str]) -> dict[str, EpisodeState]:
+    """Each owner's newest episode: a max-ordinal probe per owner on the (owner, ordinal) index."""
+    table = Episode._meta.db_table
+    found: dict[str, EpisodeState] = {}
+    for start in range(0, len(owner_ids), 500):
+        chunk = owner_ids[start : start + 500]
+        marks = ", ".join(["%s"] * len(chunk))
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT {', '.join(_COLUMNS)} FROM {table} e WHERE e.owner_id IN ({marks}) AND "
+                f"e.ordinal = (SELECT MAX(ordinal) FROM {table} m WHERE m.owner_id = e.owner_id)",
+                chunk,
+            )
+            for values in cursor.fetchall():
+                found[values[0]] = _state_of_values(values)
+    return found
 
 
 def close_expired(world_clock_iso: str, *, world_id: str | None = None) -> int:
@@ -180,12 +246,14 @@ def close_expired(world_clock_iso: str, *, world_id: str | None = None) -> int:
     if world_id is not None:
         owners = WorldObject.objects.filter(world_id=world_id).values("id")
         open_episodes = open_episodes.filter(owner_id__in=owners)
+    now = _moment(clock)
     expired = [
-        e.pk for e in open_episodes.only("pk", "last_at")
-        if (cut := _cut_key(time_key(e.last_at))) is not None and clock > cut
+        e.pk
+        for e in open_episodes.only("pk", "last_at")
+        if (end := _moment(time_key(e.last_at))) is not None and now - end > gap()
     ]
     for start in range(0, len(expired), 500):
-        Episode.objects.filter(pk__in=expired[start:start + 500]).update(is_open=False)
+        Episode.objects.filter(pk__in=expired[start : start + 500]).update(is_open=False)
     return len(expired)
 
 

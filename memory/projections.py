@@ -55,7 +55,9 @@ class FoldRow(NamedTuple):
     shard: int
 
 
-FOLD_COLUMNS = "id, owner_id, timestamp, location_id, conversation_id, intent_json, created_at, shard"
+FOLD_COLUMNS = (
+    "id, owner_id, timestamp, location_id, conversation_id, intent_json, created_at, shard"
+)
 
 
 def session_key_of(conversation_id: str | None, location_id: str | None) -> str:
@@ -72,7 +74,12 @@ def time_key(timestamp: str) -> str:
     one ("~" > digits), so min/max stay a total order and the fold stays deterministic.
     """
     # toISOString() form, by far the common case: no parse needed.
-    if len(timestamp) == 24 and timestamp[23] == "Z" and timestamp[19] == "." and timestamp[10] == "T":
+    if (
+        len(timestamp) == 24
+        and timestamp[23] == "Z"
+        and timestamp[19] == "."
+        and timestamp[10] == "T"
+    ):
         return timestamp[:23] + "000Z"
     try:
         parsed = datetime.fromisoformat(timestamp)
@@ -140,8 +147,12 @@ def fold_session(state: SessionState | None, row: FoldRow) -> SessionState:
             key,
             key,
         )
-    first_at, first_key = (row.timestamp, key) if key < state.first_key else (state.first_at, state.first_key)
-    last_at, last_key = (row.timestamp, key) if key > state.last_key else (state.last_at, state.last_key)
+    first_at, first_key = (
+        (row.timestamp, key) if key < state.first_key else (state.first_at, state.first_key)
+    )
+    last_at, last_key = (
+        (row.timestamp, key) if key > state.last_key else (state.last_at, state.last_key)
+    )
     return SessionState(
         state.owner_id,
         state.session_key,
@@ -173,13 +184,29 @@ def session_hash(state: SessionState | MemorySession) -> str:
 def state_of(row: MemorySession | Sequence[Any]) -> SessionState:
     """A stored session row back as fold state (the inverse of writing it)."""
     if isinstance(row, MemorySession):
-        values = (row.owner_id, row.session_key, row.first_at, row.last_at, row.memory_count,
-                  row.dialogue_count, row.last_member_id)
+        values = (
+            row.owner_id,
+            row.session_key,
+            row.first_at,
+            row.last_at,
+            row.memory_count,
+            row.dialogue_count,
+            row.last_member_id,
+        )
     else:
         values = tuple(row[:7])
     owner_id, key, first_at, last_at, memory_count, dialogue_count, last_member_id = values
-    return SessionState(owner_id, key, first_at, last_at, int(memory_count), int(dialogue_count),
-                        last_member_id, time_key(first_at), time_key(last_at))
+    return SessionState(
+        owner_id,
+        key,
+        first_at,
+        last_at,
+        int(memory_count),
+        int(dialogue_count),
+        last_member_id,
+        time_key(first_at),
+        time_key(last_at),
+    )
 
 
 # --- the closed registry -----------------------------------------------------------------------
@@ -243,8 +270,10 @@ def iter_rows_owner_major(batch: int = REBUILD_BATCH) -> Iterator[FoldRow]:
     after: tuple[str, int, str] | None = None
     while True:
         if after is None:
-            sql = (f"SELECT {FOLD_COLUMNS} FROM buffer_entries "
-                   "ORDER BY owner_id, created_at, id LIMIT %s")
+            sql = (
+                f"SELECT {FOLD_COLUMNS} FROM buffer_entries "
+                "ORDER BY owner_id, created_at, id LIMIT %s"
+            )
             params: tuple = (batch,)
         else:
             owner, created_at, row_id = after
@@ -279,13 +308,29 @@ def _by_owner(rows: Iterable[FoldRow]) -> Iterator[tuple[str, list[FoldRow]]]:
 # --- writing projection rows --------------------------------------------------------------------
 
 
-_SESSION_COLUMNS = ("owner_id", "session_key", "first_at", "last_at", "memory_count",
-                    "dialogue_count", "last_member_id", "content_hash")
+_SESSION_COLUMNS = (
+    "owner_id",
+    "session_key",
+    "first_at",
+    "last_at",
+    "memory_count",
+    "dialogue_count",
+    "last_member_id",
+    "content_hash",
+)
 
 
 def _session_values(state: SessionState) -> tuple:
-    return (state.owner_id, state.session_key, state.first_at, state.last_at, state.memory_count,
-            state.dialogue_count, state.last_member_id, session_hash(state))
+    return (
+        state.owner_id,
+        state.session_key,
+        state.first_at,
+        state.last_at,
+        state.memory_count,
+        state.dialogue_count,
+        state.last_member_id,
+        session_hash(state),
+    )
 
 
 def upsert_sessions(states: Sequence[SessionState]) -> int:
@@ -295,8 +340,10 @@ def upsert_sessions(states: Sequence[SessionState]) -> int:
     columns = ", ".join(_SESSION_COLUMNS)
     marks = ", ".join(["%s"] * len(_SESSION_COLUMNS))
     updates = ", ".join(f"{c} = excluded.{c}" for c in _SESSION_COLUMNS[2:])
-    sql = (f"INSERT INTO {table} ({columns}) VALUES ({marks}) "
-           f"ON CONFLICT (owner_id, session_key) DO UPDATE SET {updates}")
+    sql = (
+        f"INSERT INTO {table} ({columns}) VALUES ({marks}) "
+        f"ON CONFLICT (owner_id, session_key) DO UPDATE SET {updates}"
+    )
     with connection.cursor() as cursor:
         cursor.executemany(sql, [_session_values(s) for s in states])
     return len(states)
@@ -309,8 +356,10 @@ def insert_sessions(states: Sequence[SessionState]) -> int:
     columns = ", ".join(_SESSION_COLUMNS)
     marks = ", ".join(["%s"] * len(_SESSION_COLUMNS))
     with connection.cursor() as cursor:
-        cursor.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})",
-                           [_session_values(s) for s in states])
+        cursor.executemany(
+            f"INSERT INTO {table} ({columns}) VALUES ({marks})",
+            [_session_values(s) for s in states],
+        )
     return len(states)
 
 
@@ -319,7 +368,7 @@ def load_sessions(pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], Ses
     found: dict[tuple[str, str], SessionState] = {}
     pending = sorted(set(pairs))
     for start in range(0, len(pending), LOOKUP_CHUNK):
-        chunk = pending[start:start + LOOKUP_CHUNK]
+        chunk = pending[start : start + LOOKUP_CHUNK]
         where = Q()
         for owner_id, key in chunk:
             where |= Q(owner_id=owner_id, session_key=key)
@@ -473,18 +522,29 @@ def rebuild() -> RebuildResult:
             )
             created_at, row_id = last[0] if last else (0, "")
             ProjectionShard.objects.filter(shard=shard.shard).update(
-                last_created_at=created_at, last_id=row_id, last_cycle_at=timezone.now(),
+                last_created_at=created_at,
+                last_id=row_id,
+                last_cycle_at=timezone.now(),
                 last_cycle_rows=0,
             )
-        for world_id, clock in WorldObject.objects.filter(type="world").values_list("id", "clock_iso"):
+        for world_id, clock in WorldObject.objects.filter(type="world").values_list(
+            "id", "clock_iso"
+        ):
             if clock:
                 episodes.close_expired(clock, world_id=world_id)
-    return RebuildResult(rows_folded=rows_folded, sessions=sessions_written, episodes=episodes_written)
+    return RebuildResult(
+        rows_folded=rows_folded, sessions=sessions_written, episodes=episodes_written
+    )
 
 
 def _drift(owner_id: str, key: str, field_name: str, stored: Any, rebuilt: Any) -> dict[str, Any]:
-    return {"owner_id": owner_id, "session_key": key, "field": field_name,
-            "stored": stored, "rebuilt": rebuilt}
+    return {
+        "owner_id": owner_id,
+        "session_key": key,
+        "field": field_name,
+        "stored": stored,
+        "rebuilt": rebuilt,
+    }
 
 
 def verify() -> VerifyResult:
@@ -501,9 +561,7 @@ def verify() -> VerifyResult:
 
     def compare(owner_id: str, rebuilt: dict[str, SessionState]) -> None:
         nonlocal identical
-        stored = {
-            row.session_key: row for row in MemorySession.objects.filter(owner_id=owner_id)
-        }
+        stored = {row.session_key: row for row in MemorySession.objects.filter(owner_id=owner_id)}
         for key, state in rebuilt.items():
             row = stored.pop(key, None)
             if row is None:
@@ -515,8 +573,9 @@ def verify() -> VerifyResult:
                 if getattr(row, name) != getattr(state, name)
             ]
             if row.content_hash != session_hash(state):
-                problems.append(_drift(owner_id, key, "content_hash", row.content_hash,
-                                       session_hash(state)))
+                problems.append(
+                    _drift(owner_id, key, "content_hash", row.content_hash, session_hash(state))
+                )
             if problems:
                 drift.extend(problems)
             else:

@@ -30,7 +30,9 @@ class NoSummarizer:
         return None
 
 
-def store_summary(owner_id: str, session_key: str, content_hash: str, text: str, source: str) -> SessionSummary:
+def store_summary(
+    owner_id: str, session_key: str, content_hash: str, text: str, source: str
+) -> SessionSummary:
     """Land words for one state of one session; writing the same state again replaces them."""
     summary, _created = SessionSummary.objects.update_or_create(
         owner_id=owner_id,
@@ -43,7 +45,9 @@ def store_summary(owner_id: str, session_key: str, content_hash: str, text: str,
 
 def summary_for(session: MemorySession) -> tuple[str | None, bool]:
     """(text, stale): the summary of this exact state, else the newest older one marked stale."""
-    summaries = SessionSummary.objects.filter(owner_id=session.owner_id, session_key=session.session_key)
+    summaries = SessionSummary.objects.filter(
+        owner_id=session.owner_id, session_key=session.session_key
+    )
     current = summaries.filter(content_hash=session.content_hash).first()
     if current is not None:
         return current.text, False
@@ -53,10 +57,14 @@ def summary_for(session: MemorySession) -> tuple[str | None, bool]:
     return None, False
 
 
-def summarize(session: MemorySession, summarizer: Summarizer | None = None) -> SessionSummary | None:
+def summarize(
+    session: MemorySession, summarizer: Summarizer | None = None
+) -> SessionSummary | None:
     """Ask the seam for words about the session's current state and land them, if any."""
     seam = summarizer or NoSummarizer()
     text = seam.summarize(session)
     if text is None:
         return None
-    return store_summary(session.owner_id, session.session_key, session.content_hash, text, seam.source)
+    return store_summary(
+        session.owner_id, session.session_key, session.content_hash, text, seam.source
+    )

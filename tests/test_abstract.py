@@ -13,16 +13,27 @@ from tests.test_projections import write
 
 def home_entry(owner: str, id_: str, scope: str | None = None) -> LedgerEntry:
     return LedgerEntry.objects.create(
-        id=id_, owner_id=owner, timestamp="2026-07-06T12:00:00.000Z", content="lore", importance=3,
-        scope_id=scope or f"home:{owner}", slug=id_, name=id_, created_at=now_us(),
+        id=id_,
+        owner_id=owner,
+        timestamp="2026-07-06T12:00:00.000Z",
+        content="lore",
+        importance=3,
+        scope_id=scope or f"home:{owner}",
+        slug=id_,
+        name=id_,
+        created_at=now_us(),
     )
 
 
 def landed() -> tuple[list, list, list]:
     return (
         sorted(LedgerEntry.objects.values_list("id", "scope_id", "name", "slug", "content")),
-        sorted(BufferEntry.objects.exclude(abstracted_into=None).values_list("id", "abstracted_into")),
-        sorted(AbstractionEdge.objects.values_list("member_id", "member_kind", "rollup_id", "owner_id")),
+        sorted(
+            BufferEntry.objects.exclude(abstracted_into=None).values_list("id", "abstracted_into")
+        ),
+        sorted(
+            AbstractionEdge.objects.values_list("member_id", "member_kind", "rollup_id", "owner_id")
+        ),
     )
 
 
@@ -30,17 +41,44 @@ def test_abstract_lands_rollup_marks_and_edges_and_bumps_generation(cast):
     a, b = write("alice", 0), write("alice", 1)
     lore = home_entry("alice", "old-lore")
     generation = generation_of("alice")
-    rollup = abstract("alice", [a, b, lore.id], name="The Meeting", body="We met a stranger.",
-                      expected_generation=generation, rollup_id="R1")
-    assert (rollup.id, rollup.owner_id, rollup.scope_id, rollup.slug, rollup.name, rollup.content,
-            rollup.timestamp) == ("R1", "alice", "home:alice", "the-meeting", "The Meeting",
-                                  "We met a stranger.", cast.world.clock_iso)
+    rollup = abstract(
+        "alice",
+        [a, b, lore.id],
+        name="The Meeting",
+        body="We met a stranger.",
+        expected_generation=generation,
+        rollup_id="R1",
+    )
+    assert (
+        rollup.id,
+        rollup.owner_id,
+        rollup.scope_id,
+        rollup.slug,
+        rollup.name,
+        rollup.content,
+        rollup.timestamp,
+    ) == (
+        "R1",
+        "alice",
+        "home:alice",
+        "the-meeting",
+        "The Meeting",
+        "We met a stranger.",
+        cast.world.clock_iso,
+    )
     assert landed() == (
-        [("R1", "home:alice", "The Meeting", "the-meeting", "We met a stranger."),
-         ("old-lore", "home:alice", "old-lore", "old-lore", "lore")],
+        [
+            ("R1", "home:alice", "The Meeting", "the-meeting", "We met a stranger."),
+            ("old-lore", "home:alice", "old-lore", "old-lore", "lore"),
+        ],
         sorted([(a, "R1"), (b, "R1")]),
-        sorted([(a, "buffer", "R1", "alice"), (b, "buffer", "R1", "alice"),
-                ("old-lore", "ledger", "R1", "alice")]),
+        sorted(
+            [
+                (a, "buffer", "R1", "alice"),
+                (b, "buffer", "R1", "alice"),
+                ("old-lore", "ledger", "R1", "alice"),
+            ]
+        ),
     )
     assert generation_of("alice") == generation + 1
 
@@ -56,10 +94,19 @@ def test_abstract_stale_generation_is_a_conflict_and_nothing_lands(cast):
 
 def test_abstract_already_absorbed_member_is_a_conflict(cast):
     a, b = write("alice", 0), write("alice", 1)
-    abstract("alice", [a], name="first", body="b", expected_generation=generation_of("alice"), rollup_id="R1")
+    abstract(
+        "alice",
+        [a],
+        name="first",
+        body="b",
+        expected_generation=generation_of("alice"),
+        rollup_id="R1",
+    )
     before = landed()
     with pytest.raises(AbstractConflict, match="already absorbed"):
-        abstract("alice", [b, a], name="second", body="b", expected_generation=generation_of("alice"))
+        abstract(
+            "alice", [b, a], name="second", body="b", expected_generation=generation_of("alice")
+        )
     assert landed() == before
 
 
@@ -69,7 +116,13 @@ def test_abstract_members_of_another_owner_or_scope_are_conflicts(cast):
     layer = home_entry("alice", "canon", scope="layer:canon")
     for member in (theirs, foreign.id, layer.id, "no-such-row"):
         with pytest.raises(AbstractConflict):
-            abstract("alice", [mine, member], name="n", body="b", expected_generation=generation_of("alice"))
+            abstract(
+                "alice",
+                [mine, member],
+                name="n",
+                body="b",
+                expected_generation=generation_of("alice"),
+            )
     assert landed()[1:] == ([], [])
 
 

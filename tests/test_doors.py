@@ -24,8 +24,10 @@ def places(cast):
         return obj
 
     place("tavern-main", [("description", "the tavern common room", "PUBLIC")])
-    place("cellar", [("name", "the smugglers' cellar", "PRIVATE"),
-                     ("description", "a damp cellar", "PUBLIC")])
+    place(
+        "cellar",
+        [("name", "the smugglers' cellar", "PRIVATE"), ("description", "a damp cellar", "PUBLIC")],
+    )
     AttributeAcl.objects.create(object_id="cellar", attribute_name="name", entity_id="bob")
     place("vault", [("description", "the guild vault", "PRIVATE")])
     return cast
@@ -37,7 +39,11 @@ def test_sessions_virgin_store_answers_an_empty_page(db):
     page = sessions("hermit")
     assert (page.items, page.rows_visited, page.next_cursor) == ([], 0, None)
     assert digest("hermit") == digest("hermit", known_hash=None)
-    assert (digest("hermit").lines, digest("hermit").hash, digest("hermit").rows_visited) == ([], EMPTY_HASH, 0)
+    assert (digest("hermit").lines, digest("hermit").hash, digest("hermit").rows_visited) == (
+        [],
+        EMPTY_HASH,
+        0,
+    )
     assert (episodes("hermit").items, episodes("hermit").rows_visited) == ([], 0)
 
 
@@ -67,7 +73,9 @@ def test_sessions_newest_first_with_ties_by_key_and_keyset_pages(cast):
     assert [i.session_key for i in second.items] == ["c1", "scene:cellar"]
     assert second.next_cursor is None
     assert [(i.kind, i.first_at, i.memory_count) for i in second.items] == [
-        ("conversation", at(10), 1), ("scene", at(5), 1)]
+        ("conversation", at(10), 1),
+        ("scene", at(5), 1),
+    ]
 
 
 def test_sessions_live_counts_leave_out_retracted_members_at_read_time(cast):
@@ -77,8 +85,9 @@ def test_sessions_live_counts_leave_out_retracted_members_at_read_time(cast):
     retract(gone)
     run_cycle()
     page = sessions("alice")
-    assert [(i.session_key, i.memory_count, i.dialogue_count, i.live_count) for i in page.items] == [
-        ("scene:cellar", 1, 1, 1), ("c1", 2, 1, 1)]
+    assert [
+        (i.session_key, i.memory_count, i.dialogue_count, i.live_count) for i in page.items
+    ] == [("scene:cellar", 1, 1, 1), ("c1", 2, 1, 1)]
     # Rows visited: two session rows and the one retracted member the live count read.
     assert page.rows_visited == 3
 
@@ -107,7 +116,9 @@ def test_digest_names_sessions_by_place_without_ids(places):
     write("alice", 39, conversation="conv-7f3a")
     write("alice", 50, location="cellar", kind="action")
     write("alice", 55, location="vault")
-    write("alice", 56, location=None, conversation="conv-9")  # remember() files it where alice stands
+    write(
+        "alice", 56, location=None, conversation="conv-9"
+    )  # remember() files it where alice stands
     run_cycle()
     d = digest("alice")
     assert d.lines == [
@@ -125,7 +136,9 @@ def test_digest_uses_private_place_names_only_for_viewers_allowed_to_see_them(pl
     write("bob", 0, location="cellar")
     write("alice", 0, location="cellar")
     run_cycle()
-    assert digest("bob").lines == ["A scene at the smugglers' cellar at 12:00 PM: 1 memory, 1 spoken"]
+    assert digest("bob").lines == [
+        "A scene at the smugglers' cellar at 12:00 PM: 1 memory, 1 spoken"
+    ]
     assert digest("alice").lines == ["A scene at a damp cellar at 12:00 PM: 1 memory, 1 spoken"]
 
 
@@ -141,7 +154,11 @@ def test_digest_known_hash_answers_unchanged_with_no_lines(places):
     run_cycle()
     moved = digest("alice", known_hash=first.hash)
     assert (moved.unchanged, moved.lines) == (
-        False, ["A conversation at the tavern common room from 12:00 PM to 12:01 PM: 2 memories, 2 spoken"])
+        False,
+        [
+            "A conversation at the tavern common room from 12:00 PM to 12:01 PM: 2 memories, 2 spoken"
+        ],
+    )
 
 
 def test_digest_spans_days_with_dates(places):
@@ -149,7 +166,8 @@ def test_digest_spans_days_with_dates(places):
     write("alice", 13 * 60, conversation="c1")  # 01:00 the next day
     run_cycle()
     assert digest("alice").lines == [
-        "A conversation at the tavern common room from Jul 6, 12:00 PM to Jul 7, 1:00 AM: 2 memories, 2 spoken"]
+        "A conversation at the tavern common room from Jul 6, 12:00 PM to Jul 7, 1:00 AM: 2 memories, 2 spoken"
+    ]
 
 
 def test_digest_rows_visited_is_what_the_queries_returned(places, monkeypatch):
@@ -159,8 +177,11 @@ def test_digest_rows_visited_is_what_the_queries_returned(places, monkeypatch):
     with count_rows(monkeypatch) as counter:
         d = digest("alice")
     # 2 sessions, 1 last member (for the conversation's place), 3 place attributes.
-    assert d.rows_visited == counter.total("memory_sessions", "buffer_entries", "attributes",
-                                           "attribute_acl") == 6
+    assert (
+        d.rows_visited
+        == counter.total("memory_sessions", "buffer_entries", "attributes", "attribute_acl")
+        == 6
+    )
 
 
 def test_episodes_door_newest_first_with_pages(cast):
@@ -169,7 +190,10 @@ def test_episodes_door_newest_first_with_pages(cast):
     write("alice", 80)
     run_cycle()
     page = episodes("alice", limit=2)
-    assert [(e.ordinal, e.first_at, e.is_open) for e in page.items] == [(3, at(80), True), (2, at(40), False)]
+    assert [(e.ordinal, e.first_at, e.is_open) for e in page.items] == [
+        (3, at(80), True),
+        (2, at(40), False),
+    ]
     assert page.rows_visited == 3
     rest = episodes("alice", limit=2, before=page.next_cursor)
     assert ([e.ordinal for e in rest.items], rest.next_cursor, rest.rows_visited) == ([1], None, 1)

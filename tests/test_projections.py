@@ -53,18 +53,44 @@ def at(minute: int, second: int = 0) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.000Z")
 
 
-def write(owner: str, minute: int, *, kind: str = "dialogue", conversation: str | None = None,
-          location: str | None = "tavern-main", text: str = "hello", entry_id: str | None = None) -> str:
-    intent = {"type": kind, "originalText": text, "description": text, "actorId": owner, "targetIds": []}
-    return remember(owner, intent, timestamp=at(minute), location_id=location,
-                    conversation_id=conversation, entry_id=entry_id).entry.id
+def write(
+    owner: str,
+    minute: int,
+    *,
+    kind: str = "dialogue",
+    conversation: str | None = None,
+    location: str | None = "tavern-main",
+    text: str = "hello",
+    entry_id: str | None = None,
+) -> str:
+    intent = {
+        "type": kind,
+        "originalText": text,
+        "description": text,
+        "actorId": owner,
+        "targetIds": [],
+    }
+    return remember(
+        owner,
+        intent,
+        timestamp=at(minute),
+        location_id=location,
+        conversation_id=conversation,
+        entry_id=entry_id,
+    ).entry.id
 
 
 def session_rows() -> list[tuple]:
     return sorted(
         MemorySession.objects.values_list(
-            "owner_id", "session_key", "first_at", "last_at", "memory_count", "dialogue_count",
-            "last_member_id", "content_hash",
+            "owner_id",
+            "session_key",
+            "first_at",
+            "last_at",
+            "memory_count",
+            "dialogue_count",
+            "last_member_id",
+            "content_hash",
         )
     )
 
@@ -72,8 +98,14 @@ def session_rows() -> list[tuple]:
 def episode_rows() -> list[tuple]:
     return sorted(
         Episode.objects.values_list(
-            "owner_id", "ordinal", "first_at", "last_at", "first_member_id", "last_member_id",
-            "member_count", "is_open",
+            "owner_id",
+            "ordinal",
+            "first_at",
+            "last_at",
+            "first_member_id",
+            "last_member_id",
+            "member_count",
+            "is_open",
         )
     )
 
@@ -94,7 +126,11 @@ def count_rows(monkeypatch: pytest.MonkeyPatch):
     original_execute = CursorWrapper.execute
 
     def execute(self, sql, params=None):
-        match = re.search(r'\bFROM\s+"?(\w+)"?', sql) if sql.lstrip().upper().startswith("SELECT") else None
+        match = (
+            re.search(r'\bFROM\s+"?(\w+)"?', sql)
+            if sql.lstrip().upper().startswith("SELECT")
+            else None
+        )
         self._counted_table = match.group(1) if match else None
         return original_execute(self, sql, params)
 
@@ -105,12 +141,17 @@ def count_rows(monkeypatch: pytest.MonkeyPatch):
         return rows
 
     monkeypatch.setattr(CursorWrapper, "execute", execute)
-    monkeypatch.setattr(CursorWrapper, "fetchall", lambda self: tally(self, self.cursor.fetchall()),
-                        raising=False)
-    monkeypatch.setattr(CursorWrapper, "fetchmany",
-                        lambda self, size=None: tally(self, self.cursor.fetchmany(size)
-                                                      if size is not None else self.cursor.fetchmany()),
-                        raising=False)
+    monkeypatch.setattr(
+        CursorWrapper, "fetchall", lambda self: tally(self, self.cursor.fetchall()), raising=False
+    )
+    monkeypatch.setattr(
+        CursorWrapper,
+        "fetchmany",
+        lambda self, size=None: tally(
+            self, self.cursor.fetchmany(size) if size is not None else self.cursor.fetchmany()
+        ),
+        raising=False,
+    )
 
     def fetchone(self):
         row = self.cursor.fetchone()
@@ -122,10 +163,20 @@ def count_rows(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.undo()
 
 
-def row(id_: str, minute: int, *, kind: str = "action", conversation: str | None = None,
-        location: str | None = "hall", created_at: int = 0, timestamp: str | None = None) -> FoldRow:
+def row(
+    id_: str,
+    minute: int,
+    *,
+    kind: str = "action",
+    conversation: str | None = None,
+    location: str | None = "hall",
+    created_at: int = 0,
+    timestamp: str | None = None,
+) -> FoldRow:
     intent = json.dumps({"type": kind, "description": "x", "actorId": "alice", "targetIds": []})
-    return FoldRow(id_, "alice", timestamp or at(minute), location, conversation, intent, created_at, 0)
+    return FoldRow(
+        id_, "alice", timestamp or at(minute), location, conversation, intent, created_at, 0
+    )
 
 
 # --- the fold itself ----------------------------------------------------------------------------
@@ -140,9 +191,15 @@ def test_fold_session_exact_terms_under_ordered_fold():
         row("d", 20, created_at=4),
     ]:
         state = fold_session(state, r)
-    assert (state.owner_id, state.session_key, state.first_at, state.last_at, state.memory_count,
-            state.dialogue_count, state.last_member_id) == (
-        "alice", "scene:hall", at(5), at(30), 4, 2, "d")
+    assert (
+        state.owner_id,
+        state.session_key,
+        state.first_at,
+        state.last_at,
+        state.memory_count,
+        state.dialogue_count,
+        state.last_member_id,
+    ) == ("alice", "scene:hall", at(5), at(30), 4, 2, "d")
 
 
 def test_fold_session_orders_mixed_timestamp_forms_chronologically():
@@ -178,7 +235,7 @@ def test_session_hash_is_sha256_of_canonical_encoding():
 def test_registry_is_closed_and_names_session_with_fold_and_door():
     from memory import doors
 
-    assert MEMORY_PROJECTION_NAMES == frozenset({"session"})
+    assert frozenset({"session"}) == MEMORY_PROJECTION_NAMES
     assert MEMORY_PROJECTIONS["session"].fold is fold_session
     assert MEMORY_PROJECTIONS["session"].door is doors.sessions
 
@@ -220,7 +277,12 @@ def test_run_cycle_second_pass_reads_nothing(cast):
     write("alice", 0)
     run_cycle()
     again = run_cycle()
-    assert (again.rows_visited, again.rows_folded, again.sessions_written, again.episodes_written) == (0, 0, 0, 0)
+    assert (
+        again.rows_visited,
+        again.rows_folded,
+        again.sessions_written,
+        again.episodes_written,
+    ) == (0, 0, 0, 0)
 
 
 def test_run_cycle_is_forward_only_over_the_watermark(cast):
@@ -231,7 +293,10 @@ def test_run_cycle_is_forward_only_over_the_watermark(cast):
     assert (result.rows_folded, result.session_rows_read, result.sessions_written) == (1, 1, 1)
     assert session_rows()[0][2:7] == (at(0), at(9), 2, 2, last)
     shard = ProjectionShard.objects.get(shard=BufferEntry.objects.get(pk=last).shard)
-    assert (shard.last_created_at, shard.last_id) == (BufferEntry.objects.get(pk=last).created_at, last)
+    assert (shard.last_created_at, shard.last_id) == (
+        BufferEntry.objects.get(pk=last).created_at,
+        last,
+    )
 
 
 def test_run_cycle_stamps_nothing_on_canonical_rows(cast):
@@ -262,10 +327,16 @@ def test_run_cycle_rows_visited_is_the_rows_its_queries_returned(cast, monkeypat
     write("charlie", 5)
     with count_rows(monkeypatch) as counter:
         result = run_cycle()
-    assert result.rows_visited == counter.total("buffer_entries", "memory_sessions", "memory_episodes")
+    assert result.rows_visited == counter.total(
+        "buffer_entries", "memory_sessions", "memory_episodes"
+    )
     # 5 rows written; 1 stored session touched (alice/c1); 1 stored episode (alice's).
-    assert (result.rows_visited, result.rows_folded, result.session_rows_read,
-            result.episode_rows_read) == (7, 5, 1, 1)
+    assert (
+        result.rows_visited,
+        result.rows_folded,
+        result.session_rows_read,
+        result.episode_rows_read,
+    ) == (7, 5, 1, 1)
 
 
 def test_run_cycle_finds_projection_rows_by_key_never_by_scan(cast):
@@ -275,7 +346,9 @@ def test_run_cycle_finds_projection_rows_by_key_never_by_scan(cast):
     with CaptureQueriesContext(connection) as queries:
         run_cycle()
     reads = [q["sql"] for q in queries if q["sql"].lstrip().upper().startswith("SELECT")]
-    session_reads = [sql for sql in reads if '"memory_sessions"' in sql or "memory_sessions " in sql]
+    session_reads = [
+        sql for sql in reads if '"memory_sessions"' in sql or "memory_sessions " in sql
+    ]
     assert session_reads and all("session_key" in sql.split("WHERE", 1)[1] for sql in session_reads)
     buffer_reads = [sql for sql in reads if "FROM buffer_entries" in sql]
     assert buffer_reads and all("shard =" in sql and "created_at >" in sql for sql in buffer_reads)
@@ -327,12 +400,23 @@ def test_verify_reports_drift_field_by_field(cast):
     result = verify()
     assert (result.sessions, result.identical) == (2, 1)
     assert result.drift == [
-        {"owner_id": "alice", "session_key": "c1", "field": "memory_count", "stored": 7, "rebuilt": 1},
+        {
+            "owner_id": "alice",
+            "session_key": "c1",
+            "field": "memory_count",
+            "stored": 7,
+            "rebuilt": 1,
+        },
     ]
     MemorySession.objects.filter(owner_id="alice").update(memory_count=1, content_hash="x")
     assert verify().drift == [
-        {"owner_id": "alice", "session_key": "c1", "field": "content_hash", "stored": "x",
-         "rebuilt": stored_hash},
+        {
+            "owner_id": "alice",
+            "session_key": "c1",
+            "field": "content_hash",
+            "stored": "x",
+            "rebuilt": stored_hash,
+        },
     ]
 
 
@@ -347,12 +431,22 @@ def test_verify_treats_unfolded_rows_as_lag_not_drift(cast):
 def test_verify_reports_extra_and_missing_sessions(cast):
     write("alice", 0)
     run_cycle()
-    MemorySession.objects.create(owner_id="bob", session_key="ghost", first_at=BASE, last_at=BASE,
-                                 memory_count=1, dialogue_count=0, last_member_id="x", content_hash="h")
+    MemorySession.objects.create(
+        owner_id="bob",
+        session_key="ghost",
+        first_at=BASE,
+        last_at=BASE,
+        memory_count=1,
+        dialogue_count=0,
+        last_member_id="x",
+        content_hash="h",
+    )
     MemorySession.objects.filter(owner_id="alice").delete()
     drift = verify().drift
     assert [(d["owner_id"], d["session_key"], d["field"]) for d in drift] == [
-        ("alice", "scene:tavern-main", "missing"), ("bob", "ghost", "extra")]
+        ("alice", "scene:tavern-main", "missing"),
+        ("bob", "ghost", "extra"),
+    ]
 
 
 # --- commands -------------------------------------------------------------------------------------
@@ -363,7 +457,11 @@ def test_run_projections_command_prints_one_cycle_as_json(cast):
     write("alice", 1, conversation="c1")
     out = io.StringIO()
     call_command("run_projections", "--json", stdout=out)
-    assert json.loads(out.getvalue()) == {"rows_visited": 2, "rows_folded": 2, "sessions_written": 1}
+    assert json.loads(out.getvalue()) == {
+        "rows_visited": 2,
+        "rows_folded": 2,
+        "sessions_written": 1,
+    }
 
 
 def test_rebuild_projections_command_verifies_and_exits_1_on_drift(cast):
@@ -380,8 +478,14 @@ def test_rebuild_projections_command_verifies_and_exits_1_on_drift(cast):
         call_command("rebuild_projections", "--verify", "--json", stdout=out)
     assert exit_info.value.code == 1
     assert json.loads(out.getvalue())["drift"] == [
-        {"owner_id": "alice", "session_key": "scene:tavern-main", "field": "dialogue_count",
-         "stored": 0, "rebuilt": 1}]
+        {
+            "owner_id": "alice",
+            "session_key": "scene:tavern-main",
+            "field": "dialogue_count",
+            "stored": 0,
+            "rebuilt": 1,
+        }
+    ]
 
 
 # --- the law: rebuild = incremental ---------------------------------------------------------------
@@ -389,9 +493,14 @@ def test_rebuild_projections_command_verifies_and_exits_1_on_drift(cast):
 OWNERS = ("alice", "bob", "charlie")
 
 op = st.one_of(
-    st.tuples(st.just("remember"), st.sampled_from(OWNERS), st.integers(0, 240),
-              st.sampled_from([None, "c1", "c2"]), st.sampled_from([None, "tavern-main", "cellar"]),
-              st.sampled_from(["dialogue", "action"])),
+    st.tuples(
+        st.just("remember"),
+        st.sampled_from(OWNERS),
+        st.integers(0, 240),
+        st.sampled_from([None, "c1", "c2"]),
+        st.sampled_from([None, "tavern-main", "cellar"]),
+        st.sampled_from(["dialogue", "action"]),
+    ),
     st.tuples(st.just("retract"), st.integers(0, 50)),
     st.tuples(st.just("abstract"), st.sampled_from(OWNERS), st.integers(1, 3)),
     st.tuples(st.just("cycle"), st.integers(1, 4)),
@@ -399,8 +508,15 @@ op = st.one_of(
 
 
 def _reset_store() -> None:
-    for model in (AbstractionEdge, LedgerEntry, BufferEntry, MemorySession, Episode, OwnerState,
-                  ProjectionShard):
+    for model in (
+        AbstractionEdge,
+        LedgerEntry,
+        BufferEntry,
+        MemorySession,
+        Episode,
+        OwnerState,
+        ProjectionShard,
+    ):
         model.objects.all().delete()
 
 
@@ -409,21 +525,33 @@ def _apply(ops: list[tuple[Any, ...]]) -> None:
     for item in ops:
         if item[0] == "remember":
             _, owner, minute, conversation, location, kind = item
-            written.append(write(owner, minute, conversation=conversation, location=location, kind=kind))
+            written.append(
+                write(owner, minute, conversation=conversation, location=location, kind=kind)
+            )
         elif item[0] == "retract" and written:
             retract(written[item[1] % len(written)])
         elif item[0] == "abstract":
             _, owner, size = item
-            free = list(BufferEntry.objects.filter(owner_id=owner, abstracted_into__isnull=True)
-                        .order_by("created_at").values_list("id", flat=True)[:size])
+            free = list(
+                BufferEntry.objects.filter(owner_id=owner, abstracted_into__isnull=True)
+                .order_by("created_at")
+                .values_list("id", flat=True)[:size]
+            )
             if free:
-                abstract(owner, free, name=f"rollup {len(written)}", body="b",
-                         expected_generation=generation_of(owner))
+                abstract(
+                    owner,
+                    free,
+                    name=f"rollup {len(written)}",
+                    body="b",
+                    expected_generation=generation_of(owner),
+                )
         elif item[0] == "cycle":
             run_cycle(batch_size=item[1])
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(ops=st.lists(op, max_size=30))
 def test_rebuild_equals_incremental_for_any_interleaving(cast, ops):
     _reset_store()
@@ -443,8 +571,16 @@ def test_abstract_does_not_move_the_fold(cast):
     ids = [write("alice", m, conversation="c1") for m in range(3)]
     run_cycle()
     before = session_rows()
-    abstract("alice", ids[:2], name="the greeting", body="they met", expected_generation=generation_of("alice"))
+    abstract(
+        "alice",
+        ids[:2],
+        name="the greeting",
+        body="they met",
+        expected_generation=generation_of("alice"),
+    )
     assert run_cycle().rows_folded == 0
     assert session_rows() == before
     with pytest.raises(AbstractConflict):
-        abstract("alice", ids[:1], name="again", body="b", expected_generation=generation_of("alice"))
+        abstract(
+            "alice", ids[:1], name="again", body="b", expected_generation=generation_of("alice")
+        )

@@ -61,11 +61,22 @@ def test_concurrent_cycles_fold_each_row_exactly_once(cast):
 def test_concurrent_abstracts_over_one_member_land_exactly_once(cast):
     member = write("alice", 0)
     generation = generation_of("alice")
-    results = in_threads(2, lambda i: abstract("alice", [member], name=f"rollup {i}", body="b",
-                                                 expected_generation=generation, rollup_id=f"R{i}"))
+    results = in_threads(
+        2,
+        lambda i: abstract(
+            "alice",
+            [member],
+            name=f"rollup {i}",
+            body="b",
+            expected_generation=generation,
+            rollup_id=f"R{i}",
+        ),
+    )
     landed = [r for r in results if isinstance(r, LedgerEntry)]
     conflicts = [r for r in results if isinstance(r, AbstractConflict)]
     assert (len(landed), len(conflicts)) == (1, 1), results
-    assert list(AbstractionEdge.objects.values_list("member_id", "rollup_id")) == [(member, landed[0].id)]
+    assert list(AbstractionEdge.objects.values_list("member_id", "rollup_id")) == [
+        (member, landed[0].id)
+    ]
     assert LedgerEntry.objects.count() == 1
     assert generation_of("alice") == generation + 1

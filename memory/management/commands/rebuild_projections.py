@@ -18,7 +18,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--verify", action="store_true", help="compare only; exit 1 on drift")
-        parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
+        parser.add_argument(
+            "--json", action="store_true", help="print the result as one JSON object"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["verify"]:
@@ -37,8 +39,15 @@ class Command(BaseCommand):
             return
         rebuilt = rebuild()
         if options["json"]:
-            self.stdout.write(json.dumps({"sessions": rebuilt.sessions, "rows_folded": rebuilt.rows_folded,
-                                          "episodes": rebuilt.episodes}))
+            self.stdout.write(
+                json.dumps(
+                    {
+                        "sessions": rebuilt.sessions,
+                        "rows_folded": rebuilt.rows_folded,
+                        "episodes": rebuilt.episodes,
+                    }
+                )
+            )
         else:
             self.stdout.write(
                 f"rebuilt {rebuilt.sessions} sessions and {rebuilt.episodes} episodes "

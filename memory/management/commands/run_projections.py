@@ -14,7 +14,9 @@ class Command(BaseCommand):
     help = "Fold every memory row written since the last cycle into its session and episode."
 
     def add_arguments(self, parser: Any) -> None:
-        parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
+        parser.add_argument(
+            "--json", action="store_true", help="print the result as one JSON object"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         result = run_cycle()
