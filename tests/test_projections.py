@@ -584,3 +584,32 @@ def test_abstract_does_not_move_the_fold(cast):
         abstract(
             "alice", ids[:1], name="again", body="b", expected_generation=generation_of("alice")
         )
+
+
+# --- summaries: words beside the row, never from the fold -----------------------------------------
+
+
+def test_summary_is_keyed_by_hash_and_goes_stale_when_the_session_moves(cast):
+    from memory.summaries import NoSummarizer, store_summary, summarize, summary_for
+
+    write("alice", 0, conversation="c1")
+    run_cycle()
+    session = MemorySession.objects.get(owner_id="alice")
+    assert summarize(session, NoSummarizer()) is None
+    assert summary_for(session) == (None, False)
+    store_summary("alice", "c1", session.content_hash, "They said hello.", "test-seam")
+    assert summary_for(session) == ("They said hello.", False)
+    write("alice", 1, conversation="c1")
+    run_cycle()
+    session.refresh_from_db()
+    assert summary_for(session) == ("They said hello.", True)
+
+    class Echo:
+        source = "echo"
+
+        def summarize(self, s: MemorySession) -> str | None:
+            return f"{s.memory_count} memories"
+
+    landed = summarize(session, Echo())
+    assert (landed.text, landed.source, landed.content_hash) == ("2 memories", "echo", session.content_hash)
+    assert summary_for(session) == ("2 memories", False)
