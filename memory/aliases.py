@@ -1,0 +1,263 @@
+"""Subjective aliases: who a viewer thinks everyone else is (seed 000 §1, §3).
+
+Everything here is pure: a viewer is any object with `.id` and `.aliases`, so the ORM, the
+scenario loader and the tests all hand in what they already have.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+UNFAMILIAR = "an unfamiliar figure"
+SELF = "you"
+
+AliasState = Literal["known", "descriptor", "unknown"]
+
+
+class Viewer(Protocol):
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def aliases(self) -> Mapping[str, str]: ...
+
+
+@dataclass(frozen=True)
+class ViewerView:
+    id: str
+    aliases: Mapping[str, str]
+
+
+class AliasesJsonError(ValueError):
+    """An `aliases_json` value that is neither omnia's pair array nor a scenario object."""
+
+
+def resolve_alias(viewer: Viewer, target_id: str) -> str:
+    """Omnia's `resolveAlias`: self is "you" (a self-alias is ignored); a present key wins even
+    when its label is "" (JavaScript's `??` only falls back on a missing key)."""
+    if target_id == viewer.id:
+        return SELF
+    label = viewer.aliases.get(target_id)
+    return UNFAMILIAR if label is None else label
+
+
+# --- the stored form ------------------------------------------------------------------------
+
+_ARRAY_INDEX = re.compile(r"0|[1-9][0-9]*")
+_MAX_ARRAY_INDEX = 2**32 - 2
+
+
+def _js_key_order(pairs: list[tuple[str, str]]) -> dict[str, str]:
+    """Keys in the order a JavaScript object enumerates them: array-index keys first, ascending,
+    then the rest in insertion order. A duplicate keeps its first place and its last value."""
+    merged: dict[str, str] = {}
+    for key, value in pairs:
+        merged[key] = value
+    index_keys = [k for k in merged if _ARRAY_INDEX.fullmatch(k) and int(k) <= _MAX_ARRAY_INDEX]
+    if not index_keys:
+        return merged
+    ordered = {k: merged[k] for k in sorted(index_keys, key=int)}
+    ordered.update((k, v) for k, v in merged.items() if k not in ordered)
+    return ordered
+
+
+def parse_aliases_json(text: str | None) -> dict[str, str]:
+    """Read `objects.aliases_json` (`[["bob","the hooded figure"]]`) or a scenario's alias
+    object (`{"bob": "the hooded figure"}`), keeping the order omnia's Map would have."""
+    if text is None or text == "":
+        return {}
+    try:
+        data = json.loads(text, object_pairs_hook=lambda pairs: pairs)
+    except ValueError as exc:
+        raise AliasesJsonError(f"aliases_json is not JSON: {exc}") from None
+    if data is None:
+        # JSON.parse("null") handed to `new Map()` is an empty map.
+        return {}
+    if isinstance(data, list) and all(isinstance(p, tuple) for p in data) and data:
+        # object_pairs_hook turned a JSON object into a list of tuples.
+        return _object_form(data)
+    if isinstance(data, list):
+        return _array_form(data)
+    raise AliasesJsonError(
+        "aliases_json must be an array of [targetId, label] pairs or an object "
+        f"{{targetId: label}}, not {type(data).__name__}"
+    )
+
+
+def _array_form(items: list[object]) -> dict[str, str]:
+    result: dict[str, str] = {}
+    for i, item in enumerate(items):
+        if isinstance(item, tuple):
+            raise AliasesJsonError(f"aliases_json[{i}] must be a [targetId, label] pair, not an object")
+        if not isinstance(item, list) or len(item) != 2:
+            raise AliasesJsonError(f"aliases_json[{i}] must be a [targetId, label] pair")
+        target, label = item
+        if not isinstance(target, str) or not isinstance(label, str):
+            raise AliasesJsonError(f"aliases_json[{i}]: targetId and label must both be strings")
+        # Map semantics: a repeated key keeps its first position and takes the last label.
+        result[target] = label
+    return result
+
+
+def _object_form(pairs: list[tuple[str, object]]) -> dict[str, str]:
+    checked: list[tuple[str, str]] = []
+    for target, label in pairs:
+        if not isinstance(label, str):
+            raise AliasesJsonError(f"aliases_json[{json.dumps(target)}]: label must be a string")
+        checked.append((target, label))
+    return _js_key_order(checked)
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def dump_aliases_json(mapping: Mapping[str, str]) -> str:
+    """Exactly what `JSON.stringify(Array.from(map.entries()))` writes."""
+    text = json.dumps([[k, v] for k, v in mapping.items()], ensure_ascii=False, separators=(",", ":"))
+    if _LONE_SURROGATE.search(text):
+        # Well-formed JSON.stringify (ES2019) escapes unpaired surrogates instead of emitting them.
+        text = _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return text
+
+
+# --- states and descriptors -----------------------------------------------------------------
+
+
+def alias_state(label: str | None, true_name: str | None) -> AliasState:
+    """"known" when the label is the target's true name, "descriptor" for any other label."""
+    if label is None:
+        return "unknown"
+    if true_name and label.strip().casefold() == true_name.strip().casefold():
+        return "known"
+    return "descriptor"
+
+
+# Nouns that can head a descriptor of a person or creature, in no particular order.
+_HEAD_NOUNS = frozenset(
+    """man woman boy girl child lad lass guard soldier knight traveller traveler stranger figure
+    merchant priest monk nun beggar thief sailor farmer hunter elf dwarf orc goblin giant old-timer
+    elder youth gentleman lady mercenary warrior wizard witch mage bard noble servant maid
+    innkeeper bartender barkeep scholar pilgrim ranger cat dog horse creature human person""".split()
+)
+# Heads that say little; a visible gender names the figure better.
+_GENERIC_HEADS = frozenset({"human", "person", "figure", "creature"})
+_GENDER_HEADS = {
+    "male": "man", "man": "man", "m": "man", "female": "woman", "woman": "woman", "f": "woman",
+    "boy": "boy", "girl": "girl", "nonbinary": "person", "non-binary": "person",
+}
+# Adjectives worth keeping when they stand before the head noun ("a tall man").
+_BUILD_WORDS = frozenset(
+    """tall short small tiny huge large big stout thin gaunt lanky burly broad slender plump
+    young old elderly aged bored weary nervous scarred grim cheerful ragged hooded cloaked masked
+    veiled bearded armoured armored robed""".split()
+)
+# Things worn or grown that make the figure recognisable, and the adjective they give.
+_FEATURE_WORDS = {
+    "hood": "hooded", "hooded": "hooded", "cloak": "cloaked", "mask": "masked", "masked": "masked",
+    "veil": "veiled", "beard": "bearded", "bearded": "bearded", "robe": "robed", "robes": "robed",
+    "chainmail": "armoured", "armour": "armoured", "armor": "armoured", "scar": "scarred",
+    "scarred": "scarred", "eyepatch": "one-eyed",
+}
+_HAIR = re.compile(r"\b([a-z]+)\s+hair\b")
+_HAIR_COLOURS = frozenset(
+    "dark black blonde blond fair red ginger brown grey gray white silver auburn golden".split()
+)
+_DESCRIPTOR_KEYS = ("occupation", "profession", "role", "appearance", "description", "clothing")
+_GENDER_KEYS = ("gender", "sex")
+_WORD = re.compile(r"[a-z][a-z'-]*")
+
+
+def derive_descriptor(visible_attributes: Mapping[str, str], known_ids: Iterable[str] = ()) -> str:
+    """A deterministic label built only from what the viewer can see.
+
+    Shape: "the" + at most one build word + at most one feature + a head noun, so never more
+    than four words. The head is the occupation, else the first person-noun of the appearance
+    (a generic one such as "human" yields to a visible gender), else the gender; a build word
+    counts only before the head in the appearance; the feature is the first thing worn or
+    grown (a hood, a cloak, "dark hair") anywhere in appearance or clothing. Nothing at all
+    to go on: "an unfamiliar figure".
+    """
+    ids = {i.casefold() for i in known_ids}
+    attrs = {k.casefold(): v for k, v in visible_attributes.items() if isinstance(v, str)}
+
+    def words_of(key: str) -> list[str]:
+        return [w for w in _WORD.findall(attrs.get(key, "").casefold()) if w not in ids]
+
+    head: str | None = None
+    for key in ("occupation", "profession", "role"):
+        words = words_of(key)
+        if words:
+            head = next((w for w in reversed(words) if w in _HEAD_NOUNS), words[-1])
+            break
+    appearance = words_of("appearance") or words_of("description")
+    build: str | None = None
+    head_at = next((i for i, w in enumerate(appearance) if w in _HEAD_NOUNS), None)
+    if head is None and head_at is not None:
+        head = appearance[head_at]
+    if head_at is not None:
+        build = next((w for w in appearance[:head_at] if w in _BUILD_WORDS), None)
+    gender = next((attrs[k].strip().casefold() for k in _GENDER_KEYS if attrs.get(k)), "")
+    if (head is None or head in _GENERIC_HEADS) and gender in _GENDER_HEADS:
+        head = _GENDER_HEADS[gender]
+
+    feature: str | None = None
+    for key in ("appearance", "description", "clothing"):
+        text = " ".join(words_of(key))
+        hair = _HAIR.search(text)
+        candidates: list[tuple[int, str]] = []
+        if hair and hair.group(1) in _HAIR_COLOURS:
+            candidates.append((hair.start(), f"{hair.group(1)}-haired"))
+        for m in _WORD.finditer(text):
+            if m.group() in _FEATURE_WORDS:
+                candidates.append((m.start(), _FEATURE_WORDS[m.group()]))
+                break
+        if candidates:
+            feature = min(candidates)[1]
+            break
+    if feature == build:
+        feature = None
+
+    if head is None:
+        if build is None and feature is None:
+            return UNFAMILIAR
+        head = "figure"
+    if head in ids or _GENERATED_ID.search(head):
+        return UNFAMILIAR
+    return " ".join(w for w in ("the", build, feature, head) if w)
+
+
+# --- validation at the alias door ----------------------------------------------------------
+
+_GENERATED_ID = re.compile(
+    r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"  # UUID
+    r"|\b[0-7][0-9A-HJKMNP-TV-Z]{25}\b",  # ULID (Crockford base32, upper case as generated)
+    re.IGNORECASE,
+)
+
+
+def validate_alias_label(
+    label: str, *, viewer_id: str, target_id: str, all_ids: Collection[str]
+) -> tuple[list[str], list[str]]:
+    """(errors, warnings) for setting `viewer_id`'s alias for `target_id` to `label`."""
+    errors: list[str] = []
+    warnings: list[str] = []
+    if target_id not in all_ids:
+        errors.append(f"target {target_id!r} is not an object of this world")
+    if target_id == viewer_id:
+        errors.append("an entity's alias for itself is never used (self is always \"you\")")
+    stripped = label.strip()
+    if stripped in all_ids:
+        errors.append(f"label {label!r} is a system id")
+    elif _GENERATED_ID.search(label):
+        errors.append(f"label {label!r} contains a generated id ({_GENERATED_ID.search(label).group()})")
+    else:
+        for other in sorted(all_ids):
+            if other and re.search(rf"(?<![\w-]){re.escape(other)}(?![\w-])", label):
+                warnings.append(f"label {label!r} contains the system id {other!r}")
+    if not stripped:
+        warnings.append("label is empty: lines will read with a blank where the name goes")
+    return errors, warnings
