@@ -92,7 +92,9 @@ def _array_form(items: list[object]) -> dict[str, str]:
     result: dict[str, str] = {}
     for i, item in enumerate(items):
         if isinstance(item, tuple):
-            raise AliasesJsonError(f"aliases_json[{i}] must be a [targetId, label] pair, not an object")
+            raise AliasesJsonError(
+                f"aliases_json[{i}] must be a [targetId, label] pair, not an object"
+            )
         if not isinstance(item, list) or len(item) != 2:
             raise AliasesJsonError(f"aliases_json[{i}] must be a [targetId, label] pair")
         target, label = item
@@ -117,7 +119,9 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 def dump_aliases_json(mapping: Mapping[str, str]) -> str:
     """Exactly what `JSON.stringify(Array.from(map.entries()))` writes."""
-    text = json.dumps([[k, v] for k, v in mapping.items()], ensure_ascii=False, separators=(",", ":"))
+    text = json.dumps(
+        [[k, v] for k, v in mapping.items()], ensure_ascii=False, separators=(",", ":")
+    )
     if _LONE_SURROGATE.search(text):
         # Well-formed JSON.stringify (ES2019) escapes unpaired surrogates instead of emitting them.
         text = _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
@@ -128,7 +132,7 @@ def dump_aliases_json(mapping: Mapping[str, str]) -> str:
 
 
 def alias_state(label: str | None, true_name: str | None) -> AliasState:
-    """"known" when the label is the target's true name, "descriptor" for any other label."""
+    """ "known" when the label is the target's true name, "descriptor" for any other label."""
     if label is None:
         return "unknown"
     if true_name and label.strip().casefold() == true_name.strip().casefold():
@@ -138,33 +142,153 @@ def alias_state(label: str | None, true_name: str | None) -> AliasState:
 
 # Nouns that can head a descriptor of a person or creature, in no particular order.
 _HEAD_NOUNS = frozenset(
-    """man woman boy girl child lad lass guard soldier knight traveller traveler stranger figure
-    merchant priest monk nun beggar thief sailor farmer hunter elf dwarf orc goblin giant old-timer
-    elder youth gentleman lady mercenary warrior wizard witch mage bard noble servant maid
-    innkeeper bartender barkeep scholar pilgrim ranger cat dog horse creature human person""".split()
+    [
+        "man",
+        "woman",
+        "boy",
+        "girl",
+        "child",
+        "lad",
+        "lass",
+        "guard",
+        "soldier",
+        "knight",
+        "traveller",
+        "traveler",
+        "stranger",
+        "figure",
+        "merchant",
+        "priest",
+        "monk",
+        "nun",
+        "beggar",
+        "thief",
+        "sailor",
+        "farmer",
+        "hunter",
+        "elf",
+        "dwarf",
+        "orc",
+        "goblin",
+        "giant",
+        "old-timer",
+        "elder",
+        "youth",
+        "gentleman",
+        "lady",
+        "mercenary",
+        "warrior",
+        "wizard",
+        "witch",
+        "mage",
+        "bard",
+        "noble",
+        "servant",
+        "maid",
+        "innkeeper",
+        "bartender",
+        "barkeep",
+        "scholar",
+        "pilgrim",
+        "ranger",
+        "cat",
+        "dog",
+        "horse",
+        "creature",
+        "human",
+        "person",
+    ]
 )
 # Heads that say little; a visible gender names the figure better.
 _GENERIC_HEADS = frozenset({"human", "person", "figure", "creature"})
 _GENDER_HEADS = {
-    "male": "man", "man": "man", "m": "man", "female": "woman", "woman": "woman", "f": "woman",
-    "boy": "boy", "girl": "girl", "nonbinary": "person", "non-binary": "person",
+    "male": "man",
+    "man": "man",
+    "m": "man",
+    "female": "woman",
+    "woman": "woman",
+    "f": "woman",
+    "boy": "boy",
+    "girl": "girl",
+    "nonbinary": "person",
+    "non-binary": "person",
 }
 # Adjectives worth keeping when they stand before the head noun ("a tall man").
 _BUILD_WORDS = frozenset(
-    """tall short small tiny huge large big stout thin gaunt lanky burly broad slender plump
-    young old elderly aged bored weary nervous scarred grim cheerful ragged hooded cloaked masked
-    veiled bearded armoured armored robed""".split()
+    [
+        "tall",
+        "short",
+        "small",
+        "tiny",
+        "huge",
+        "large",
+        "big",
+        "stout",
+        "thin",
+        "gaunt",
+        "lanky",
+        "burly",
+        "broad",
+        "slender",
+        "plump",
+        "young",
+        "old",
+        "elderly",
+        "aged",
+        "bored",
+        "weary",
+        "nervous",
+        "scarred",
+        "grim",
+        "cheerful",
+        "ragged",
+        "hooded",
+        "cloaked",
+        "masked",
+        "veiled",
+        "bearded",
+        "armoured",
+        "armored",
+        "robed",
+    ]
 )
 # Things worn or grown that make the figure recognisable, and the adjective they give.
 _FEATURE_WORDS = {
-    "hood": "hooded", "hooded": "hooded", "cloak": "cloaked", "mask": "masked", "masked": "masked",
-    "veil": "veiled", "beard": "bearded", "bearded": "bearded", "robe": "robed", "robes": "robed",
-    "chainmail": "armoured", "armour": "armoured", "armor": "armoured", "scar": "scarred",
-    "scarred": "scarred", "eyepatch": "one-eyed",
+    "hood": "hooded",
+    "hooded": "hooded",
+    "cloak": "cloaked",
+    "mask": "masked",
+    "masked": "masked",
+    "veil": "veiled",
+    "beard": "bearded",
+    "bearded": "bearded",
+    "robe": "robed",
+    "robes": "robed",
+    "chainmail": "armoured",
+    "armour": "armoured",
+    "armor": "armoured",
+    "scar": "scarred",
+    "scarred": "scarred",
+    "eyepatch": "one-eyed",
 }
 _HAIR = re.compile(r"\b([a-z]+)\s+hair\b")
 _HAIR_COLOURS = frozenset(
-    "dark black blonde blond fair red ginger brown grey gray white silver auburn golden".split()
+    [
+        "dark",
+        "black",
+        "blonde",
+        "blond",
+        "fair",
+        "red",
+        "ginger",
+        "brown",
+        "grey",
+        "gray",
+        "white",
+        "silver",
+        "auburn",
+        "golden",
+    ]
 )
 _DESCRIPTOR_KEYS = ("occupation", "profession", "role", "appearance", "description", "clothing")
 _GENDER_KEYS = ("gender", "sex")
@@ -248,12 +372,14 @@ def validate_alias_label(
     if target_id not in all_ids:
         errors.append(f"target {target_id!r} is not an object of this world")
     if target_id == viewer_id:
-        errors.append("an entity's alias for itself is never used (self is always \"you\")")
+        errors.append('an entity\'s alias for itself is never used (self is always "you")')
     stripped = label.strip()
     if stripped in all_ids:
         errors.append(f"label {label!r} is a system id")
     elif _GENERATED_ID.search(label):
-        errors.append(f"label {label!r} contains a generated id ({_GENERATED_ID.search(label).group()})")
+        errors.append(
+            f"label {label!r} contains a generated id ({_GENERATED_ID.search(label).group()})"
+        )
     else:
         for other in sorted(all_ids):
             if other and re.search(rf"(?<![\w-]){re.escape(other)}(?![\w-])", label):

@@ -57,7 +57,7 @@ INVALID_DATE = "Invalid Date"
 def _days_from_civil(year: int, month: int, day: int) -> int:
     # Howard Hinnant's algorithm; only used to range-check six-digit years.
     year -= month <= 2
-    era = (year if year >= 0 else year - 399) // 400
+    era = year // 400  # floor division already rounds negative years down
     yoe = year - era * 400
     doy = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
     doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
@@ -182,57 +182,271 @@ _FIRST_PERSON = ("I", "me", "my", "mine", "myself")
 _FIRST, _THIRD, _PLURAL = 1, 3, 0
 
 _PRONOUN_ROLES = {
-    "i": (_SUBJECT, _FIRST), "he": (_SUBJECT, _THIRD), "she": (_SUBJECT, _THIRD),
-    "it": (_SUBJECT, _THIRD), "they": (_SUBJECT, _PLURAL), "we": (_SUBJECT, _PLURAL),
-    "me": (_OBJECT, _THIRD), "him": (_OBJECT, _THIRD), "them": (_OBJECT, _THIRD),
+    "i": (_SUBJECT, _FIRST),
+    "he": (_SUBJECT, _THIRD),
+    "she": (_SUBJECT, _THIRD),
+    "it": (_SUBJECT, _THIRD),
+    "they": (_SUBJECT, _PLURAL),
+    "we": (_SUBJECT, _PLURAL),
+    "me": (_OBJECT, _THIRD),
+    "him": (_OBJECT, _THIRD),
+    "them": (_OBJECT, _THIRD),
     "us": (_OBJECT, _THIRD),
-    "my": (_POSSESSIVE, _THIRD), "their": (_POSSESSIVE, _THIRD), "its": (_POSSESSIVE, _THIRD),
-    "our": (_POSSESSIVE, _THIRD), "your": (_POSSESSIVE, _THIRD),
-    "mine": (_INDEPENDENT, _THIRD), "hers": (_INDEPENDENT, _THIRD),
-    "theirs": (_INDEPENDENT, _THIRD), "yours": (_INDEPENDENT, _THIRD),
+    "my": (_POSSESSIVE, _THIRD),
+    "their": (_POSSESSIVE, _THIRD),
+    "its": (_POSSESSIVE, _THIRD),
+    "our": (_POSSESSIVE, _THIRD),
+    "your": (_POSSESSIVE, _THIRD),
+    "mine": (_INDEPENDENT, _THIRD),
+    "hers": (_INDEPENDENT, _THIRD),
+    "theirs": (_INDEPENDENT, _THIRD),
+    "yours": (_INDEPENDENT, _THIRD),
     "ours": (_INDEPENDENT, _THIRD),
-    "myself": (_REFLEXIVE, _THIRD), "himself": (_REFLEXIVE, _THIRD),
-    "herself": (_REFLEXIVE, _THIRD), "themselves": (_REFLEXIVE, _THIRD),
-    "themself": (_REFLEXIVE, _THIRD), "itself": (_REFLEXIVE, _THIRD),
+    "myself": (_REFLEXIVE, _THIRD),
+    "himself": (_REFLEXIVE, _THIRD),
+    "herself": (_REFLEXIVE, _THIRD),
+    "themselves": (_REFLEXIVE, _THIRD),
+    "themself": (_REFLEXIVE, _THIRD),
+    "itself": (_REFLEXIVE, _THIRD),
     "yourself": (_REFLEXIVE, _THIRD),
 }
 # Words after which a noun phrase opens a clause (it is a subject), as opposed to
 # prepositions and verbs, after which it is an object.
 _CLAUSE_OPENERS = frozenset(
-    """why that when while because if whether where who whom although though so but then and or
-    nor once unless whereas how as""".split()
+    [
+        "why",
+        "that",
+        "when",
+        "while",
+        "because",
+        "if",
+        "whether",
+        "where",
+        "who",
+        "whom",
+        "although",
+        "though",
+        "so",
+        "but",
+        "then",
+        "and",
+        "or",
+        "nor",
+        "once",
+        "unless",
+        "whereas",
+        "how",
+        "as",
+    ]
 )
 # Words that can follow "her" when it is an object ("gave her the key"), not a possessive.
 _NOT_A_NOUN = frozenset(
-    """the a an this that these those to for at in on into onto with by from of about again
-    and or but so then too as if when while up down out away off over now here there
-    softly gently quietly""".split()
+    [
+        "the",
+        "a",
+        "an",
+        "this",
+        "that",
+        "these",
+        "those",
+        "to",
+        "for",
+        "at",
+        "in",
+        "on",
+        "into",
+        "onto",
+        "with",
+        "by",
+        "from",
+        "of",
+        "about",
+        "again",
+        "and",
+        "or",
+        "but",
+        "so",
+        "then",
+        "too",
+        "as",
+        "if",
+        "when",
+        "while",
+        "up",
+        "down",
+        "out",
+        "away",
+        "off",
+        "over",
+        "now",
+        "here",
+        "there",
+        "softly",
+        "gently",
+        "quietly",
+    ]
 )
 _ADVERBS = frozenset(
-    "also then never still just always often already now soon only even finally again not".split()
+    [
+        "also",
+        "then",
+        "never",
+        "still",
+        "just",
+        "always",
+        "often",
+        "already",
+        "now",
+        "soon",
+        "only",
+        "even",
+        "finally",
+        "again",
+        "not",
+    ]
 )
 _LY_VERBS = frozenset(
-    "apply reply supply rely fly ally bully tally rally multiply imply comply dally sully".split()
+    [
+        "apply",
+        "reply",
+        "supply",
+        "rely",
+        "fly",
+        "ally",
+        "bully",
+        "tally",
+        "rally",
+        "multiply",
+        "imply",
+        "comply",
+        "dally",
+        "sully",
+    ]
 )
 _MODALS = frozenset(
-    """must can could will would shall should may might ought cannot can't couldn't won't
-    wouldn't shan't shouldn't mustn't mightn't""".split()
+    [
+        "must",
+        "can",
+        "could",
+        "will",
+        "would",
+        "shall",
+        "should",
+        "may",
+        "might",
+        "ought",
+        "cannot",
+        "can't",
+        "couldn't",
+        "won't",
+        "wouldn't",
+        "shan't",
+        "shouldn't",
+        "mustn't",
+        "mightn't",
+    ]
 )
 _PAST = frozenset(
-    """was were had did said made knew thought told found left felt brought began kept held
-    stood heard meant met ran paid sat spoke lay led grew lost fell sent built understood drew
-    broke spent rose drove bought wore chose sought threw caught dealt won forgot shook hid
-    slid fled fought stole swore rode wrote ate drank sang swam struck hung bit blew flew froze
-    woke saw came went took gave got became""".split()
+    [
+        "was",
+        "were",
+        "had",
+        "did",
+        "said",
+        "made",
+        "knew",
+        "thought",
+        "told",
+        "found",
+        "left",
+        "felt",
+        "brought",
+        "began",
+        "kept",
+        "held",
+        "stood",
+        "heard",
+        "meant",
+        "met",
+        "ran",
+        "paid",
+        "sat",
+        "spoke",
+        "lay",
+        "led",
+        "grew",
+        "lost",
+        "fell",
+        "sent",
+        "built",
+        "understood",
+        "drew",
+        "broke",
+        "spent",
+        "rose",
+        "drove",
+        "bought",
+        "wore",
+        "chose",
+        "sought",
+        "threw",
+        "caught",
+        "dealt",
+        "won",
+        "forgot",
+        "shook",
+        "hid",
+        "slid",
+        "fled",
+        "fought",
+        "stole",
+        "swore",
+        "rode",
+        "wrote",
+        "ate",
+        "drank",
+        "sang",
+        "swam",
+        "struck",
+        "hung",
+        "bit",
+        "blew",
+        "flew",
+        "froze",
+        "woke",
+        "saw",
+        "came",
+        "went",
+        "took",
+        "gave",
+        "got",
+        "became",
+    ]
 )
 _TO_THIRD = {
-    "am": "is", "are": "is", "were": "was", "have": "has", "do": "does", "go": "goes",
-    "don't": "doesn't", "haven't": "hasn't", "aren't": "isn't", "weren't": "wasn't",
+    "am": "is",
+    "are": "is",
+    "were": "was",
+    "have": "has",
+    "do": "does",
+    "go": "goes",
+    "don't": "doesn't",
+    "haven't": "hasn't",
+    "aren't": "isn't",
+    "weren't": "wasn't",
     "'m": "is",
 }
 _TO_FIRST = {
-    "is": "am", "are": "am", "were": "was", "has": "have", "does": "do", "goes": "go",
-    "doesn't": "don't", "hasn't": "haven't", "isn't": "am not", "aren't": "am not",
+    "is": "am",
+    "are": "am",
+    "were": "was",
+    "has": "have",
+    "does": "do",
+    "goes": "go",
+    "doesn't": "don't",
+    "hasn't": "haven't",
+    "isn't": "am not",
+    "aren't": "am not",
     "weren't": "wasn't",
 }
 _PLURAL_TO_FIRST = {"are": "am", "were": "was", "aren't": "am not", "weren't": "wasn't"}
@@ -261,7 +475,9 @@ def _first_person(verb: str, source: int) -> str:
             return verb
     elif low in _TO_FIRST:
         out = _TO_FIRST[low]
-    elif low in _MODALS or low in _PAST or not low.endswith("s") or low.endswith(("ss", "us", "is")):
+    elif (
+        low in _MODALS or low in _PAST or not low.endswith("s") or low.endswith(("ss", "us", "is"))
+    ):
         return verb
     elif low.endswith("ies") and len(low) > 4:
         out = low[:-3] + "y"
@@ -344,8 +560,11 @@ def _role_of(words: str | None, after: str, opens_clause: bool) -> tuple[int, in
         return _OBJECT, _THIRD
     if low == "his":
         nxt = _NEXT_WORD.match(after)
-        return (_POSSESSIVE if nxt is not None and nxt.group(2).lower() not in _NOT_A_NOUN
-                else _INDEPENDENT), _THIRD
+        return (
+            _POSSESSIVE
+            if nxt is not None and nxt.group(2).lower() not in _NOT_A_NOUN
+            else _INDEPENDENT
+        ), _THIRD
     if low.endswith(("'s", "’s")):
         return _POSSESSIVE, _THIRD
     if low == "you":

@@ -33,7 +33,9 @@ def _viewers(era: str) -> dict[str, ViewerView]:
 @pytest.mark.parametrize("era", ERAS)
 def test_resolve_alias_matches_every_upstream_pair(era: str) -> None:
     viewers = _viewers(era)
-    expected = [json.loads(line) for line in (FIXTURES / f"{era}.aliases.jsonl").read_text().splitlines()]
+    expected = [
+        json.loads(line) for line in (FIXTURES / f"{era}.aliases.jsonl").read_text().splitlines()
+    ]
     got = [
         {**row, "alias": resolve_alias(viewers[row["viewer"]], row["target"])} for row in expected
     ]
@@ -73,11 +75,17 @@ def test_parse_aliases_json_reads_empty_forms(raw: str | None) -> None:
 @pytest.mark.parametrize(
     ("raw", "message"),
     [
-        ("[[\"bob\"", "aliases_json is not JSON: Expecting ',' delimiter: line 1 column 8 (char 7)"),
-        ('"bob"', "aliases_json must be an array of [targetId, label] pairs or an object "
-                  "{targetId: label}, not str"),
-        ("42", "aliases_json must be an array of [targetId, label] pairs or an object "
-               "{targetId: label}, not int"),
+        ('[["bob"', "aliases_json is not JSON: Expecting ',' delimiter: line 1 column 8 (char 7)"),
+        (
+            '"bob"',
+            "aliases_json must be an array of [targetId, label] pairs or an object "
+            "{targetId: label}, not str",
+        ),
+        (
+            "42",
+            "aliases_json must be an array of [targetId, label] pairs or an object "
+            "{targetId: label}, not int",
+        ),
         ('[["bob","x","y"]]', "aliases_json[0] must be a [targetId, label] pair"),
         ('[["bob",1]]', "aliases_json[0]: targetId and label must both be strings"),
         ('[{"bob":"x"}]', "aliases_json[0] must be a [targetId, label] pair"),
@@ -102,7 +110,10 @@ def test_dump_aliases_json_writes_what_javascript_writes() -> None:
 @pytest.mark.parametrize("era", ERAS)
 def test_dump_aliases_json_round_trips_every_upstream_row(era: str) -> None:
     with sqlite3.connect(FIXTURES / f"{era}.sqlite") as db:
-        stored = [r[0] for r in db.execute("SELECT aliases_json FROM objects WHERE aliases_json IS NOT NULL")]
+        stored = [
+            r[0]
+            for r in db.execute("SELECT aliases_json FROM objects WHERE aliases_json IS NOT NULL")
+        ]
     assert [dump_aliases_json(parse_aliases_json(raw)) for raw in stored] == stored
 
 
@@ -118,7 +129,10 @@ def test_alias_state_tells_known_descriptor_unknown() -> None:
     ("attributes", "descriptor"),
     [
         ({"appearance": "a tall man hidden under a dark hooded cloak"}, "the tall hooded man"),
-        ({"appearance": "a young woman in a dusty green travelling cloak"}, "the young cloaked woman"),
+        (
+            {"appearance": "a young woman in a dusty green travelling cloak"},
+            "the young cloaked woman",
+        ),
         ({"occupation": "bartender"}, "the bartender"),
         ({"appearance": "a bored town guard in dented chainmail"}, "the bored armoured guard"),
         (
@@ -130,7 +144,10 @@ def test_alias_state_tells_known_descriptor_unknown() -> None:
             "the tall dark-haired man",
         ),
         (
-            {"gender": "male", "appearance": "A medium-build human with long blonde hair tied back."},
+            {
+                "gender": "male",
+                "appearance": "A medium-build human with long blonde hair tied back.",
+            },
             "the blonde-haired man",
         ),
         ({"gender": "female"}, "the woman"),
@@ -151,14 +168,16 @@ def test_derive_descriptor_never_uses_names_or_ids() -> None:
 def test_validate_alias_label_reports_errors_and_warnings() -> None:
     ids = {"alice", "bob", "charlie", "68edd7b6-360d-46f8-a332-36a0baf598d3"}
 
-    def check(label: str, viewer: str = "alice", target: str = "bob") -> tuple[list[str], list[str]]:
+    def check(
+        label: str, viewer: str = "alice", target: str = "bob"
+    ) -> tuple[list[str], list[str]]:
         return validate_alias_label(label, viewer_id=viewer, target_id=target, all_ids=ids)
 
     assert check("the hooded figure") == ([], [])
     assert check("Bob") == ([], [])
     assert check("x", target="nobody") == (["target 'nobody' is not an object of this world"], [])
     assert check("x", target="alice") == (
-        ["an entity's alias for itself is never used (self is always \"you\")"],
+        ['an entity\'s alias for itself is never used (self is always "you")'],
         [],
     )
     assert check("charlie") == (["label 'charlie' is a system id"], [])
@@ -170,8 +189,14 @@ def test_validate_alias_label_reports_errors_and_warnings() -> None:
         [],
     )
     assert check("guard 01ARZ3NDEKTSV4RRFFQ69G5FAV") == (
-        ["label 'guard 01ARZ3NDEKTSV4RRFFQ69G5FAV' contains a generated id (01ARZ3NDEKTSV4RRFFQ69G5FAV)"],
+        [
+            "label 'guard 01ARZ3NDEKTSV4RRFFQ69G5FAV' contains a generated id "
+            "(01ARZ3NDEKTSV4RRFFQ69G5FAV)"
+        ],
         [],
     )
-    assert check("charlie's friend") == ([], ["label \"charlie's friend\" contains the system id 'charlie'"])
+    assert check("charlie's friend") == (
+        [],
+        ["label \"charlie's friend\" contains the system id 'charlie'"],
+    )
     assert check("  ") == ([], ["label is empty: lines will read with a blank where the name goes"])

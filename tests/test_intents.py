@@ -18,7 +18,11 @@ def test_parse_intent_reads_v1_json() -> None:
         '"targetIds":["alice"],"extra":1}'
     )
     assert intent == IntentV1(
-        type="action", originalText="Bob tried.", description="tries", actorId="bob", targetIds=["alice"]
+        type="action",
+        originalText="Bob tried.",
+        description="tries",
+        actorId="bob",
+        targetIds=["alice"],
     )
 
 
@@ -32,7 +36,9 @@ def test_parse_intent_reads_v2_with_default_modifiers() -> None:
 
 
 def test_parse_intent_dumps_back_without_extras() -> None:
-    intent = parse_intent('{"type":"dialogue","content":"hi","actorId":"a","targetIds":["b"],"x":2}')
+    intent = parse_intent(
+        '{"type":"dialogue","content":"hi","actorId":"a","targetIds":["b"],"x":2}'
+    )
     assert intent.model_dump_json() == (
         '{"type":"dialogue","content":"hi","actorId":"a","targetIds":["b"],"modifiers":[]}'
     )
@@ -54,7 +60,13 @@ def test_parse_intent_dumps_back_without_extras() -> None:
             'intent: unknown type "x" (a v2 intent is one of dialogue, action, monologue, thought)',
         ),
         (
-            {"type": "thought", "originalText": "o", "description": "d", "actorId": "a", "targetIds": []},
+            {
+                "type": "thought",
+                "originalText": "o",
+                "description": "d",
+                "actorId": "a",
+                "targetIds": [],
+            },
             'intent: unknown type "thought" (a v1 intent is one of dialogue, action)',
         ),
         ({"type": "action", "content": "c", "targetIds": []}, 'intent: missing field "actorId"'),
@@ -94,7 +106,10 @@ def test_parse_outcome_reads_valid_and_null() -> None:
     [
         ("nope", "outcome is not JSON (Expecting value: line 1 column 1 (char 0))"),
         ("[]", "outcome must be a JSON object, not an array"),
-        ({"isValid": "yes", "reason": ""}, 'outcome: field "isValid" input should be a valid boolean'),
+        (
+            {"isValid": "yes", "reason": ""},
+            'outcome: field "isValid" input should be a valid boolean',
+        ),
         ({"isValid": True}, 'outcome: missing field "reason"'),
     ],
 )
