@@ -169,9 +169,7 @@ _TAG = re.compile(
 )
 _EXTRA_WORDS = re.compile(r"\[([^\[\]]*)\]")
 _CONJUNCTION = re.compile(r"\s*(?:,\s*(?:(?:and|or|nor)\s+)?|(?:and|or|nor)\s+)", re.IGNORECASE)
-_LAST_WORD = re.compile(r"([A-Za-z]+)\W*$")
 _NEXT_WORD = re.compile(r"(\s+)([A-Za-z][A-Za-z'’]*)")
-_SENTENCE_END = re.compile(r"[.!?]['’)]?\s+$")
 _POSSESSIVE_MARK = re.compile(r"['’]s(?![A-Za-z])")
 _FIRST_PERSON_CONTRACTION = re.compile(r"['’](m|ve)(?![A-Za-z])")
 
@@ -578,8 +576,16 @@ def _opens_clause(before: str, at_start: bool) -> bool:
         return at_start
     if stripped[-1] in ".!?;:'\"“”‘’()[]—–-":
         return True
-    m = _LAST_WORD.search(stripped)
-    return m is not None and m.group(1).lower() in _CLAUSE_OPENERS
+    return stripped.rsplit(None, 1)[-1].strip(",").lower() in _CLAUSE_OPENERS
+
+
+def _ends_sentence(text: str) -> bool:
+    stripped = text.rstrip()
+    if len(stripped) == len(text):
+        return False
+    if stripped[-1:] in "'’)":
+        stripped = stripped[:-1]
+    return stripped[-1:] in (".", "!", "?")
 
 
 # One slot per tag: (id, first-person word, suffix after an alias, capitalise the alias,
@@ -625,7 +631,7 @@ def _compile(content: str) -> tuple[str, tuple[_Slot, ...]]:
                 tag.id,
                 _FIRST_PERSON[role],
                 "'s" if role in (_POSSESSIVE, _INDEPENDENT) else "",
-                _SENTENCE_END.search(texts[i]) is not None,
+                _ends_sentence(texts[i]),
                 after_self,
                 after_other,
             )
