@@ -365,3 +365,25 @@ def get_entry(viewer: Viewer, entry_id: str) -> RenderedEntry:
     if entry is None:
         raise NotFound(f"{viewer.id} holds no memory with id {entry_id!r}")
     return render_entry(entry, viewer)
+
+
+# --- histories and optional engine parts -----------------------------------------------------
+
+
+def alias_history(viewer_id: str, *, target_id: str | None = None, limit: int = 50) -> list:
+    from memory.models import AliasChange
+
+    qs = AliasChange.objects.filter(viewer_id=viewer_id).select_related("changed_by")
+    if target_id:
+        qs = qs.filter(target_id=target_id)
+    return list(qs.order_by("-changed_at", "-id")[:limit])
+
+
+def engine_module(name: str):
+    """The engine module `memory.<name>` if it exists yet, else None (panels say so plainly)."""
+    import importlib
+    import importlib.util
+
+    if importlib.util.find_spec(f"memory.{name}") is None:
+        return None
+    return importlib.import_module(f"memory.{name}")

@@ -1,1 +1,329 @@
+"""The inspector's pages. Each view: parse input -> call a selector/service -> render.
+
+One template per page; every swappable region is an inline partial whose name is its DOM id.
+With `HX-Request: true` (and not a history restore) a panel URL answers with its fragment only.
+"""
+
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.cache import patch_vary_headers
+from django.views.decorators.http import require_GET, require_POST
+
+from memory import selectors, services
+from memory.selectors import BadCursor, NotFound, Viewer
+
+BUFFER_TYPES = ("dialogue", "action", "monologue", "thought")
+MATRIX_MAX_ENTITIES = 60
+
+
+# --- small helpers ----------------------------------------------------------------------------
+
+
+def _get_viewer_for_user(request: HttpRequest, viewer_id: str) -> Viewer:
+    try:
+        return selectors.get_viewer(viewer_id)
+    except NotFound as exc:
+        raise Http404(str(exc)) from None
+
+
+def _wants_fragment(request: HttpRequest) -> bool:
+    htmx = getattr(request, "htmx", None)
+    return bool(htmx) and not htmx.history_restore_request
+
+
+def _render(request: HttpRequest, template: str, partial: str | None, context: dict, status: int = 200):
+    name = f"{template}#{partial}" if partial and _wants_fragment(request) else template
+    response = render(request, name, context, status=status)
+    # A fragment and a page share one URL: caches (and the back button) must tell them apart.
+    patch_vary_headers(response, ("HX-Request", "HX-History-Restore-Request"))
+    return response
+
+
+def _clean(value: str | None) -> str | None:
+    value = (value or "").strip()
+    return value or None
+
+
+# --- overview -----------------------------------------------------------------------------------
+
+
+@require_GET
+@login_required
+def overview(request: HttpRequest) -> HttpResponse:
+    q = _clean(request.GET.get("q"))
+    viewers = selectors.list_viewers(q=q)
+    worlds = []
+    for world in selectors.list_worlds():
+        entities, matrix = selectors.knowledge_matrix(world.id)
+        too_big = len(entities) > MATRIX_MAX_ENTITIES
+        rows = []
+        if not too_big:
+            for viewer_obj in entities:
+                cells = [
+                    (target, matrix[viewer_obj.id].get(target.id)) for target in entities
+                ]
+                rows.append((viewer_obj, cells))
+        worlds.append({"world": world, "entities": entities, "rows": rows, "too_big": too_big})
+    context = {
+        "q": q or "",
+        "viewers": viewers,
+        "worlds": worlds,
+        "json_twin": reverse("api:entities") + (f"?{urlencode({'q': q})}" if q else ""),
+    }
+    return _render(request, "memory/overview.html", "viewer-list", context)
+
+
+@require_GET
+@login_required
+def pick_viewer(request: HttpRequest) -> HttpResponse:
+    """The header picker's no-JS path: a GET form that lands on the chosen viewer."""
+    viewer_id = _clean(request.GET.get("viewer"))
+    if not viewer_id:
+        return redirect("memory:overview")
+    viewer = _get_viewer_for_user(request, viewer_id)
+    return redirect("memory:viewer", viewer_id=viewer.id)
+
+
+# --- the viewer page and its panels ---------------------------------------------------------
+
+
+@dataclass
+class BufferState:
+    before: str | None
+    after: str | None
+    types: tuple[str, ...]
+    q: str | None
+    qa: bool
+
+    @classmethod
+    def from_request(cls, request: HttpRequest) -> BufferState:
+        types = tuple(t for t in request.GET.getlist("type") if t in BUFFER_TYPES)
+        return cls(
+            before=_clean(request.GET.get("before")),
+            after=_clean(request.GET.get("after")),
+            types=types,
+            q=_clean(request.GET.get("q")),
+            qa=request.GET.get("qa") == "1",
+        )
+
+    def query(self, **overrides: Any) -> str:
+        values = {"before": self.before, "after": self.after, "q": self.q, "qa": "1" if self.qa else None}
+        values.update(overrides)
+        pairs = [("type", t) for t in self.types]
+        pairs += [(k, v) for k, v in values.items() if v]
+        return urlencode(pairs)
+
+
+def _buffer_context(viewer: Viewer, state: BufferState) -> dict[str, Any]:
+    base = reverse("memory:buffer_panel", args=[viewer.id])
+    error = None
+    try:
+        page = selectors.buffer_page(
+            viewer,
+            before=state.before,
+            after=state.after,
+            types=frozenset(state.types) or None,
+            q=state.q,
+        )
+    except BadCursor as exc:
+        error = str(exc)
+        page = selectors.buffer_page(viewer, types=frozenset(state.types) or None, q=state.q)
+
+    def url(**overrides: Any) -> str:
+        qs = state.query(**overrides)
+        return f"{base}?{qs}" if qs else base
+
+    return {
+        "page": page,
+        "state": state,
+        "error": error,
+        "types": BUFFER_TYPES,
+        "self_url": url(),
+        "older_url": url(before=page.older, after=None) if page.older else None,
+        "newer_url": url(after=page.newer, before=None) if page.newer else None,
+        "qa_url": url(qa=None if state.qa else "1"),
+        "json_url": reverse("api:buffer", args=[viewer.id])
+        + (f"?{state.query(qa=None)}" if state.query(qa=None) else ""),
+    }
+
+
+def _aliases_context(viewer: Viewer, errors: dict[str, list[str]] | None = None, warnings=None) -> dict:
+    errors, warnings = errors or {}, warnings or {}
+    rows = [
+        {"row": r, "errors": errors.get(r.target_id, []), "warnings": warnings.get(r.target_id, [])}
+        for r in selectors.alias_rows(viewer)
+    ]
+    return {
+        "rows": rows,
+        "history": selectors.alias_history(viewer.id),
+        "errors": errors or {},
+        "warnings": warnings or {},
+        "aliases_error": viewer.aliases_error,
+    }
+
+
+@dataclass
+class Missing:
+    module: str
+    why: str = ""
+
+    def __str__(self) -> str:
+        return f"not available yet: {self.module} missing" + (f" ({self.why})" if self.why else "")
+
+
+def _sessions_context(viewer: Viewer) -> dict[str, Any]:
+    doors = selectors.engine_module("doors")
+    if doors is None:
+        return {"missing": Missing("memory.doors")}
+    try:
+        sessions = doors.sessions(viewer.id, limit=20)
+        digest = doors.digest(viewer.id)
+        episodes = doors.episodes(viewer.id, limit=20)
+    except doors.DoorError as exc:
+        return {"missing": None, "door_error": str(exc)}
+    summaries = {}
+    summaries_mod = selectors.engine_module("summaries")
+    if summaries_mod is not None and hasattr(summaries_mod, "summary_for"):
+        from memory.models import MemorySession
+
+        for row in MemorySession.objects.filter(
+            owner_id=viewer.id, session_key__in=[s.session_key for s in sessions.items]
+        ):
+            summaries[row.session_key] = summaries_mod.summary_for(row)
+    items = [(s, summaries.get(s.session_key)) for s in sessions.items]
+    return {
+        "missing": None,
+        "door_error": None,
+        "sessions": items,
+        "digest": digest,
+        "episodes": episodes.items,
+        "timeline": _timeline(episodes.items),
+    }
+
+
+def _timeline(episodes: list) -> list[dict[str, Any]]:
+    """Episodes as bars on one row, oldest left: x/width in percent of the SVG's width."""
+    if not episodes:
+        return []
+    ordered = sorted(episodes, key=lambda e: e.ordinal)
+    total = sum(max(e.member_count, 1) for e in ordered)
+    x = 0.0
+    bars = []
+    for e in ordered:
+        width = 100.0 * max(e.member_count, 1) / total
+        bars.append({"episode": e, "x": f"{x:.2f}", "width": f"{max(width - 0.4, 0.3):.2f}"})
+        x += width
+    return bars
+
+
+def _faces_context(viewer: Viewer) -> dict[str, Any]:
+    faces = selectors.engine_module("faces")
+    if faces is None:
+        return {"missing": Missing("memory.faces")}
+    read = getattr(faces, "faces", None)
+    if read is None:
+        return {"missing": Missing("memory.faces", "it has no faces(viewer_id) yet")}
+    try:
+        result = read(viewer.id, include_shadowed=True)
+    except Exception as exc:  # an engine part still being written must not take the page down
+        return {"missing": Missing("memory.faces", f"faces() failed: {exc.__class__.__name__}")}
+    return {"missing": None, "faces": result}
+
+
+def _viewer_context(request: HttpRequest, viewer: Viewer, **aliases_extra: Any) -> dict[str, Any]:
+    state = BufferState.from_request(request)
+    return {
+        "viewer": viewer,
+        "viewers": selectors.list_viewers(world_id=viewer.obj.world_id),
+        "aliases": _aliases_context(viewer, **aliases_extra),
+        "buffer": _buffer_context(viewer, state),
+        "sessions": _sessions_context(viewer),
+        "faces": _faces_context(viewer),
+        "can_edit": request.user.is_staff,
+        "json_twin": reverse("api:buffer", args=[viewer.id]),
+    }
+
+
+@require_GET
+@login_required
+def viewer_page(request: HttpRequest, viewer_id: str) -> HttpResponse:
+    viewer = _get_viewer_for_user(request, viewer_id)
+    return _render(request, "memory/viewer.html", "viewer-panels", _viewer_context(request, viewer))
+
+
+def _panel_view(partial: str, twin: str):
+    @require_GET
+    @login_required
+    def view(request: HttpRequest, viewer_id: str) -> HttpResponse:
+        viewer = _get_viewer_for_user(request, viewer_id)
+        context = _viewer_context(request, viewer)
+        context["json_twin"] = reverse(twin, args=[viewer.id])
+        return _render(request, "memory/viewer.html", partial, context)
+
+    view.__name__ = partial.replace("-", "_")
+    return view
+
+
+aliases_panel = _panel_view("aliases-panel", "api:aliases")
+buffer_panel = _panel_view("buffer-panel", "api:buffer")
+sessions_panel = _panel_view("sessions-panel", "api:buffer")
+faces_panel = _panel_view("faces-panel", "api:buffer")
+
+
+@require_POST
+@login_required
+def alias_edit(request: HttpRequest, viewer_id: str, target_id: str) -> HttpResponse:
+    """Set or delete one alias (staff). Errors come back inline, in the aliases panel."""
+    if not request.user.is_staff:
+        raise PermissionDenied("only staff may edit aliases")
+    viewer = _get_viewer_for_user(request, viewer_id)
+    errors: dict[str, list[str]] = {}
+    warnings: dict[str, list[str]] = {}
+    try:
+        if request.POST.get("action") == "delete":
+            services.delete_alias(viewer.id, target_id, user=request.user, source="inspector")
+        else:
+            result = services.set_alias(
+                viewer.id, target_id, request.POST.get("label", ""), user=request.user, source="inspector"
+            )
+            if result.warnings:
+                warnings[target_id] = result.warnings
+    except services.AliasRefused as exc:
+        errors[target_id] = exc.errors
+    except services.ViewerMissing as exc:
+        raise Http404(str(exc)) from None
+    if not _wants_fragment(request) and not errors:
+        return HttpResponseRedirect(reverse("memory:aliases_panel", args=[viewer.id]))
+    viewer = selectors.get_viewer(viewer.id)  # re-read: the labels just changed
+    context = _viewer_context(request, viewer, errors=errors, warnings=warnings)
+    status = 400 if errors and not _wants_fragment(request) else 200
+    response = _render(request, "memory/viewer.html", "aliases-panel", context, status=status)
+    if not errors:
+        # The buffer panel listens for this and re-reads itself with its own state.
+        response.headers["HX-Trigger"] = "aliases-changed"
+    return response
+
+
+@require_GET
+@login_required
+def entry_page(request: HttpRequest, viewer_id: str, entry_id: str) -> HttpResponse:
+    viewer = _get_viewer_for_user(request, viewer_id)
+    try:
+        entry = selectors.get_entry(viewer, entry_id)
+    except NotFound as exc:
+        raise Http404(str(exc)) from None
+    context = {
+        "viewer": viewer,
+        "entry": entry,
+        "json_twin": reverse("api:entry", args=[viewer.id, entry.id]),
+    }
+    return _render(request, "memory/entry.html", None, context)

@@ -1,0 +1,46 @@
+// Keyboard help for the inspector: j/k walk the buffer lines, / searches, ? toggles help.
+// No inline script anywhere (the CSP forbids it); this file is the page's only behaviour
+// besides htmx.
+(function () {
+  "use strict";
+
+  function typing(target) {
+    var tag = target && target.tagName;
+    return tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT" || (target && target.isContentEditable);
+  }
+
+  function toggleHelp(force) {
+    var help = document.getElementById("help");
+    if (!help) return;
+    var show = typeof force === "boolean" ? force : help.hidden;
+    help.hidden = !show;
+    document.querySelectorAll("[data-help-toggle]").forEach(function (b) {
+      b.setAttribute("aria-expanded", show ? "true" : "false");
+    });
+  }
+
+  function moveLine(step) {
+    var lines = Array.prototype.slice.call(document.querySelectorAll(".buffer-line"));
+    if (!lines.length) return;
+    var at = lines.indexOf(document.activeElement);
+    var next = at === -1 ? (step > 0 ? 0 : lines.length - 1) : Math.min(Math.max(at + step, 0), lines.length - 1);
+    lines[next].focus();
+    lines[next].scrollIntoView({ block: "nearest" });
+  }
+
+  document.addEventListener("keydown", function (event) {
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    if (event.key === "Escape") { toggleHelp(false); return; }
+    if (typing(event.target)) return;
+    if (event.key === "j") { moveLine(1); event.preventDefault(); }
+    else if (event.key === "k") { moveLine(-1); event.preventDefault(); }
+    else if (event.key === "/") {
+      var search = document.querySelector("main [data-search]") || document.querySelector("[data-search]");
+      if (search) { search.focus(); event.preventDefault(); }
+    } else if (event.key === "?") { toggleHelp(); event.preventDefault(); }
+  });
+
+  document.addEventListener("click", function (event) {
+    if (event.target.closest && event.target.closest("[data-help-toggle]")) toggleHelp();
+  });
+})();
