@@ -1,0 +1,242 @@
+"""The admin door: entities with their aliases as an editable table; everything else read-only.
+
+Alias writes go through memory.services (validation, AliasChange history, AuditLog), never by
+saving aliases_json directly; the entity row itself is never saved from here.
+"""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
+from django.db import transaction
+from django.forms import formset_factory
+from django.http import HttpRequest, HttpResponseRedirect
+from django.utils.html import format_html
+
+from memory import selectors, services
+from memory.aliases import AliasesJsonError, parse_aliases_json
+from memory.auth import hash_token
+from memory.models import (
+    AliasChange,
+    ApiToken,
+    Attribute,
+    AuditLog,
+    BufferEntry,
+    Entity,
+    ObjectType,
+)
+
+
+class AliasForm(forms.Form):
+    target = forms.ChoiceField(required=False)
+    label = forms.CharField(required=False, max_length=200, strip=False)
+
+    def __init__(self, *args, target_choices: list[tuple[str, str]], **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["target"].choices = [("", "—")] + target_choices
+
+
+class BaseAliasFormSet(forms.BaseFormSet):
+    def clean(self) -> None:
+        if any(self.errors):
+            return
+        seen: set[str] = set()
+        for form in self.forms:
+            if self.can_delete and self._should_delete_form(form):
+                continue
+            target = form.cleaned_data.get("target")
+            if not target:
+                continue
+            if target in seen:
+                form.add_error("target", f"{target} appears twice")
+            seen.add(target)
+
+
+AliasFormSet = formset_factory(AliasForm, formset=BaseAliasFormSet, extra=2, can_delete=True)
+
+
+@admin.register(Entity)
+class EntityAdmin(admin.ModelAdmin):
+    list_display = ("id", "world", "location_id", "alias_count")
+    list_filter = ("world",)
+    search_fields = ("id",)
+    readonly_fields = ("id", "type", "world", "location_id", "is_agent", "aliases_json")
+    fields = readonly_fields
+    change_form_template = "admin/memory/entity/change_form.html"
+
+    def get_queryset(self, request: HttpRequest):
+        return super().get_queryset(request).filter(type=ObjectType.ENTITY)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # entities arrive through the loaders
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False  # a delete cascades a whole buffer away; not a click in the admin
+
+    @admin.display(description="aliases")
+    def alias_count(self, obj: Entity) -> int | str:
+        try:
+            return len(parse_aliases_json(obj.aliases_json))
+        except AliasesJsonError:
+            return "corrupt"
+
+    def save_model(self, request, obj, form, change) -> None:
+        """Never save the entity row: its fields are read-only and aliases go via services."""
+
+    # --- the aliases table ---------------------------------------------------------------
+
+    def _targets(self, obj: Entity, current: dict[str, str]) -> list[tuple[str, str]]:
+        world_entities = sorted(services.entity_ids_of_world(obj) - {obj.id})
+        choices = [(t, t) for t in world_entities]
+        choices += [(t, f"{t} (not in this world)") for t in current if t not in world_entities]
+        return choices
+
+    def _formset(self, request: HttpRequest, obj: Entity):
+        try:
+            current = parse_aliases_json(obj.aliases_json)
+        except AliasesJsonError:
+            current = {}
+        initial = [{"target": t, "label": label} for t, label in current.items()]
+        kwargs = {"initial": initial, "prefix": "aliases", "form_kwargs": {"target_choices": self._targets(obj, current)}}
+        if request.method == "POST":
+            return AliasFormSet(request.POST, **kwargs), current
+        return AliasFormSet(**kwargs), current
+
+    def _save_aliases(self, request: HttpRequest, obj: Entity, formset, current: dict[str, str]) -> bool:
+        """Apply the table's changes in one transaction; False (and form errors) if any is refused."""
+        warnings: list[str] = []
+        try:
+            with transaction.atomic():
+                for form in formset.forms:
+                    data = form.cleaned_data
+                    if not data:
+                        continue
+                    old_target = form.initial.get("target")
+                    target, label = data.get("target") or "", data.get("label") or ""
+                    removing = formset._should_delete_form(form) or (old_target and not target)
+                    if old_target and (removing or target != old_target):
+                        services.delete_alias(obj.id, old_target, user=request.user, source="admin")
+                    if removing or not target:
+                        continue
+                    if target == old_target and label == current.get(target):
+                        continue
+                    try:
+                        result = services.set_alias(obj.id, target, label, user=request.user, source="admin")
+                    except services.AliasRefused as exc:
+                        for error in exc.errors:
+                            form.add_error("target" if error.startswith(("target", "an entity's")) else "label", error)
+                        raise
+                    warnings += result.warnings
+        except services.AliasRefused:
+            return False
+        for warning in warnings:
+            messages.warning(request, warning)
+        return True
+
+    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
+        obj = self.get_object(request, unquote(object_id)) if object_id else None
+        if obj is None:
+            return super().changeform_view(request, object_id, form_url, extra_context)
+        formset, current = self._formset(request, obj)
+        if request.method == "POST":
+            if not self.has_change_permission(request, obj):
+                from django.core.exceptions import PermissionDenied
+
+                raise PermissionDenied
+            if formset.is_valid() and self._save_aliases(request, obj, formset, current):
+                messages.success(request, f"Aliases of {obj.id} saved.")
+                return HttpResponseRedirect(request.path)
+            request.method = "GET"  # re-render the page with the table's errors, saving nothing
+        viewer = selectors.viewer_of(obj)
+        extra_context = {
+            **(extra_context or {}),
+            "alias_formset": formset,
+            "alias_rows": selectors.alias_rows(viewer),
+            "alias_history": selectors.alias_history(obj.id, limit=30),
+            "attributes": Attribute.objects.filter(object_id=obj.id).order_by("name"),
+        }
+        return super().changeform_view(request, object_id, form_url, extra_context)
+
+
+@admin.register(BufferEntry)
+class BufferEntryAdmin(admin.ModelAdmin):
+    list_display = ("id", "owner", "timestamp", "rendered_line", "retracted_at")
+    list_select_related = ("owner",)
+    search_fields = ("=id", "=owner__id")
+    show_full_result_count = False
+    list_per_page = 50
+    fields = ("id", "owner", "timestamp", "location_id", "conversation_id", "rendered_line", "intent_json", "outcome_json", "created_at", "retracted_at", "abstracted_into")
+    readonly_fields = fields
+    ordering = ("-timestamp", "-created_at")
+
+    def lookup_allowed(self, lookup: str, value: str, request=None) -> bool:
+        # ?owner__id__exact=<viewer> filters to one viewer's rows without a list_filter that
+        # would list every object in the store.
+        return lookup in {"owner__id__exact", "owner__exact", "owner"} or super().lookup_allowed(lookup, value, request)
+
+    @admin.display(description="rendered line (as the owner reads it)")
+    def rendered_line(self, obj: BufferEntry) -> str:
+        rendered = selectors.render_entry(obj, selectors.viewer_of(obj.owner))
+        return rendered.line if rendered.line is not None else f"undeliverable: {rendered.undeliverable}"
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+
+@admin.register(AliasChange)
+class AliasChangeAdmin(ReadOnlyAdmin):
+    list_display = ("changed_at", "viewer_id", "target_id", "before", "after", "changed_by", "source")
+    list_filter = ("source",)
+    search_fields = ("=viewer_id", "=target_id")
+
+
+@admin.register(AuditLog)
+class AuditLogAdmin(ReadOnlyAdmin):
+    list_display = ("at", "action", "target", "actor")
+    list_filter = ("action",)
+    search_fields = ("target",)
+
+
+class ApiTokenForm(forms.ModelForm):
+    class Meta:
+        model = ApiToken
+        fields = ("user", "name")
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    form = ApiTokenForm
+    list_display = ("name", "user", "prefix", "created_at")
+    readonly_fields = ("prefix", "created_at", "last_used_at")
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return obj is None and super().has_change_permission(request, obj)
+
+    def save_model(self, request, obj, form, change) -> None:
+        import secrets
+
+        raw = "omi_" + secrets.token_urlsafe(32)
+        obj.prefix, obj.key_hash = raw[:8], hash_token(raw)
+        super().save_model(request, obj, form, change)
+        messages.warning(
+            request,
+            format_html("Token for {}: <code>{}</code> — copy it now; it is not shown again.", obj.user, raw),
+        )

@@ -1,0 +1,113 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from memory.models import AliasChange, AuditLog, WorldObject
+from memory.rows import remember
+
+
+@pytest.fixture
+def admin_client_cast(client, cast, django_user_model):
+    user = django_user_model.objects.create_superuser("root", "root@example.com", "pw")
+    client.force_login(user)
+    return client
+
+
+def _post(client, viewer: str, rows: list[tuple[str, str, bool]], initial: int) -> object:
+    data = {
+        "aliases-TOTAL_FORMS": str(len(rows)),
+        "aliases-INITIAL_FORMS": str(initial),
+        "aliases-MIN_NUM_FORMS": "0",
+        "aliases-MAX_NUM_FORMS": "1000",
+    }
+    for i, (target, label, delete) in enumerate(rows):
+        data[f"aliases-{i}-target"] = target
+        data[f"aliases-{i}-label"] = label
+        if delete:
+            data[f"aliases-{i}-DELETE"] = "on"
+    return client.post(f"/admin/memory/entity/{viewer}/change/", data)
+
+
+def aliases_of(entity_id: str) -> list:
+    return json.loads(WorldObject.objects.get(pk=entity_id).aliases_json)
+
+
+def test_admin_entity_page_shows_alias_table_attributes_and_history(admin_client_cast) -> None:
+    r = admin_client_cast.get("/admin/memory/entity/alice/change/")
+    body = r.content.decode()
+    assert r.status_code == 200
+    assert 'name="aliases-0-label" value="the hooded figure"' in body
+    assert "searching for her missing brother" in body  # attributes, read-only
+    assert "No changes recorded." in body
+
+
+def test_admin_alias_edit_saves_and_records_history(admin_client_cast) -> None:
+    r = _post(admin_client_cast, "alice", [("bob", "the stranger", False), ("charlie", "the bartender", False)], 2)
+    assert r.status_code == 302
+    assert aliases_of("alice") == [["bob", "the stranger"], ["charlie", "the bartender"]]
+    change = AliasChange.objects.get()
+    assert (change.viewer_id, change.target_id, change.before, change.after, change.source) == (
+        "alice", "bob", "the hooded figure", "the stranger", "admin",
+    )
+    assert AuditLog.objects.filter(action="alias.set", target="alice->bob").count() == 1
+
+
+def test_admin_alias_delete_row_forgets_alias(admin_client_cast) -> None:
+    r = _post(admin_client_cast, "alice", [("bob", "the hooded figure", True), ("charlie", "the bartender", False)], 2)
+    assert r.status_code == 302
+    assert aliases_of("alice") == [["charlie", "the bartender"]]
+    assert AliasChange.objects.get().after is None
+
+
+@pytest.mark.parametrize(
+    ("target", "label", "message"),
+    [
+        ("alice", "me", "Select a valid choice"),
+        ("bob", "charlie", "is a system id"),
+        ("bob", "man 0f8fad5b-d9cb-469f-a165-70867728950e", "contains a generated id"),
+    ],
+)
+def test_admin_alias_refusals_change_nothing(admin_client_cast, target, label, message) -> None:
+    before = aliases_of("alice")
+    r = _post(admin_client_cast, "alice", [("charlie", "the barkeep", False), (target, label, False)], 1)
+    assert r.status_code == 200
+    assert message in r.content.decode()
+    assert aliases_of("alice") == before  # the whole table is one transaction
+    assert not AliasChange.objects.exists()
+
+
+def test_admin_alias_unknown_target_refused(admin_client_cast) -> None:
+    r = _post(admin_client_cast, "alice", [("nobody", "a ghost", False)], 0)
+    assert r.status_code == 200
+    assert "Select a valid choice" in r.content.decode()
+    assert not AliasChange.objects.exists()
+
+
+def test_admin_alias_label_with_other_entity_id_warns(admin_client_cast) -> None:
+    r = _post(admin_client_cast, "alice", [("bob", "the friend of charlie", False)], 1)
+    assert r.status_code == 302
+    r = admin_client_cast.get(r.url)
+    assert "contains the system id &#x27;charlie&#x27;" in r.content.decode()
+
+
+def test_admin_buffer_entry_shows_rendered_line_beside_raw_intent(admin_client_cast) -> None:
+    done = remember(
+        "alice",
+        {"type": "action", "originalText": "x", "description": "opened the wooden chest", "actorId": "bob", "targetIds": []},
+        timestamp="2026-07-06T12:03:00.000Z",
+        outcome={"isValid": True, "reason": "r"},
+    )
+    r = admin_client_cast.get("/admin/memory/bufferentry/?owner__id__exact=alice")
+    assert "[12:03:00 PM] the hooded figure opened the wooden chest (Outcome: Succeeded)" in r.content.decode()
+    r = admin_client_cast.get(f"/admin/memory/bufferentry/{done.entry.id}/change/")
+    body = r.content.decode()
+    assert "the hooded figure opened the wooden chest" in body
+    assert "&quot;actorId&quot;:&quot;bob&quot;" in body
+
+
+def test_admin_history_and_audit_pages_are_read_only(admin_client_cast) -> None:
+    assert admin_client_cast.get("/admin/memory/aliaschange/").status_code == 200
+    assert admin_client_cast.get("/admin/memory/auditlog/").status_code == 200
+    assert admin_client_cast.get("/admin/memory/aliaschange/add/").status_code == 403
