@@ -162,8 +162,10 @@ def _aliases_context(viewer: Viewer, errors: dict[str, list[str]] | None = None,
         {"row": r, "errors": errors.get(r.target_id, []), "warnings": warnings.get(r.target_id, [])}
         for r in selectors.alias_rows(viewer)
     ]
+    shown = {item["row"].target_id for item in rows}
     return {
         "rows": rows,
+        "other_errors": [(t, errs) for t, errs in errors.items() if t not in shown],
         "history": selectors.alias_history(viewer.id),
         "errors": errors or {},
         "warnings": warnings or {},
