@@ -1,0 +1,119 @@
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from memory.rows import remember
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+CHEST_LINE = "[12:03:00 PM] the hooded figure opened the wooden chest (Outcome: Succeeded)"
+
+
+def _action(description: str, actor: str) -> dict:
+    return {"type": "action", "originalText": description, "description": description, "actorId": actor, "targetIds": []}
+
+
+@pytest.fixture
+def story(cast, django_user_model):
+    chest = remember("alice", _action("opened the wooden chest", "bob"), timestamp="2026-07-06T12:03:00.000Z",
+                     outcome={"isValid": True, "reason": "r"}).entry
+    remember("alice", _action("<script>alert(1)</script>", "bob"), timestamp="2026-07-06T12:04:00.000Z")
+    remember("bob", _action("waved at the room", "charlie"), timestamp="2026-07-06T12:05:00.000Z")
+    django_user_model.objects.create_user("designer", password="correct horse", is_staff=True)
+    return chest
+
+
+def login(page) -> None:
+    page.goto("/accounts/login/?next=/")
+    page.fill("#id_username", "designer")
+    page.fill("#id_password", "correct horse")
+    page.click("button[type=submit]")
+    page.wait_for_url(re.compile(r"/$"))
+
+
+def test_login_and_read_a_rendered_buffer_line(inspector_page, story, artifacts) -> None:
+    page = inspector_page
+    login(page)
+    page.screenshot(path=str(artifacts / "overview.png"), full_page=True)
+    page.goto("/viewers/alice/")
+    page.wait_for_selector(f"text={CHEST_LINE}")
+    page.screenshot(path=str(artifacts / "viewer.png"), full_page=True)
+    assert page.console_errors == []
+
+
+def test_switch_viewer_without_reload_and_back(inspector_page, story, artifacts) -> None:
+    page = inspector_page
+    login(page)
+    page.goto("/viewers/alice/")
+    page.evaluate("window.__noReload = 'still here'")
+    page.click("nav.viewer-switch >> text=bob")
+    page.wait_for_url(re.compile(r"/viewers/bob/$"))
+    page.wait_for_selector("#viewer-panels[data-viewer=bob]")
+    assert page.evaluate("window.__noReload") == "still here"  # swapped by htmx, not reloaded
+    for panel in ("aliases-panel", "buffer-panel", "sessions-panel", "faces-panel"):
+        assert page.locator(f"#{panel}").count() == 1
+    assert page.locator("#label-alice").input_value() == "the traveller"
+    assert "[12:05:00 PM] an unfamiliar figure waved at the room" in page.inner_text("#buffer-panel")
+    page.go_back()
+    page.wait_for_url(re.compile(r"/viewers/alice/$"))
+    page.wait_for_selector("#viewer-panels[data-viewer=alice]")
+    assert CHEST_LINE in page.inner_text("#buffer-panel")
+    assert page.console_errors == []
+
+
+def test_qa_toggle_reveals_ids(inspector_page, story) -> None:
+    page = inspector_page
+    login(page)
+    page.goto("/viewers/alice/")
+    assert page.locator(".qa-ids").count() == 0
+    page.click("a.qa-toggle")
+    page.wait_for_url(re.compile(r"/viewers/alice/buffer/\?qa=1$"))
+    page.wait_for_selector(".qa-ids")
+    assert story.id in page.inner_text("#buffer-panel")
+    assert page.console_errors == []
+
+
+def test_inline_alias_edit_shows_at_once_in_buffer_and_history(inspector_page, story, artifacts) -> None:
+    page = inspector_page
+    login(page)
+    page.goto("/viewers/alice/")
+    page.fill("#label-bob", "Gareth")
+    page.click("#alias-bob button[value=set]")
+    page.wait_for_selector("text=[12:03:00 PM] Gareth opened the wooden chest (Outcome: Succeeded)")
+    assert "“the hooded figure” → “Gareth”" in page.inner_text("#aliases-panel")
+    page.screenshot(path=str(artifacts / "viewer-after-alias-edit.png"), full_page=True)
+    page.goto("/")
+    assert page.inner_text("td[data-viewer=alice][data-target=bob]") == "Gareth"
+    # refused input is shown inline and changes nothing
+    page.goto("/viewers/alice/")
+    page.fill("#label-bob", "charlie")
+    page.click("#alias-bob button[value=set]")
+    page.wait_for_selector("#aliases-panel .error")
+    assert "is a system id" in page.inner_text("#aliases-panel")
+    assert page.console_errors == []
+
+
+def test_script_in_memory_shows_as_text_and_never_runs(inspector_page, story) -> None:
+    page = inspector_page
+    login(page)
+    page.goto("/viewers/alice/?qa=1")
+    page.wait_for_selector("text=the hooded figure <script>alert(1)</script>")
+    page.goto("/viewers/alice/buffer/?qa=1")
+    page.wait_for_timeout(300)
+    assert page.dialogs == []
+    assert page.console_errors == []
+
+
+def test_keyboard_navigation(inspector_page, story) -> None:
+    page = inspector_page
+    login(page)
+    page.goto("/viewers/alice/")
+    page.keyboard.press("j")
+    assert page.evaluate("document.activeElement.classList.contains('buffer-line')")
+    page.keyboard.press("?")
+    assert page.is_visible("#help")
+    page.keyboard.press("Escape")
+    page.keyboard.press("/")
+    assert page.evaluate("document.activeElement.id") == "viewer-search"
