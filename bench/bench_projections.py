@@ -186,8 +186,9 @@ def plain_read(order: str) -> float:
     started = time.perf_counter()
     if connection.vendor == "postgresql":
         # A server-side cursor, as a streaming reader would use.
-        raw = connection.connection
-        with raw.cursor(name="plain_read") as c:
+        from django.db import transaction
+
+        with transaction.atomic(), connection.connection.cursor(name="plain_read") as c:
             c.itersize = 10000
             c.execute(f"SELECT {FOLD_COLUMNS} FROM buffer_entries ORDER BY {order}")
             for row in c:

@@ -253,12 +253,14 @@ def _fetch(sql: str, params: Sequence[Any]) -> list[tuple]:
 
 def rows_after(shard: int, created_at: int, row_id: str, limit: int) -> list[FoldRow]:
     """Rows of one shard strictly past a watermark, in fold order: an idx_buffer_shard_fold seek."""
+    # A row-value comparison, not "a > x OR (a = x AND b > y)": both SQLite and PostgreSQL
+    # turn it into an index range start, where the OR form filters the whole shard.
     sql = (
         f"SELECT {FOLD_COLUMNS} FROM buffer_entries "
-        "WHERE shard = %s AND (created_at > %s OR (created_at = %s AND id > %s)) "
+        "WHERE shard = %s AND (created_at, id) > (%s, %s) "
         "ORDER BY shard, created_at, id LIMIT %s"
     )
-    return [FoldRow(*r) for r in _fetch(sql, (shard, created_at, created_at, row_id, limit))]
+    return [FoldRow(*r) for r in _fetch(sql, (shard, created_at, row_id, limit))]
 
 
 def iter_rows_owner_major(batch: int = REBUILD_BATCH) -> Iterator[FoldRow]:
@@ -278,11 +280,11 @@ def iter_rows_owner_major(batch: int = REBUILD_BATCH) -> Iterator[FoldRow]:
         else:
             owner, created_at, row_id = after
             sql = (
-                f"SELECT {FOLD_COLUMNS} FROM buffer_entries WHERE owner_id > %s OR "
-                "(owner_id = %s AND (created_at > %s OR (created_at = %s AND id > %s))) "
+                f"SELECT {FOLD_COLUMNS} FROM buffer_entries "
+                "WHERE (owner_id, created_at, id) > (%s, %s, %s) "
                 "ORDER BY owner_id, created_at, id LIMIT %s"
             )
-            params = (owner, owner, created_at, created_at, row_id, batch)
+            params = (owner, created_at, row_id, batch)
         rows = _fetch(sql, params)
         for r in rows:
             yield FoldRow(*r)

@@ -351,7 +351,7 @@ def test_run_cycle_finds_projection_rows_by_key_never_by_scan(cast):
     ]
     assert session_reads and all("session_key" in sql.split("WHERE", 1)[1] for sql in session_reads)
     buffer_reads = [sql for sql in reads if "FROM buffer_entries" in sql]
-    assert buffer_reads and all("shard =" in sql and "created_at >" in sql for sql in buffer_reads)
+    assert buffer_reads and all("(created_at, id) >" in sql for sql in buffer_reads)
 
 
 def test_retracted_rows_still_count(cast):
@@ -613,3 +613,14 @@ def test_summary_is_keyed_by_hash_and_goes_stale_when_the_session_moves(cast):
     landed = summarize(session, Echo())
     assert (landed.text, landed.source, landed.content_hash) == ("2 memories", "echo", session.content_hash)
     assert summary_for(session) == ("2 memories", False)
+
+
+def test_cycle_read_is_an_index_range_seek_not_a_shard_scan(db):
+    if connection.vendor != "sqlite":
+        pytest.skip("the plan text checked here is SQLite's")
+    sql = (f"EXPLAIN QUERY PLAN SELECT {projections.FOLD_COLUMNS} FROM buffer_entries "
+           "WHERE shard = %s AND (created_at, id) > (%s, %s) ORDER BY shard, created_at, id LIMIT %s")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, (0, 1, "x", 10))
+        plan = " ".join(str(r[-1]) for r in cursor.fetchall())
+    assert "idx_buffer_shard_fold (shard=? AND (created_at,id)>(?,?))" in plan
