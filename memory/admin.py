@@ -98,13 +98,19 @@ class EntityAdmin(admin.ModelAdmin):
         except AliasesJsonError:
             current = {}
         initial = [{"target": t, "label": label} for t, label in current.items()]
-        kwargs = {"initial": initial, "prefix": "aliases", "form_kwargs": {"target_choices": self._targets(obj, current)}}
+        kwargs = {
+            "initial": initial,
+            "prefix": "aliases",
+            "form_kwargs": {"target_choices": self._targets(obj, current)},
+        }
         if request.method == "POST":
             return AliasFormSet(request.POST, **kwargs), current
         return AliasFormSet(**kwargs), current
 
-    def _save_aliases(self, request: HttpRequest, obj: Entity, formset, current: dict[str, str]) -> bool:
-        """Apply the table's changes in one transaction; False (and form errors) if any is refused."""
+    def _save_aliases(
+        self, request: HttpRequest, obj: Entity, formset, current: dict[str, str]
+    ) -> bool:
+        """Apply the table in one transaction; False (with form errors) if any row is refused."""
         warnings: list[str] = []
         try:
             with transaction.atomic():
@@ -122,10 +128,17 @@ class EntityAdmin(admin.ModelAdmin):
                     if target == old_target and label == current.get(target):
                         continue
                     try:
-                        result = services.set_alias(obj.id, target, label, user=request.user, source="admin")
+                        result = services.set_alias(
+                            obj.id, target, label, user=request.user, source="admin"
+                        )
                     except services.AliasRefused as exc:
                         for error in exc.errors:
-                            form.add_error("target" if error.startswith(("target", "an entity's")) else "label", error)
+                            form.add_error(
+                                "target"
+                                if error.startswith(("target", "an entity's"))
+                                else "label",
+                                error,
+                            )
                         raise
                     warnings += result.warnings
         except services.AliasRefused:
@@ -166,19 +179,37 @@ class BufferEntryAdmin(admin.ModelAdmin):
     search_fields = ("=id", "=owner__id")
     show_full_result_count = False
     list_per_page = 50
-    fields = ("id", "owner", "timestamp", "location_id", "conversation_id", "rendered_line", "intent_json", "outcome_json", "created_at", "retracted_at", "abstracted_into")
+    fields = (
+        "id",
+        "owner",
+        "timestamp",
+        "location_id",
+        "conversation_id",
+        "rendered_line",
+        "intent_json",
+        "outcome_json",
+        "created_at",
+        "retracted_at",
+        "abstracted_into",
+    )
     readonly_fields = fields
     ordering = ("-timestamp", "-created_at")
 
     def lookup_allowed(self, lookup: str, value: str, request=None) -> bool:
         # ?owner__id__exact=<viewer> filters to one viewer's rows without a list_filter that
         # would list every object in the store.
-        return lookup in {"owner__id__exact", "owner__exact", "owner"} or super().lookup_allowed(lookup, value, request)
+        return lookup in {"owner__id__exact", "owner__exact", "owner"} or super().lookup_allowed(
+            lookup, value, request
+        )
 
     @admin.display(description="rendered line (as the owner reads it)")
     def rendered_line(self, obj: BufferEntry) -> str:
         rendered = selectors.render_entry(obj, selectors.viewer_of(obj.owner))
-        return rendered.line if rendered.line is not None else f"undeliverable: {rendered.undeliverable}"
+        return (
+            rendered.line
+            if rendered.line is not None
+            else f"undeliverable: {rendered.undeliverable}"
+        )
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -203,7 +234,15 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
 @admin.register(AliasChange)
 class AliasChangeAdmin(ReadOnlyAdmin):
-    list_display = ("changed_at", "viewer_id", "target_id", "before", "after", "changed_by", "source")
+    list_display = (
+        "changed_at",
+        "viewer_id",
+        "target_id",
+        "before",
+        "after",
+        "changed_by",
+        "source",
+    )
     list_filter = ("source",)
     search_fields = ("=viewer_id", "=target_id")
 
@@ -238,5 +277,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
         super().save_model(request, obj, form, change)
         messages.warning(
             request,
-            format_html("Token for {}: <code>{}</code> — copy it now; it is not shown again.", obj.user, raw),
+            format_html(
+                "Token for {}: <code>{}</code> — copy it now; it is not shown again.", obj.user, raw
+            ),
         )

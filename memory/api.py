@@ -47,11 +47,22 @@ class ApiError(Exception):
 
 # --- the one error shape -----------------------------------------------------------------------
 
-_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed", 422: "invalid"}
+_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    422: "invalid",
+}
 
 
-def _error(api, request: HttpRequest, status: int, detail: str, code: str, field: str | None) -> HttpResponse:
-    return api.create_response(request, {"detail": detail, "code": code, "field": field}, status=status)
+def _error(
+    api, request: HttpRequest, status: int, detail: str, code: str, field: str | None
+) -> HttpResponse:
+    return api.create_response(
+        request, {"detail": detail, "code": code, "field": field}, status=status
+    )
 
 
 def install_error_handlers(api) -> None:
@@ -62,13 +73,24 @@ def install_error_handlers(api) -> None:
 
     def on_validation(request, exc: ValidationError):
         first: dict[str, Any] = exc.errors[0] if exc.errors else {}
-        loc = [str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path", "payload")]
+        loc = [
+            str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path", "payload")
+        ]
         field = ".".join(loc) or None
-        return _error(api, request, 422, f"{field or 'input'}: {first.get('msg', 'invalid')}", "invalid", field)
+        return _error(
+            api,
+            request,
+            422,
+            f"{field or 'input'}: {first.get('msg', 'invalid')}",
+            "invalid",
+            field,
+        )
 
     def on_http_error(request, exc: HttpError):
         status = exc.status_code
-        code = "unauthorized" if isinstance(exc, AuthenticationError) else _CODES.get(status, "error")
+        code = (
+            "unauthorized" if isinstance(exc, AuthenticationError) else _CODES.get(status, "error")
+        )
         detail = "log in or send Authorization: Bearer <token>" if status == 401 else str(exc)
         return _error(api, request, status, detail, code, None)
 
@@ -132,15 +154,27 @@ def _json_or_text(raw: str | None) -> Any:
 def list_entities(request: HttpRequest, q: str | None = None, world_id: str | None = None):
     """Every entity (a possible viewer), optionally searched by id or attribute value."""
     if (q and "\x00" in q) or (world_id and "\x00" in world_id):
-        raise ApiError(422, "NUL characters are not allowed", "invalid", "q" if q and "\x00" in q else "world_id")
+        raise ApiError(
+            422,
+            "NUL characters are not allowed",
+            "invalid",
+            "q" if q and "\x00" in q else "world_id",
+        )
     items = [
-        EntityOut(id=o.id, world_id=o.world_id, location_id=o.location_id, is_agent=None if o.is_agent is None else bool(o.is_agent))
+        EntityOut(
+            id=o.id,
+            world_id=o.world_id,
+            location_id=o.location_id,
+            is_agent=None if o.is_agent is None else bool(o.is_agent),
+        )
         for o in selectors.list_viewers(world_id=world_id, q=q)
     ]
     return {"items": items, "count": len(items)}
 
 
-@router.get("/viewers/{viewer_id}/aliases", response={200: AliasListOut, **READ_ERRORS}, url_name="aliases")
+@router.get(
+    "/viewers/{viewer_id}/aliases", response={200: AliasListOut, **READ_ERRORS}, url_name="aliases"
+)
 def list_aliases(request: HttpRequest, viewer_id: str):
     """The viewer's alias for every other entity of its world, with state and a suggestion."""
     viewer = _viewer(viewer_id)
@@ -186,7 +220,12 @@ def buffer(
     before = before or cursor
     try:
         page = selectors.buffer_page(
-            viewer, before=before or None, after=after or None, limit=limit, types=frozenset(type or ()) or None, q=q
+            viewer,
+            before=before or None,
+            after=after or None,
+            limit=limit,
+            types=frozenset(type or ()) or None,
+            q=q,
         )
     except BadCursor as exc:
         raise ApiError(400, str(exc), "bad_cursor", "after" if after else "before") from None
@@ -199,7 +238,11 @@ def buffer(
     }
 
 
-@router.get("/viewers/{viewer_id}/entries/{entry_id}", response={200: EntryOut, **READ_ERRORS}, url_name="entry")
+@router.get(
+    "/viewers/{viewer_id}/entries/{entry_id}",
+    response={200: EntryOut, **READ_ERRORS},
+    url_name="entry",
+)
 def entry(request: HttpRequest, viewer_id: str, entry_id: str):
     """One memory as its owner reads it, with the raw intent and outcome."""
     viewer = _viewer(viewer_id)
@@ -207,14 +250,18 @@ def entry(request: HttpRequest, viewer_id: str, entry_id: str):
         e = selectors.get_entry(viewer, _id(entry_id, "entry_id"))
     except NotFound as exc:
         raise ApiError(404, str(exc), "not_found", "entry_id") from None
-    return EntryOut(**_entry_out(e), intent=_json_or_text(e.intent_json), outcome=_json_or_text(e.outcome_json))
+    return EntryOut(
+        **_entry_out(e), intent=_json_or_text(e.intent_json), outcome=_json_or_text(e.outcome_json)
+    )
 
 
 # --- writes (staff) ---------------------------------------------------------------------------
 
 
 @router.put(
-    "/viewers/{viewer_id}/aliases/{target_id}", response={200: AliasChangeOut, **WRITE_ERRORS}, url_name="alias_set"
+    "/viewers/{viewer_id}/aliases/{target_id}",
+    response={200: AliasChangeOut, **WRITE_ERRORS},
+    url_name="alias_set",
 )
 def set_alias(request: HttpRequest, viewer_id: str, target_id: str, payload: AliasIn):
     """Set what the viewer calls the target. Refused: unknown target, self, system/generated ids."""
@@ -223,28 +270,44 @@ def set_alias(request: HttpRequest, viewer_id: str, target_id: str, payload: Ali
     if "\x00" in payload.label:
         raise ApiError(422, "label contains control characters", "invalid", "label")
     try:
-        result = services.set_alias(viewer.id, _id(target_id, "target_id"), payload.label, user=user_of(request), source="api")
+        result = services.set_alias(
+            viewer.id,
+            _id(target_id, "target_id"),
+            payload.label,
+            user=user_of(request),
+            source="api",
+        )
     except services.AliasRefused as exc:
-        field = "target_id" if any(e.startswith(("target", "an entity's alias")) for e in exc.errors) else exc.field
+        field = (
+            "target_id"
+            if any(e.startswith(("target", "an entity's alias")) for e in exc.errors)
+            else exc.field
+        )
         raise ApiError(422, "; ".join(exc.errors), "invalid", field) from None
     return AliasChangeOut(**vars(result))
 
 
 @router.delete(
-    "/viewers/{viewer_id}/aliases/{target_id}", response={200: AliasChangeOut, **WRITE_ERRORS}, url_name="alias_delete"
+    "/viewers/{viewer_id}/aliases/{target_id}",
+    response={200: AliasChangeOut, **WRITE_ERRORS},
+    url_name="alias_delete",
 )
 def delete_alias(request: HttpRequest, viewer_id: str, target_id: str):
     """Forget the viewer's alias for the target (it reads as "an unfamiliar figure" again)."""
     _require_staff(request)
     viewer = _viewer(viewer_id)
     try:
-        result = services.delete_alias(viewer.id, _id(target_id, "target_id"), user=user_of(request), source="api")
+        result = services.delete_alias(
+            viewer.id, _id(target_id, "target_id"), user=user_of(request), source="api"
+        )
     except services.AliasRefused as exc:
         raise ApiError(422, "; ".join(exc.errors), "invalid", exc.field) from None
     return AliasChangeOut(**vars(result))
 
 
-@router.post("/viewers/{viewer_id}/memories", response={201: MemoryOut, **WRITE_ERRORS}, url_name="remember")
+@router.post(
+    "/viewers/{viewer_id}/memories", response={201: MemoryOut, **WRITE_ERRORS}, url_name="remember"
+)
 def remember(request: HttpRequest, viewer_id: str, payload: MemoryIn):
     """Write one memory for the viewer through the engine's write door."""
     from memory.rows import MemoryWriteError
@@ -269,10 +332,18 @@ def remember(request: HttpRequest, viewer_id: str, payload: MemoryIn):
     except ValueError as exc:  # e.g. NUL in text on PostgreSQL
         raise ApiError(422, str(exc), "invalid", None) from None
     e = done.entry
-    return 201, MemoryOut(id=e.id, owner_id=e.owner_id, timestamp=e.timestamp, generation=done.generation, retracted=False)
+    return 201, MemoryOut(
+        id=e.id,
+        owner_id=e.owner_id,
+        timestamp=e.timestamp,
+        generation=done.generation,
+        retracted=False,
+    )
 
 
-@router.post("/memories/{entry_id}/retract", response={200: MemoryOut, **WRITE_ERRORS}, url_name="retract")
+@router.post(
+    "/memories/{entry_id}/retract", response={200: MemoryOut, **WRITE_ERRORS}, url_name="retract"
+)
 def retract(request: HttpRequest, entry_id: str):
     """Mark a memory retracted; the row stays (it still happened)."""
     from memory.rows import MemoryWriteError

@@ -25,7 +25,7 @@ def issue_token(user, name: str) -> tuple[ApiToken, str]:
     """Create a token for `user`; the raw value is returned once and never stored."""
     raw = "omi_" + secrets.token_urlsafe(32)
     token = ApiToken.objects.create(
-        user=user, name=name, prefix=raw[: TOKEN_PREFIX_LEN], key_hash=hash_token(raw)
+        user=user, name=name, prefix=raw[:TOKEN_PREFIX_LEN], key_hash=hash_token(raw)
     )
     return token, raw
 

@@ -8,7 +8,12 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.db.models import Q
 
-from memory.aliases import AliasesJsonError, dump_aliases_json, parse_aliases_json, validate_alias_label
+from memory.aliases import (
+    AliasesJsonError,
+    dump_aliases_json,
+    parse_aliases_json,
+    validate_alias_label,
+)
 from memory.models import AliasChange, AuditLog, ObjectType, WorldObject
 
 
@@ -38,21 +43,27 @@ class AliasResult:
 def world_ids(viewer: WorldObject) -> set[str]:
     world_id = viewer.world_id or viewer.id
     return set(
-        WorldObject.objects.filter(Q(pk=world_id) | Q(world_id=world_id)).values_list("id", flat=True)
+        WorldObject.objects.filter(Q(pk=world_id) | Q(world_id=world_id)).values_list(
+            "id", flat=True
+        )
     )
 
 
 def entity_ids_of_world(viewer: WorldObject) -> set[str]:
     world_id = viewer.world_id or viewer.id
     return set(
-        WorldObject.objects.filter(world_id=world_id, type=ObjectType.ENTITY).values_list("id", flat=True)
+        WorldObject.objects.filter(world_id=world_id, type=ObjectType.ENTITY).values_list(
+            "id", flat=True
+        )
     )
 
 
 def check_alias(viewer: WorldObject, target_id: str, label: str) -> tuple[list[str], list[str]]:
     """(errors, warnings) for this alias, checked against the viewer's world and every id held."""
     ids = world_ids(viewer)
-    errors, warnings = validate_alias_label(label, viewer_id=viewer.id, target_id=target_id, all_ids=ids)
+    errors, warnings = validate_alias_label(
+        label, viewer_id=viewer.id, target_id=target_id, all_ids=ids
+    )
     if target_id in ids and target_id not in entity_ids_of_world(viewer):
         errors.append(f"target {target_id!r} is not an entity")
     stripped = label.strip()
@@ -76,14 +87,23 @@ def _locked_viewer(viewer_id: str) -> tuple[WorldObject, dict[str, str]]:
     try:
         aliases = parse_aliases_json(viewer.aliases_json)
     except AliasesJsonError as exc:
-        raise AliasRefused([f"the viewer's aliases_json is corrupt: {exc}"], field="aliases_json") from None
+        raise AliasRefused(
+            [f"the viewer's aliases_json is corrupt: {exc}"], field="aliases_json"
+        ) from None
     return viewer, aliases
 
 
-def _record(viewer_id: str, target_id: str, before: str | None, after: str | None, user, source: str) -> None:
+def _record(
+    viewer_id: str, target_id: str, before: str | None, after: str | None, user, source: str
+) -> None:
     actor = user if getattr(user, "is_authenticated", False) else None
     AliasChange.objects.create(
-        viewer_id=viewer_id, target_id=target_id, before=before, after=after, changed_by=actor, source=source
+        viewer_id=viewer_id,
+        target_id=target_id,
+        before=before,
+        after=after,
+        changed_by=actor,
+        source=source,
     )
     AuditLog.objects.create(
         actor=actor,
@@ -94,7 +114,9 @@ def _record(viewer_id: str, target_id: str, before: str | None, after: str | Non
     )
 
 
-def set_alias(viewer_id: str, target_id: str, label: str, *, user=None, source: str = "") -> AliasResult:
+def set_alias(
+    viewer_id: str, target_id: str, label: str, *, user=None, source: str = ""
+) -> AliasResult:
     """Set what `viewer_id` calls `target_id`; refused (AliasRefused) on any validation error."""
     with transaction.atomic():
         viewer, aliases = _locked_viewer(viewer_id)
@@ -138,7 +160,9 @@ def remember_memory(owner_id: str, *, user=None, **kwargs):
             actor=user if getattr(user, "is_authenticated", False) else None,
             action="memory.remember",
             target=f"{owner_id}/{done.entry.id}",
-            after_json=json.dumps({"intent": done.entry.intent_json, "timestamp": done.entry.timestamp}),
+            after_json=json.dumps(
+                {"intent": done.entry.intent_json, "timestamp": done.entry.timestamp}
+            ),
         )
     return done
 

@@ -40,7 +40,9 @@ def _wants_fragment(request: HttpRequest) -> bool:
     return bool(htmx) and not htmx.history_restore_request
 
 
-def _render(request: HttpRequest, template: str, partial: str | None, context: dict, status: int = 200):
+def _render(
+    request: HttpRequest, template: str, partial: str | None, context: dict, status: int = 200
+):
     name = f"{template}#{partial}" if partial and _wants_fragment(request) else template
     response = render(request, name, context, status=status)
     # A fragment and a page share one URL: caches (and the back button) must tell them apart.
@@ -68,9 +70,7 @@ def overview(request: HttpRequest) -> HttpResponse:
         rows = []
         if not too_big:
             for viewer_obj in entities:
-                cells = [
-                    (target, matrix[viewer_obj.id].get(target.id)) for target in entities
-                ]
+                cells = [(target, matrix[viewer_obj.id].get(target.id)) for target in entities]
                 rows.append((viewer_obj, cells))
         worlds.append({"world": world, "entities": entities, "rows": rows, "too_big": too_big})
     context = {
@@ -116,7 +116,12 @@ class BufferState:
         )
 
     def query(self, **overrides: Any) -> str:
-        values = {"before": self.before, "after": self.after, "q": self.q, "qa": "1" if self.qa else None}
+        values = {
+            "before": self.before,
+            "after": self.after,
+            "q": self.q,
+            "qa": "1" if self.qa else None,
+        }
         values.update(overrides)
         pairs = [("type", t) for t in self.types]
         pairs += [(k, v) for k, v in values.items() if v]
@@ -156,7 +161,9 @@ def _buffer_context(viewer: Viewer, state: BufferState) -> dict[str, Any]:
     }
 
 
-def _aliases_context(viewer: Viewer, errors: dict[str, list[str]] | None = None, warnings=None) -> dict:
+def _aliases_context(
+    viewer: Viewer, errors: dict[str, list[str]] | None = None, warnings=None
+) -> dict:
     errors, warnings = errors or {}, warnings or {}
     rows = [
         {"row": r, "errors": errors.get(r.target_id, []), "warnings": warnings.get(r.target_id, [])}
@@ -295,7 +302,11 @@ def alias_edit(request: HttpRequest, viewer_id: str, target_id: str) -> HttpResp
             services.delete_alias(viewer.id, target_id, user=request.user, source="inspector")
         else:
             result = services.set_alias(
-                viewer.id, target_id, request.POST.get("label", ""), user=request.user, source="inspector"
+                viewer.id,
+                target_id,
+                request.POST.get("label", ""),
+                user=request.user,
+                source="inspector",
             )
             if result.warnings:
                 warnings[target_id] = result.warnings

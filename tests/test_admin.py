@@ -44,18 +44,32 @@ def test_admin_entity_page_shows_alias_table_attributes_and_history(admin_client
 
 
 def test_admin_alias_edit_saves_and_records_history(admin_client_cast) -> None:
-    r = _post(admin_client_cast, "alice", [("bob", "the stranger", False), ("charlie", "the bartender", False)], 2)
+    r = _post(
+        admin_client_cast,
+        "alice",
+        [("bob", "the stranger", False), ("charlie", "the bartender", False)],
+        2,
+    )
     assert r.status_code == 302
     assert aliases_of("alice") == [["bob", "the stranger"], ["charlie", "the bartender"]]
     change = AliasChange.objects.get()
     assert (change.viewer_id, change.target_id, change.before, change.after, change.source) == (
-        "alice", "bob", "the hooded figure", "the stranger", "admin",
+        "alice",
+        "bob",
+        "the hooded figure",
+        "the stranger",
+        "admin",
     )
     assert AuditLog.objects.filter(action="alias.set", target="alice->bob").count() == 1
 
 
 def test_admin_alias_delete_row_forgets_alias(admin_client_cast) -> None:
-    r = _post(admin_client_cast, "alice", [("bob", "the hooded figure", True), ("charlie", "the bartender", False)], 2)
+    r = _post(
+        admin_client_cast,
+        "alice",
+        [("bob", "the hooded figure", True), ("charlie", "the bartender", False)],
+        2,
+    )
     assert r.status_code == 302
     assert aliases_of("alice") == [["charlie", "the bartender"]]
     assert AliasChange.objects.get().after is None
@@ -71,7 +85,9 @@ def test_admin_alias_delete_row_forgets_alias(admin_client_cast) -> None:
 )
 def test_admin_alias_refusals_change_nothing(admin_client_cast, target, label, message) -> None:
     before = aliases_of("alice")
-    r = _post(admin_client_cast, "alice", [("charlie", "the barkeep", False), (target, label, False)], 1)
+    r = _post(
+        admin_client_cast, "alice", [("charlie", "the barkeep", False), (target, label, False)], 1
+    )
     assert r.status_code == 200
     assert message in r.content.decode()
     assert aliases_of("alice") == before  # the whole table is one transaction
@@ -95,12 +111,21 @@ def test_admin_alias_label_with_other_entity_id_warns(admin_client_cast) -> None
 def test_admin_buffer_entry_shows_rendered_line_beside_raw_intent(admin_client_cast) -> None:
     done = remember(
         "alice",
-        {"type": "action", "originalText": "x", "description": "opened the wooden chest", "actorId": "bob", "targetIds": []},
+        {
+            "type": "action",
+            "originalText": "x",
+            "description": "opened the wooden chest",
+            "actorId": "bob",
+            "targetIds": [],
+        },
         timestamp="2026-07-06T12:03:00.000Z",
         outcome={"isValid": True, "reason": "r"},
     )
     r = admin_client_cast.get("/admin/memory/bufferentry/?owner__id__exact=alice")
-    assert "[12:03:00 PM] the hooded figure opened the wooden chest (Outcome: Succeeded)" in r.content.decode()
+    assert (
+        "[12:03:00 PM] the hooded figure opened the wooden chest (Outcome: Succeeded)"
+        in r.content.decode()
+    )
     r = admin_client_cast.get(f"/admin/memory/bufferentry/{done.entry.id}/change/")
     body = r.content.decode()
     assert "the hooded figure opened the wooden chest" in body

@@ -9,12 +9,23 @@ from memory.models import AliasChange, ApiToken, AuditLog, BufferEntry, WorldObj
 from memory.rows import remember
 
 CHEST_LINE = "[12:03:00 PM] the hooded figure opened the wooden chest (Outcome: Succeeded)"
-CHEST = {"type": "action", "originalText": "x", "description": "opened the wooden chest", "actorId": "bob", "targetIds": []}
+CHEST = {
+    "type": "action",
+    "originalText": "x",
+    "description": "opened the wooden chest",
+    "actorId": "bob",
+    "targetIds": [],
+}
 
 
 @pytest.fixture
 def chest(cast):
-    return remember("alice", CHEST, timestamp="2026-07-06T12:03:00.000Z", outcome={"isValid": True, "reason": "r"}).entry
+    return remember(
+        "alice",
+        CHEST,
+        timestamp="2026-07-06T12:03:00.000Z",
+        outcome={"isValid": True, "reason": "r"},
+    ).entry
 
 
 @pytest.fixture
@@ -53,7 +64,10 @@ def assert_error(r, status: int, code: str, field=...) -> dict:
 
 def test_tokens_are_stored_hashed(reader_token) -> None:
     token = ApiToken.objects.get()
-    assert token.key_hash == hash_token(reader_token) and reader_token not in (token.key_hash, token.prefix + "x")
+    assert token.key_hash == hash_token(reader_token) and reader_token not in (
+        token.key_hash,
+        token.prefix + "x",
+    )
 
 
 def test_reads_need_login_or_token(client, chest, reader_token) -> None:
@@ -71,7 +85,12 @@ def test_session_login_reads(client, reader, chest) -> None:
 
 def test_entities_search(client, cast, reader_token) -> None:
     r = client.get("/api/entities?q=gareth", headers=bearer(reader_token))
-    assert r.json() == {"items": [{"id": "bob", "world_id": "tavern", "location_id": "tavern-main", "is_agent": True}], "count": 1}
+    assert r.json() == {
+        "items": [
+            {"id": "bob", "world_id": "tavern", "location_id": "tavern-main", "is_agent": True}
+        ],
+        "count": 1,
+    }
 
 
 def test_aliases_read(client, cast, reader_token) -> None:
@@ -95,12 +114,20 @@ def test_buffer_read_and_entry(client, chest, reader_token) -> None:
 
 def test_buffer_cursor_paging(client, cast, reader_token) -> None:
     for minute in range(5):
-        remember("alice", {**CHEST, "description": f"waved {minute}"}, timestamp=f"2026-07-06T12:0{minute}:00.000Z")
+        remember(
+            "alice",
+            {**CHEST, "description": f"waved {minute}"},
+            timestamp=f"2026-07-06T12:0{minute}:00.000Z",
+        )
     page = client.get("/api/viewers/alice/buffer?limit=2", headers=bearer(reader_token)).json()
     assert [i["line"][-7:] for i in page["items"]] == ["waved 3", "waved 4"]
-    older = client.get(f"/api/viewers/alice/buffer?limit=2&cursor={page['older']}", headers=bearer(reader_token)).json()
+    older = client.get(
+        f"/api/viewers/alice/buffer?limit=2&cursor={page['older']}", headers=bearer(reader_token)
+    ).json()
     assert [i["line"][-7:] for i in older["items"]] == ["waved 1", "waved 2"]
-    newer = client.get(f"/api/viewers/alice/buffer?limit=2&after={older['newer']}", headers=bearer(reader_token)).json()
+    newer = client.get(
+        f"/api/viewers/alice/buffer?limit=2&after={older['newer']}", headers=bearer(reader_token)
+    ).json()
     assert [i["line"][-7:] for i in newer["items"]] == ["waved 3", "waved 4"]
 
 
@@ -128,16 +155,35 @@ def test_read_errors_have_one_shape(client, chest, reader_token, url, status, co
 
 
 def test_alias_put_and_delete(client, chest, staff, staff_token) -> None:
-    r = client.put("/api/viewers/alice/aliases/bob", {"label": "Gareth"}, content_type="application/json", headers=bearer(staff_token))
+    r = client.put(
+        "/api/viewers/alice/aliases/bob",
+        {"label": "Gareth"},
+        content_type="application/json",
+        headers=bearer(staff_token),
+    )
     assert r.status_code == 200
-    assert r.json() == {"viewer_id": "alice", "target_id": "bob", "before": "the hooded figure", "after": "Gareth", "warnings": [], "changed": True}
+    assert r.json() == {
+        "viewer_id": "alice",
+        "target_id": "bob",
+        "before": "the hooded figure",
+        "after": "Gareth",
+        "warnings": [],
+        "changed": True,
+    }
     assert AliasChange.objects.get().changed_by == staff
-    line = client.get("/api/viewers/alice/buffer", headers=bearer(staff_token)).json()["items"][0]["line"]
+    line = client.get("/api/viewers/alice/buffer", headers=bearer(staff_token)).json()["items"][0][
+        "line"
+    ]
     assert line == "[12:03:00 PM] Gareth opened the wooden chest (Outcome: Succeeded)"
     r = client.delete("/api/viewers/alice/aliases/bob", headers=bearer(staff_token))
     assert r.json()["after"] is None
-    assert json.loads(WorldObject.objects.get(pk="alice").aliases_json) == [["charlie", "the bartender"]]
-    assert list(AuditLog.objects.order_by("id").values_list("action", flat=True)) == ["alias.set", "alias.delete"]
+    assert json.loads(WorldObject.objects.get(pk="alice").aliases_json) == [
+        ["charlie", "the bartender"]
+    ]
+    assert list(AuditLog.objects.order_by("id").values_list("action", flat=True)) == [
+        "alias.set",
+        "alias.delete",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -152,35 +198,81 @@ def test_alias_put_and_delete(client, chest, staff, staff_token) -> None:
     ],
 )
 def test_alias_put_validation(client, chest, staff_token, target, payload, field) -> None:
-    r = client.put(f"/api/viewers/alice/aliases/{target}", payload, content_type="application/json", headers=bearer(staff_token))
+    r = client.put(
+        f"/api/viewers/alice/aliases/{target}",
+        payload,
+        content_type="application/json",
+        headers=bearer(staff_token),
+    )
     assert_error(r, 422, "invalid", field)
     assert not AliasChange.objects.exists()
 
 
 def test_writes_need_staff(client, chest, reader_token) -> None:
-    r = client.put("/api/viewers/alice/aliases/bob", {"label": "x"}, content_type="application/json", headers=bearer(reader_token))
+    r = client.put(
+        "/api/viewers/alice/aliases/bob",
+        {"label": "x"},
+        content_type="application/json",
+        headers=bearer(reader_token),
+    )
     assert_error(r, 403, "forbidden")
-    assert_error(client.post("/api/viewers/alice/memories", {"intent": CHEST}, content_type="application/json", headers=bearer(reader_token)), 403, "forbidden")
-    assert_error(client.post(f"/api/memories/{chest.id}/retract", headers=bearer(reader_token)), 403, "forbidden")
-    assert_error(client.put("/api/viewers/alice/aliases/bob", {"label": "x"}, content_type="application/json"), 401, "unauthorized")
+    assert_error(
+        client.post(
+            "/api/viewers/alice/memories",
+            {"intent": CHEST},
+            content_type="application/json",
+            headers=bearer(reader_token),
+        ),
+        403,
+        "forbidden",
+    )
+    assert_error(
+        client.post(f"/api/memories/{chest.id}/retract", headers=bearer(reader_token)),
+        403,
+        "forbidden",
+    )
+    assert_error(
+        client.put(
+            "/api/viewers/alice/aliases/bob", {"label": "x"}, content_type="application/json"
+        ),
+        401,
+        "unauthorized",
+    )
 
 
 def test_remember_and_retract(client, cast, staff_token) -> None:
     r = client.post(
         "/api/viewers/alice/memories",
-        {"intent": CHEST, "outcome": {"isValid": True, "reason": "r"}, "timestamp": "2026-07-06T12:03:00.000Z"},
+        {
+            "intent": CHEST,
+            "outcome": {"isValid": True, "reason": "r"},
+            "timestamp": "2026-07-06T12:03:00.000Z",
+        },
         content_type="application/json",
         headers=bearer(staff_token),
     )
     assert r.status_code == 201
     entry_id = r.json()["id"]
     assert BufferEntry.objects.get(pk=entry_id).owner_id == "alice"
-    assert client.get("/api/viewers/alice/buffer", headers=bearer(staff_token)).json()["items"][0]["line"] == CHEST_LINE
+    assert (
+        client.get("/api/viewers/alice/buffer", headers=bearer(staff_token)).json()["items"][0][
+            "line"
+        ]
+        == CHEST_LINE
+    )
     r = client.post(f"/api/memories/{entry_id}/retract", headers=bearer(staff_token))
     assert r.status_code == 200 and r.json()["retracted"] is True
     assert BufferEntry.objects.get(pk=entry_id).retracted_at is not None
-    assert_error(client.post("/api/memories/nope/retract", headers=bearer(staff_token)), 404, "not_found", "entry_id")
-    assert list(AuditLog.objects.order_by("id").values_list("action", flat=True)) == ["memory.remember", "memory.retract"]
+    assert_error(
+        client.post("/api/memories/nope/retract", headers=bearer(staff_token)),
+        404,
+        "not_found",
+        "entry_id",
+    )
+    assert list(AuditLog.objects.order_by("id").values_list("action", flat=True)) == [
+        "memory.remember",
+        "memory.retract",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -192,13 +284,23 @@ def test_remember_and_retract(client, cast, staff_token) -> None:
     ],
 )
 def test_remember_validation(client, cast, staff_token, payload, field) -> None:
-    r = client.post("/api/viewers/alice/memories", payload, content_type="application/json", headers=bearer(staff_token))
+    r = client.post(
+        "/api/viewers/alice/memories",
+        payload,
+        content_type="application/json",
+        headers=bearer(staff_token),
+    )
     assert_error(r, 422, "invalid", field)
     assert not BufferEntry.objects.exists()
 
 
 def test_remember_unknown_viewer_is_404(client, cast, staff_token) -> None:
-    r = client.post("/api/viewers/nobody/memories", {"intent": CHEST}, content_type="application/json", headers=bearer(staff_token))
+    r = client.post(
+        "/api/viewers/nobody/memories",
+        {"intent": CHEST},
+        content_type="application/json",
+        headers=bearer(staff_token),
+    )
     assert_error(r, 404, "not_found", "viewer_id")
 
 

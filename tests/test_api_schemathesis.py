@@ -20,7 +20,13 @@ def token(cast, django_user_model) -> str:
 
     remember(
         "alice",
-        {"type": "action", "originalText": "x", "description": "opened the wooden chest", "actorId": "bob", "targetIds": []},
+        {
+            "type": "action",
+            "originalText": "x",
+            "description": "opened the wooden chest",
+            "actorId": "bob",
+            "targetIds": [],
+        },
         timestamp="2026-07-06T12:03:00.000Z",
     )
     staff = django_user_model.objects.create_user("fuzz", password="pw", is_staff=True)
@@ -33,7 +39,9 @@ def token(cast, django_user_model) -> str:
 def test_api_conforms(case, token) -> None:
     case.headers = {**(case.headers or {}), "Authorization": f"Bearer {token}"}
     response = case.call()
-    assert response.status_code < 500, f"{case.method} {case.formatted_path} -> {response.status_code}: {response.text[:300]}"
+    assert response.status_code < 500, (
+        f"{case.method} {case.formatted_path} -> {response.status_code}: {response.text[:300]}"
+    )
     if response.status_code in (400, 401, 403, 404, 422):
         body = response.json()
         assert set(body) == {"detail", "code", "field"}, body

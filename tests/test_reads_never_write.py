@@ -27,18 +27,32 @@ def world(cast, django_user_model):
     for minute in range(3):
         remember(
             "alice",
-            {"type": "action", "originalText": "x", "description": f"waved {minute}", "actorId": "bob", "targetIds": []},
+            {
+                "type": "action",
+                "originalText": "x",
+                "description": f"waved {minute}",
+                "actorId": "bob",
+                "targetIds": [],
+            },
             timestamp=f"2026-07-06T12:0{minute}:00.000Z",
         )
     entry = remember(
         "alice",
-        {"type": "dialogue", "originalText": "Hi", "description": "Hi", "actorId": "charlie", "targetIds": ["alice"]},
+        {
+            "type": "dialogue",
+            "originalText": "Hi",
+            "description": "Hi",
+            "actorId": "charlie",
+            "targetIds": ["alice"],
+        },
         timestamp="2026-07-06T12:05:00.000Z",
     ).entry
     projections = pytest.importorskip("memory.projections")
     if hasattr(projections, "run_cycle"):
         projections.run_cycle()
-    staff = django_user_model.objects.create_user("staff", password="pw", is_staff=True, is_superuser=True)
+    staff = django_user_model.objects.create_user(
+        "staff", password="pw", is_staff=True, is_superuser=True
+    )
     return entry, staff
 
 
@@ -48,19 +62,33 @@ def test_reading_every_page_and_api_read_writes_nothing(client, world) -> None:
     client.force_login(staff)
     before = snapshot()
     pages = [
-        "/", "/?q=bob", "/viewers/alice/", "/viewers/bob/", "/viewers/alice/aliases/",
-        "/viewers/alice/buffer/", "/viewers/alice/buffer/?qa=1&type=action&q=waved",
-        "/viewers/alice/sessions/", "/viewers/alice/faces/", f"/viewers/alice/entries/{entry.id}/",
-        "/admin/", "/admin/memory/entity/", "/admin/memory/entity/alice/change/",
-        "/admin/memory/bufferentry/", f"/admin/memory/bufferentry/{entry.id}/change/",
-        "/admin/memory/aliaschange/", "/admin/memory/auditlog/",
+        "/",
+        "/?q=bob",
+        "/viewers/alice/",
+        "/viewers/bob/",
+        "/viewers/alice/aliases/",
+        "/viewers/alice/buffer/",
+        "/viewers/alice/buffer/?qa=1&type=action&q=waved",
+        "/viewers/alice/sessions/",
+        "/viewers/alice/faces/",
+        f"/viewers/alice/entries/{entry.id}/",
+        "/admin/",
+        "/admin/memory/entity/",
+        "/admin/memory/entity/alice/change/",
+        "/admin/memory/bufferentry/",
+        f"/admin/memory/bufferentry/{entry.id}/change/",
+        "/admin/memory/aliaschange/",
+        "/admin/memory/auditlog/",
     ]
     for url in pages:
         assert client.get(url).status_code == 200, url
         assert client.get(url, headers={"HX-Request": "true"}).status_code == 200, url
     api = [
-        "/api/entities", "/api/viewers/alice/aliases", "/api/viewers/alice/buffer",
-        "/api/viewers/alice/buffer?type=dialogue&q=hi&limit=1", f"/api/viewers/alice/entries/{entry.id}",
+        "/api/entities",
+        "/api/viewers/alice/aliases",
+        "/api/viewers/alice/buffer",
+        "/api/viewers/alice/buffer?type=dialogue&q=hi&limit=1",
+        f"/api/viewers/alice/entries/{entry.id}",
         "/api/openapi.json",
     ]
     for url in api:

@@ -46,11 +46,15 @@ def artifacts() -> Path:
 @pytest.fixture
 def inspector_page(chromium, live_server):
     """A fresh page that records console errors, page errors and dialogs."""
-    context = chromium.new_context(viewport={"width": 1600, "height": 1000}, base_url=live_server.url)
+    context = chromium.new_context(
+        viewport={"width": 1600, "height": 1000}, base_url=live_server.url
+    )
     page = context.new_page()
     page.console_errors = []
     page.dialogs = []
-    page.on("console", lambda msg: page.console_errors.append(msg.text) if msg.type == "error" else None)
+    page.on(
+        "console", lambda msg: page.console_errors.append(msg.text) if msg.type == "error" else None
+    )
     page.on("pageerror", lambda exc: page.console_errors.append(str(exc)))
 
     def on_dialog(dialog) -> None:

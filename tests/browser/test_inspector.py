@@ -12,14 +12,26 @@ CHEST_LINE = "[12:03:00 PM] the hooded figure opened the wooden chest (Outcome: 
 
 
 def _action(description: str, actor: str) -> dict:
-    return {"type": "action", "originalText": description, "description": description, "actorId": actor, "targetIds": []}
+    return {
+        "type": "action",
+        "originalText": description,
+        "description": description,
+        "actorId": actor,
+        "targetIds": [],
+    }
 
 
 @pytest.fixture
 def story(cast, django_user_model):
-    chest = remember("alice", _action("opened the wooden chest", "bob"), timestamp="2026-07-06T12:03:00.000Z",
-                     outcome={"isValid": True, "reason": "r"}).entry
-    remember("alice", _action("<script>alert(1)</script>", "bob"), timestamp="2026-07-06T12:04:00.000Z")
+    chest = remember(
+        "alice",
+        _action("opened the wooden chest", "bob"),
+        timestamp="2026-07-06T12:03:00.000Z",
+        outcome={"isValid": True, "reason": "r"},
+    ).entry
+    remember(
+        "alice", _action("<script>alert(1)</script>", "bob"), timestamp="2026-07-06T12:04:00.000Z"
+    )
     remember("bob", _action("waved at the room", "charlie"), timestamp="2026-07-06T12:05:00.000Z")
     django_user_model.objects.create_user("designer", password="correct horse", is_staff=True)
     return chest
@@ -55,7 +67,9 @@ def test_switch_viewer_without_reload_and_back(inspector_page, story, artifacts)
     for panel in ("aliases-panel", "buffer-panel", "sessions-panel", "faces-panel"):
         assert page.locator(f"#{panel}").count() == 1
     assert page.locator("#label-alice").input_value() == "the traveller"
-    assert "[12:05:00 PM] an unfamiliar figure waved at the room" in page.inner_text("#buffer-panel")
+    assert "[12:05:00 PM] an unfamiliar figure waved at the room" in page.inner_text(
+        "#buffer-panel"
+    )
     page.go_back()
     page.wait_for_url(re.compile(r"/viewers/alice/$"))
     page.wait_for_selector("#viewer-panels[data-viewer=alice]")
@@ -75,7 +89,9 @@ def test_qa_toggle_reveals_ids(inspector_page, story) -> None:
     assert page.console_errors == []
 
 
-def test_inline_alias_edit_shows_at_once_in_buffer_and_history(inspector_page, story, artifacts) -> None:
+def test_inline_alias_edit_shows_at_once_in_buffer_and_history(
+    inspector_page, story, artifacts
+) -> None:
     page = inspector_page
     login(page)
     page.goto("/viewers/alice/")
