@@ -214,18 +214,20 @@ def walk_rows(rows: Sequence[FoldRow]) -> WalkResult:
 
 
 def latest_episodes(owner_ids: Sequence[str]) -> dict[str, EpisodeState]:
-    """Each owner's newest episode: a max-ordinal probe per owner on the (owner, ordinal) index."""
+    """Each owner's newest episode: one descending probe per owner on the (owner, ordinal) index.
+
+    A UNION ALL of LIMIT 1 branches, not MAX() with a correlated subquery: the latter reads
+    every episode the owner has, so the cycle would slow down as the store grows.
+    """
     table = Episode._meta.db_table
+    columns = ", ".join(_COLUMNS)
     found: dict[str, EpisodeState] = {}
-    for start in range(0, len(owner_ids), 500):
-        chunk = owner_ids[start : start + 500]
-        marks = ", ".join(["%s"] * len(chunk))
+    for start in range(0, len(owner_ids), 200):
+        chunk = owner_ids[start:start + 200]
+        branch = (f"SELECT * FROM (SELECT {columns} FROM {table} WHERE owner_id = %s "
+                  "ORDER BY ordinal DESC LIMIT 1) AS latest")
         with connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT {', '.join(_COLUMNS)} FROM {table} e WHERE e.owner_id IN ({marks}) AND "
-                f"e.ordinal = (SELECT MAX(ordinal) FROM {table} m WHERE m.owner_id = e.owner_id)",
-                chunk,
-            )
+            cursor.execute(" UNION ALL ".join([branch] * len(chunk)), chunk)
             for values in cursor.fetchall():
                 found[values[0]] = _state_of_values(values)
     return found
