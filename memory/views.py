@@ -186,7 +186,7 @@ class Missing:
     why: str = ""
 
     def __str__(self) -> str:
-        return f"not available yet: {self.module} missing" + (f" ({self.why})" if self.why else "")
+        return f"not available yet: {self.module} " + (self.why or "missing")
 
 
 def _sessions_context(viewer: Viewer) -> dict[str, Any]:
@@ -240,7 +240,7 @@ def _faces_context(viewer: Viewer) -> dict[str, Any]:
         return {"missing": Missing("memory.faces")}
     read = getattr(faces, "faces", None)
     if read is None:
-        return {"missing": Missing("memory.faces", "it has no faces(viewer_id) yet")}
+        return {"missing": Missing("memory.faces", "has no faces(viewer_id) yet")}
     try:
         result = read(viewer.id, include_shadowed=True)
     except Exception as exc:  # an engine part still being written must not take the page down
