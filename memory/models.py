@@ -284,6 +284,9 @@ class Episode(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["owner", "ordinal"], name="uniq_episode_owner_ordinal")
         ]
+        indexes = [
+            models.Index(fields=["owner"], condition=models.Q(is_open=True), name="idx_episode_open")
+        ]
 
 
 class Layer(models.Model):

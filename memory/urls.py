@@ -18,9 +18,3 @@ urlpatterns = [
     path("viewers/<str:viewer_id>/entries/<str:entry_id>/", views.entry_page, name="entry"),
 ]
 
-# The API's one error shape needs handlers on the NinjaAPI instance, which lives in omnia_site
-# (not ours to edit); this module is imported once the URLconf loads, after that instance exists.
-from memory.api import install_error_handlers  # noqa: E402
-from omnia_site.api import api  # noqa: E402
-
-install_error_handlers(api)

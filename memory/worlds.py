@@ -161,6 +161,9 @@ def _sync_objects(object_rows: list[tuple], attribute_rows: list[tuple], acl_row
 
 def _record_source(world_ids: Iterable[str], era: str, kind: str, path: str, sha: str, name: str = "") -> None:
     for world_id in world_ids:
+        existing = WorldSource.objects.filter(world_id=world_id).first()
+        if existing and (existing.source_sha256, existing.era) == (sha, era):
+            continue  # the same input again: a re-import changes nothing, not even this row
         WorldSource.objects.update_or_create(
             world_id=world_id,
             defaults={"era": era, "kind": kind, "source_path": path, "source_sha256": sha, "name": name},
@@ -627,7 +630,7 @@ def load_world(path_or_doc: str | Path | dict, *, source: str | None = None) -> 
     scenario.parse()
     era = "v2" if any('"content"' in mem[4] for mem in scenario.memories) else "v1"
     report = ImportReport(source=source, era=era, worlds=[scenario.world_id])
-    world_of = {object_id: scenario.world_id for object_id in (row[0] for row in scenario.objects)}
+    world_of = dict.fromkeys((row[0] for row in scenario.objects), scenario.world_id)
     from memory.models import Layer, LedgerEntry  # local: keeps the module's import list short
 
     with transaction.atomic():

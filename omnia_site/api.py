@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ninja import NinjaAPI
 
+from memory.api import install_error_handlers
 from memory.api import router as memory_router
 
 api = NinjaAPI(
@@ -14,3 +15,4 @@ api = NinjaAPI(
     urls_namespace="api",
 )
 api.add_router("/", memory_router)
+install_error_handlers(api)
