@@ -69,15 +69,29 @@ def _format_clock(clock_iso: str | None) -> str:
     )
 
 
+def _phrase(text: str) -> str:
+    """A description as the object of "You are in ...": scenario files write sentences
+    ("A pristine room. There are no doors."), which would read "in A pristine room..".
+    Only a leading article is lowered, so a name ("The Rusty Flagon") keeps its capital
+    wherever it is not the first word."""
+    text = text.strip().rstrip(".").strip()
+    first, _, rest = text.partition(" ")
+    if rest and first in ("A", "An", "The"):
+        text = f"{first.lower()} {rest}"
+    return text
+
+
 def place_name(knowledge: WorldKnowledge, viewer_id: str, location_id: str | None) -> str:
     if not location_id or location_id not in knowledge.objects:
         return UNNAMED_PLACE
     visible = knowledge.visible_attributes(viewer_id, location_id)
-    return visible.get("description") or visible.get("name") or UNNAMED_PLACE
+    return _phrase(visible.get("description") or visible.get("name") or "") or UNNAMED_PLACE
 
 
-def _attribute_lines(attrs: dict[str, str], skip: set[str]) -> list[str]:
-    return [f"- {name.replace('_', ' ')}: {value}" for name, value in attrs.items() if name not in skip]
+def _attribute_lines(attrs: dict[str, str], skip: set[str], indent: str = "") -> list[str]:
+    return [
+        f"{indent}- {name.replace('_', ' ')}: {value}" for name, value in attrs.items() if name not in skip
+    ]
 
 
 def current_moment(viewer: Viewer, knowledge: WorldKnowledge) -> Section:
@@ -104,12 +118,15 @@ def perceived_world(viewer: Viewer, knowledge: WorldKnowledge) -> Section:
             lines.append("Ways out: " + "; ".join(exits) + ".")
     lines.append("You:")
     lines += _attribute_lines(knowledge.visible_attributes(viewer.id, viewer.id), set())
-    present = [e for e in knowledge.entities if e.id != viewer.id and e.location_id == here]
+    present = [e for e in knowledge.entities if e.id != viewer.id and here and e.location_id == here]
+    if present:
+        # One nested list: two strangers both read "an unfamiliar figure", and only what the
+        # viewer sees of each under its label tells them apart.
+        lines.append("Here with you:")
     for other in present:
-        label = resolve_alias(viewer.view, other.id)
-        lines.append(f"Here with you, {label}:")
+        lines.append(f"- {resolve_alias(viewer.view, other.id)}")
         # A name is known only through the alias map, never read off an attribute.
-        lines += _attribute_lines(knowledge.visible_attributes(viewer.id, other.id), names)
+        lines += _attribute_lines(knowledge.visible_attributes(viewer.id, other.id), names, "  ")
     if not present:
         lines.append("Nobody else is here.")
     return Section("The world as you perceive it", "\n".join(lines))

@@ -1,0 +1,25 @@
+from __future__ import annotations
+
+import json
+
+from django.core.management.base import BaseCommand
+
+from memory.decoder import decode_intent
+from memory.management.commands._base import refuse
+from memory.selectors import NotFound, get_viewer
+
+
+class Command(BaseCommand):
+    help = "Resolve the labels in prose written by ACTOR_ID to system ids through its alias map."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("actor_id")
+        parser.add_argument("prose")
+
+    def handle(self, *args, actor_id: str, prose: str, **options) -> None:
+        try:
+            actor = get_viewer(actor_id)
+        except NotFound as exc:
+            raise refuse(str(exc)) from None
+        resolution = decode_intent(prose, actor.id, actor.aliases)
+        self.stdout.write(json.dumps(resolution.to_dict(), ensure_ascii=False, indent=2))

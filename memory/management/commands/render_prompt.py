@@ -1,0 +1,33 @@
+from __future__ import annotations
+
+import json
+
+from django.core.management.base import BaseCommand
+
+from memory.management.commands._base import refuse
+from memory.prompt import prompt_context
+from memory.selectors import NotFound, get_viewer
+
+
+class Command(BaseCommand):
+    help = "Print the prompt context a viewer's LLM call would receive, section by section."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("viewer_id")
+        parser.add_argument("--json", action="store_true", help='{"sections": [{"name", "text"}], "text"}')
+
+    def handle(self, *args, viewer_id: str, json: bool, **options) -> None:
+        try:
+            viewer = get_viewer(viewer_id)
+        except NotFound as exc:
+            raise refuse(str(exc)) from None
+        context = prompt_context(viewer)
+        if json:
+            self.stdout.write(_dumps(context.to_json()))
+        else:
+            self.stdout.write(context.text)
+
+
+def _dumps(value: object) -> str:
+    # The option is called --json, which shadows the module inside handle().
+    return json.dumps(value, ensure_ascii=False, indent=2)

@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+import csv
+import json
+import sys
+
+from django.core.management.base import BaseCommand
+from tqdm import tqdm
+
+from memory.management.commands._base import refuse
+from memory.scan import CSV_HEADER, all_findings, count_viewers, scan_world
+from memory.selectors import NotFound
+
+
+class Command(BaseCommand):
+    help = (
+        "Scan every viewer's prompt context for epistemic leaks (system ids, unknown true names, "
+        "private values). Exit 1 with --fail-on-leak when anything is found."
+    )
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--viewer", dest="viewer_id", help="scan only this viewer")
+        parser.add_argument("--world", dest="world_id", help="scan only this world's viewers")
+        parser.add_argument("--format", choices=["text", "json", "csv"], default="text")
+        parser.add_argument("--fail-on-leak", action="store_true")
+
+    def handle(
+        self, *args, viewer_id: str | None, world_id: str | None, format: str, fail_on_leak: bool, **options
+    ) -> None:
+        try:
+            total = count_viewers(world_id, viewer_id=viewer_id)
+            # The bar is for a person watching a large world; pipes and CI logs get none.
+            with tqdm(
+                total=total, unit=" viewers", desc="scan", file=sys.stderr, disable=not sys.stderr.isatty()
+            ) as bar:
+                scans = scan_world(world_id, viewer_id=viewer_id, progress=bar.update)
+        except NotFound as exc:
+            raise refuse(str(exc)) from None
+        findings = all_findings(scans)
+        if format == "json":
+            self.stdout.write(json.dumps([f.to_dict() for f in findings], ensure_ascii=False, indent=2))
+        elif format == "csv":
+            writer = csv.writer(self.stdout, lineterminator="\n")
+            writer.writerow(CSV_HEADER)
+            writer.writerows(f.csv_row() for f in findings)
+        else:
+            for f in findings:
+                g = f.finding
+                self.stdout.write(
+                    f"{f.viewer_id} [{f.section}] {g.kind} {g.start}-{g.end} {g.text!r}: {g.reason}"
+                )
+            self.stdout.write(f"{len(findings)} finding(s) in {len(scans)} viewer prompt(s)")
+        if fail_on_leak and findings:
+            raise SystemExit(1)
