@@ -1,5 +1,8 @@
 """API authentication: a login session or `Authorization: Bearer <token>`; roles for writes.
 
+Who may do what lives in memory/roles.py; the helpers here apply it to a request, whichever
+way its user came in.
+
 Tokens are stored only as their sha256 (ApiToken.key_hash). Reading never writes, so a read
 does not touch `last_used_at`.
 """
@@ -8,10 +11,15 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
 
-from django.http import HttpRequest
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
 from ninja.security import HttpBearer, django_auth
 
+from memory import roles
 from memory.models import ApiToken
 
 TOKEN_PREFIX_LEN = 8
@@ -52,6 +60,37 @@ def user_of(request: HttpRequest):
     return request.user
 
 
+def can_read(request: HttpRequest) -> bool:
+    return roles.can_read(user_of(request))
+
+
+def can_edit(request: HttpRequest) -> bool:
+    return roles.can_edit(user_of(request))
+
+
+def can_admin(request: HttpRequest) -> bool:
+    return roles.can_admin(user_of(request))
+
+
 def is_staff(request: HttpRequest) -> bool:
-    user = user_of(request)
-    return bool(getattr(user, "is_active", False) and getattr(user, "is_staff", False))
+    """May this request write? Kept under its old name for the API: staff are admins, and
+    editors may now write too (roles.can_edit)."""
+    return can_edit(request)
+
+
+def _role_required(check: Callable[[Any], bool]) -> Callable:
+    # For page views, after login_required: a signed-in user without the role gets 403.
+    def decorator(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+        @wraps(view)
+        def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            if not check(request.user):
+                raise PermissionDenied("your role does not allow this")
+            return view(request, *args, **kwargs)
+
+        return wrapped
+
+    return decorator
+
+
+editor_required = _role_required(roles.can_edit)
+admin_required = _role_required(roles.can_admin)

@@ -1,25 +1,46 @@
-"""manage.py run_projections: one projection cycle (forward-only past each shard's watermark)."""
+"""manage.py run_projections: one projection cycle, or with --loop a worker that runs until stopped."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
-from memory.projections import run_cycle
+from memory.projections import CycleResult, run_cycle
+from memory.workers import StopFlag, describe, parse_shards, run_loop, shard_list
 
 
 class Command(BaseCommand):
-    help = "Fold every memory row written since the last cycle into its session and episode."
+    help = (
+        "Fold every memory row written since the last cycle into its session and episode. "
+        "With --loop, keep doing so until SIGTERM/SIGINT (the current cycle finishes, exit 0); "
+        "woken by PostgreSQL NOTIFY after writes, else every --poll seconds."
+    )
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument(
             "--json", action="store_true", help="print the result as one JSON object"
         )
+        parser.add_argument("--loop", action="store_true", help="run cycles until stopped")
+        parser.add_argument(
+            "--poll", type=float, default=5.0, help="seconds between cycles when idle (--loop)"
+        )
+        parser.add_argument(
+            "--shards", default="", help="comma-separated shard numbers to fold (default: all)"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        result = run_cycle()
+        try:
+            shards = parse_shards(options["shards"])
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        if options["poll"] <= 0:
+            raise CommandError("--poll must be a positive number of seconds")
+        if options["loop"]:
+            self._loop(shards, options)
+            return
+        result = run_cycle(shards=shards)
         if options["json"]:
             self.stdout.write(json.dumps(result.as_dict()))
             return
@@ -29,3 +50,31 @@ class Command(BaseCommand):
         )
         if result.shards_skipped:
             self.stdout.write(f"shards held by another worker: {result.shards_skipped}")
+
+    def _loop(self, shards: list[int] | None, options: dict[str, Any]) -> None:
+        stop = StopFlag()
+        stop.install()
+        as_json = options["json"]
+
+        def report(result: CycleResult) -> None:
+            # Idle cycles stay quiet so a long-running worker's log is one line per real fold.
+            if not result.rows_folded:
+                return
+            if as_json:
+                self.stdout.write(json.dumps(result.as_dict()))
+            else:
+                self.stdout.write(describe(result))
+            self.stdout.flush()
+
+        if not as_json:
+            self.stdout.write(f"projection worker: shards {shard_list(shards)}, poll {options['poll']}s")
+            self.stdout.flush()
+        stats = run_loop(poll=options["poll"], shards=shards, stop=stop, on_cycle=report)
+        summary = {
+            "stopped_by": stop.signal,
+            "cycles": stats.cycles,
+            "rows_folded": stats.rows_folded,
+            "wakeups": stats.wakeups,
+            "errors": stats.errors,
+        }
+        self.stdout.write(json.dumps(summary) if as_json else f"projection worker stopped: {summary}")
