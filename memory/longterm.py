@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from memory import faces as facelib
+
 # _find_tags is the scanner hydrate itself uses; a second regex here could disagree with it.
 from memory.buffer import Undeliverable, _find_tags, hydrate
 from memory.models import AbstractionEdge, LayerSubscription, LedgerEntry
@@ -195,8 +196,7 @@ def _item(read: _Read, entry_id: str, *, with_notes: bool = True) -> FaceItem:
 
 def _listing(read: _Read, include_shadowed: bool) -> list[FaceItem]:
     return [
-        _item(read, row.id)
-        for row in facelib.listing(read.faces, read.headers, include_shadowed)
+        _item(read, row.id) for row in facelib.listing(read.faces, read.headers, include_shadowed)
     ]
 
 
@@ -224,7 +224,10 @@ def index_lines(viewer: Viewer | str) -> list[str]:
     read = _read(viewer if isinstance(viewer, str) else viewer.id)
     lines = []
     for row in facelib.index_rows(read.faces, read.headers):
-        lines.append(f"- {row.title}: {read.rendered[row.id]}")
+        body = read.rendered[row.id]
+        # An imported omnia row has no name and a slug made of its id, so its title IS its id;
+        # the prompt must never carry ids, so such a row shows its body alone.
+        lines.append(f"- {body}" if row.title == row.id else f"- {row.title}: {body}")
     return lines
 
 
