@@ -17,24 +17,39 @@ from memory import selectors, services
 from memory.auth import API_AUTH, is_staff, user_of
 from memory.intents import IntentError
 from memory.schemas import (
+    AbstractIn,
+    AbstractOut,
     AliasChangeOut,
     AliasIn,
     AliasListOut,
     AliasOut,
     BufferEntryOut,
     BufferPageOut,
+    CycleOut,
+    DigestOut,
     EntityListOut,
     EntityOut,
     EntryOut,
+    EpisodePageOut,
     ErrorOut,
+    FacesOut,
+    LeaksOut,
+    LongTermEntryOut,
     MemoryIn,
     MemoryOut,
+    PromptOut,
+    RebuildOut,
+    SessionPageOut,
+    SlugOut,
+    VerifyOut,
 )
 from memory.selectors import BadCursor, NotFound, RenderedEntry
 
 router = Router(auth=API_AUTH, tags=["memory"])
 
 READ_ERRORS = {401: ErrorOut, 404: ErrorOut, 422: ErrorOut}
+# An engine part another engineer is still writing answers 503 "unavailable", never a fake.
+ENGINE_ERRORS = {**READ_ERRORS, 503: ErrorOut}
 WRITE_ERRORS = {400: ErrorOut, 401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 422: ErrorOut}
 BufferType = Literal["dialogue", "action", "monologue", "thought"]
 
@@ -53,7 +68,9 @@ _CODES = {
     403: "forbidden",
     404: "not_found",
     405: "method_not_allowed",
+    409: "conflict",
     422: "invalid",
+    503: "unavailable",
 }
 
 
@@ -118,8 +135,27 @@ def _viewer(viewer_id: str) -> selectors.Viewer:
 
 
 def _require_staff(request: HttpRequest) -> None:
-    if not is_staff(request):
+    if not (is_staff(request) and services.can_edit(user_of(request))):
         raise ApiError(403, "writes need a staff account", "forbidden")
+
+
+def _require_admin(request: HttpRequest) -> None:
+    if not services.can_admin(user_of(request)):
+        raise ApiError(403, "a rebuild needs an admin (superuser) account", "forbidden")
+
+
+def _engine(call, *args, **kwargs):
+    """Call an optional engine read; a part not written yet is a 503 in the one error shape."""
+    try:
+        return call(*args, **kwargs)
+    except selectors.EngineMissing as exc:
+        raise ApiError(503, str(exc), "unavailable", None) from None
+
+
+def _text_param(value: str | None, field: str) -> str | None:
+    if value is not None and "\x00" in value:
+        raise ApiError(422, f"{field} must not contain NUL characters", "invalid", field)
+    return value
 
 
 def _entry_out(e: RenderedEntry) -> dict[str, Any]:
@@ -354,3 +390,299 @@ def retract(request: HttpRequest, entry_id: str):
     except MemoryWriteError as exc:
         raise ApiError(404, str(exc), "not_found", "entry_id") from None
     return MemoryOut(id=e.id, owner_id=e.owner_id, timestamp=e.timestamp, retracted=True)
+
+
+# --- sessions, digest, episodes ------------------------------------------------------------------
+
+
+def _door(name: str, viewer_id: str, **kwargs):
+    doors = _engine(selectors.require, "doors", name)
+    try:
+        return getattr(doors, name)(viewer_id, **kwargs)
+    except doors.DoorError as exc:
+        field = (
+            "before" if "cursor" in str(exc) else "limit" if "limit" in str(exc) else "viewer_id"
+        )
+        status = 404 if field == "viewer_id" else 422
+        raise ApiError(
+            status, str(exc), "not_found" if status == 404 else "invalid", field
+        ) from None
+
+
+def _limit(limit: int) -> int:
+    if not 1 <= limit <= 500:
+        raise ApiError(422, "limit must be between 1 and 500", "invalid", "limit")
+    return limit
+
+
+@router.get(
+    "/viewers/{viewer_id}/sessions",
+    response={200: SessionPageOut, **ENGINE_ERRORS},
+    url_name="sessions",
+)
+def sessions(request: HttpRequest, viewer_id: str, limit: int = 50, before: str | None = None):
+    """The viewer's session projections, newest first; live counts are computed at read time."""
+    viewer = _viewer(viewer_id)
+    page = _door(
+        "sessions", viewer.id, limit=_limit(limit), before=_text_param(before, "before") or None
+    )
+    return {
+        "viewer_id": viewer.id,
+        "items": [vars(item) for item in page.items],
+        "next_cursor": page.next_cursor,
+        "rows_visited": page.rows_visited,
+    }
+
+
+@router.get(
+    "/viewers/{viewer_id}/digest", response={200: DigestOut, **ENGINE_ERRORS}, url_name="digest"
+)
+def digest(request: HttpRequest, viewer_id: str, known_hash: str | None = None):
+    """Viewer-relative lines naming its sessions, and their hash; pass `known_hash` to be told
+    `unchanged` (and handed no lines) when nothing moved."""
+    viewer = _viewer(viewer_id)
+    answer = _door("digest", viewer.id, known_hash=_text_param(known_hash, "known_hash"))
+    return {
+        "viewer_id": viewer.id,
+        "lines": answer.lines,
+        "hash": answer.hash,
+        "unchanged": answer.unchanged,
+        "rows_visited": answer.rows_visited,
+    }
+
+
+@router.get(
+    "/viewers/{viewer_id}/episodes",
+    response={200: EpisodePageOut, **ENGINE_ERRORS},
+    url_name="episodes",
+)
+def episodes(request: HttpRequest, viewer_id: str, limit: int = 50, before: str | None = None):
+    """The viewer's episodes, newest first; the open one (if any) leads."""
+    viewer = _viewer(viewer_id)
+    page = _door(
+        "episodes", viewer.id, limit=_limit(limit), before=_text_param(before, "before") or None
+    )
+    return {
+        "viewer_id": viewer.id,
+        "items": [vars(item) for item in page.items],
+        "next_cursor": page.next_cursor,
+        "rows_visited": page.rows_visited,
+    }
+
+
+# --- long-term memory: faces, entries, search, slugs --------------------------------------------
+
+
+def _face_out(item, shadowed: dict, superseded: dict, undeliverable: dict) -> dict[str, Any]:
+    state = (
+        "shadowed" if item.id in shadowed else "superseded" if item.id in superseded else "default"
+    )
+    return {
+        **selectors.face_item_dict(item),
+        "state": state,
+        "shadowed_by": shadowed.get(item.id),
+        "superseded_by": superseded.get(item.id),
+        "undeliverable": undeliverable.get(item.id),
+    }
+
+
+def _answer_maps(answer) -> tuple[dict, dict, dict]:
+    return (
+        dict(getattr(answer, "shadowed", None) or {}),
+        dict(getattr(answer, "superseded", None) or {}),
+        dict(getattr(answer, "undeliverable", None) or {}),
+    )
+
+
+@router.get(
+    "/viewers/{viewer_id}/faces", response={200: FacesOut, **ENGINE_ERRORS}, url_name="faces"
+)
+def faces(request: HttpRequest, viewer_id: str, include_shadowed: bool = False):
+    """The viewer's long-term listing: the default face, or with shadowed and superseded
+    entries brought back (tagged) when `include_shadowed`."""
+    viewer = _viewer(viewer_id)
+    view = _engine(selectors.faces_view, viewer.id, include_shadowed=include_shadowed)
+    answer = view.answer
+    maps = _answer_maps(answer)
+    return {
+        "viewer_id": viewer.id,
+        "include_shadowed": include_shadowed,
+        "items": [_face_out(item, *maps) for item in answer.items],
+        "shadowed": maps[0],
+        "superseded": maps[1],
+        "undeliverable": maps[2],
+        "rows_visited": answer.rows_visited,
+    }
+
+
+@router.get(
+    "/viewers/{viewer_id}/long-term/{entry_id}",
+    response={200: LongTermEntryOut, **ENGINE_ERRORS},
+    url_name="long_term_entry",
+)
+def long_term_entry(request: HttpRequest, viewer_id: str, entry_id: str):
+    """One long-term entry by id: always delivered, with notes naming what shadows or
+    supersedes it, and its provenance (its rollup, or the members it absorbed)."""
+    viewer = _viewer(viewer_id)
+    try:
+        found = _engine(selectors.long_term_entry, viewer.id, _id(entry_id, "entry_id"))
+    except NotFound as exc:
+        raise ApiError(404, str(exc), "not_found", "entry_id") from None
+    state_notes = " ".join(found.notes).lower()
+    item = selectors.face_item_dict(found.item)
+    return {
+        "viewer_id": viewer.id,
+        "item": {
+            **item,
+            "state": "shadowed"
+            if "shadowed by" in state_notes
+            else "superseded"
+            if found.rollup or "superseded by" in state_notes
+            else "default",
+            "shadowed_by": None,
+            "superseded_by": found.rollup["id"] if found.rollup else None,
+            "undeliverable": None,
+        },
+        "notes": found.notes,
+        "rollup": found.rollup,
+        "members": found.members,
+    }
+
+
+@router.get(
+    "/viewers/{viewer_id}/search", response={200: FacesOut, **ENGINE_ERRORS}, url_name="search"
+)
+def search(request: HttpRequest, viewer_id: str, q: str, include_shadowed: bool = False):
+    """Search the viewer's long-term memory (default face unless `include_shadowed`)."""
+    viewer = _viewer(viewer_id)
+    _text_param(q, "q")
+    longterm = _engine(selectors.require, "longterm", "search_long_term")
+    answer = longterm.search_long_term(viewer.id, q, include_shadowed=include_shadowed)
+    items = list(getattr(answer, "items", answer) or ())
+    maps = _answer_maps(answer)
+    return {
+        "viewer_id": viewer.id,
+        "include_shadowed": include_shadowed,
+        "items": [_face_out(item, *maps) for item in items],
+        "shadowed": maps[0],
+        "superseded": maps[1],
+        "undeliverable": maps[2],
+        "rows_visited": getattr(answer, "rows_visited", len(items)),
+    }
+
+
+@router.get(
+    "/viewers/{viewer_id}/slugs/{slug}", response={200: SlugOut, **ENGINE_ERRORS}, url_name="slug"
+)
+def resolve_slug(request: HttpRequest, viewer_id: str, slug: str, include_shadowed: bool = False):
+    """Resolve a bare slug the way the viewer's prompt would (shadowed entries lose)."""
+    viewer = _viewer(viewer_id)
+    longterm = _engine(selectors.require, "longterm", "resolve_slug")
+    try:
+        answer = longterm.resolve_slug(
+            viewer.id, _id(slug, "slug"), include_shadowed=include_shadowed
+        )
+    except (LookupError, ValueError):
+        answer = None
+    item = getattr(answer, "item", answer)
+    if item is None and getattr(answer, "items", None):
+        item = answer.items[0]
+    if item is None:
+        raise ApiError(404, f"{viewer.id} resolves no entry for slug {slug!r}", "not_found", "slug")
+    return {"viewer_id": viewer.id, "slug": slug, "item": _face_out(item, *_answer_maps(answer))}
+
+
+# --- prompt and leaks ----------------------------------------------------------------------------
+
+
+@router.get(
+    "/viewers/{viewer_id}/prompt", response={200: PromptOut, **ENGINE_ERRORS}, url_name="prompt"
+)
+def prompt(request: HttpRequest, viewer_id: str):
+    """The viewer's prompt context and the leak findings in it (offsets into `text`)."""
+    viewer = _viewer(viewer_id)
+    view = _engine(selectors.prompt_view, viewer)
+    return {
+        "viewer_id": viewer.id,
+        "text": view.text,
+        "sections": [{"name": s.name, "text": s.text} for s in view.sections],
+        "findings": None if view.scanner_missing else view.findings,
+    }
+
+
+@router.get("/leaks", response={200: LeaksOut, **ENGINE_ERRORS}, url_name="leaks")
+def leaks(request: HttpRequest, viewer: str | None = None, kind: str | None = None):
+    """Every leak finding in every viewer's prompt context, filtered by viewer and kind."""
+    if viewer:
+        viewer = _viewer(viewer).id
+    items = _engine(
+        selectors.leak_findings, viewer_id=viewer or None, kind=_text_param(kind, "kind") or None
+    )
+    return {"items": items, "count": len(items)}
+
+
+# --- abstraction and projection doors --------------------------------------------------------------
+
+
+@router.post(
+    "/viewers/{viewer_id}/abstract",
+    response={201: AbstractOut, 409: ErrorOut, **WRITE_ERRORS},
+    url_name="abstract",
+)
+def abstract(request: HttpRequest, viewer_id: str, payload: AbstractIn):
+    """Roll members up into one long-term entry, pinned to `expected_generation`: a stale
+    generation or an already-absorbed member is a 409 and nothing lands."""
+    from memory.abstract import AbstractConflict, AbstractError
+    from memory.rows import generation_of
+
+    _require_staff(request)
+    viewer = _viewer(viewer_id)
+    for field_name in ("name", "body", "slug"):
+        _text_param(getattr(payload, field_name), field_name)
+    for member in payload.member_ids:
+        _text_param(member, "member_ids")
+    try:
+        rollup = services.abstract_memories(
+            viewer.id,
+            payload.member_ids,
+            name=payload.name,
+            body=payload.body,
+            slug=payload.slug,
+            expected_generation=payload.expected_generation,
+            user=user_of(request),
+        )
+    except AbstractConflict as exc:
+        field = "expected_generation" if "generation" in str(exc) else "member_ids"
+        raise ApiError(409, str(exc), "conflict", field) from None
+    except AbstractError as exc:
+        raise ApiError(422, str(exc), "invalid", "member_ids") from None
+    return 201, {
+        "id": rollup.id,
+        "owner_id": viewer.id,
+        "scope": rollup.scope_id,
+        "slug": rollup.slug,
+        "name": rollup.name,
+        "generation": generation_of(viewer.id),
+        "member_ids": payload.member_ids,
+    }
+
+
+@router.post("/projections/cycle", response={200: CycleOut, **WRITE_ERRORS}, url_name="run_cycle")
+def run_cycle(request: HttpRequest):
+    """Fold every row written since each shard's watermark (the incremental cycle)."""
+    _require_staff(request)
+    return services.run_cycle(user=user_of(request))
+
+
+@router.post("/projections/rebuild", response={200: RebuildOut, **WRITE_ERRORS}, url_name="rebuild")
+def rebuild(request: HttpRequest):
+    """Re-fold every session and episode from the buffer (admins only; never on a timer)."""
+    _require_admin(request)
+    return services.rebuild_projections(user=user_of(request))
+
+
+@router.post("/projections/verify", response={200: VerifyOut, **WRITE_ERRORS}, url_name="verify")
+def verify(request: HttpRequest):
+    """Fold everything afresh in memory and compare with the stored rows; writes nothing."""
+    _require_staff(request)
+    return services.verify_projections()

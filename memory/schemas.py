@@ -98,3 +98,157 @@ class MemoryOut(Schema):
     timestamp: str
     generation: int | None = None
     retracted: bool
+
+
+class SessionOut(Schema):
+    session_key: str
+    kind: Literal["conversation", "scene"]
+    first_at: str
+    last_at: str
+    memory_count: int = Field(description="historical: every member ever written, retracted or not")
+    dialogue_count: int
+    last_member_id: str
+    content_hash: str
+    live_count: int = Field(description="members not retracted, counted at read time")
+
+
+class SessionPageOut(Schema):
+    viewer_id: str
+    items: list[SessionOut]
+    next_cursor: str | None = Field(description="pass as `before` for the next (older) page")
+    rows_visited: int
+
+
+class DigestOut(Schema):
+    viewer_id: str
+    lines: list[str] = Field(description="empty when `unchanged`")
+    hash: str
+    unchanged: bool = Field(description="true when `known_hash` equals the current hash")
+    rows_visited: int
+
+
+class EpisodeOut(Schema):
+    ordinal: int
+    first_at: str
+    last_at: str
+    first_member_id: str
+    last_member_id: str
+    member_count: int
+    is_open: bool
+
+
+class EpisodePageOut(Schema):
+    viewer_id: str
+    items: list[EpisodeOut]
+    next_cursor: str | None
+    rows_visited: int
+
+
+class FaceItemOut(Schema):
+    id: str
+    scope: str
+    slug: str
+    title: str | None
+    body: str | None
+    tags: list[str] = Field(
+        description="[shadowed] / [superseded] when include_shadowed brings it back"
+    )
+    notes: list[str]
+    state: Literal["default", "shadowed", "superseded"]
+    shadowed_by: str | None
+    superseded_by: str | None
+    undeliverable: str | None = Field(description="why the body cannot be rendered, if so")
+
+
+class FacesOut(Schema):
+    viewer_id: str
+    include_shadowed: bool
+    items: list[FaceItemOut]
+    shadowed: dict[str, str] = Field(description="entry id -> id of the home entry shadowing it")
+    superseded: dict[str, str] = Field(description="entry id -> id of the rollup that absorbed it")
+    undeliverable: dict[str, str]
+    rows_visited: int
+
+
+class RefOut(Schema):
+    id: str
+    title: str | None
+
+
+class LongTermEntryOut(Schema):
+    viewer_id: str
+    item: FaceItemOut
+    notes: list[str] = Field(description="shadowed by / superseded by / undeliverable because")
+    rollup: RefOut | None = Field(description="the rollup that absorbed this entry")
+    members: list[RefOut] = Field(description="what this entry, a rollup, absorbed")
+
+
+class SlugOut(Schema):
+    viewer_id: str
+    slug: str
+    item: FaceItemOut
+
+
+class PromptSectionOut(Schema):
+    name: str
+    text: str
+
+
+class LeakFindingOut(Schema):
+    viewer_id: str
+    section: str
+    kind: str
+    start: int = Field(description="offset into the viewer's prompt text")
+    end: int
+    text: str
+    entity_id: str | None
+    reason: str
+
+
+class PromptOut(Schema):
+    viewer_id: str
+    text: str
+    sections: list[PromptSectionOut]
+    findings: list[LeakFindingOut] | None = Field(description="null while the scanner is missing")
+
+
+class LeaksOut(Schema):
+    items: list[LeakFindingOut]
+    count: int
+
+
+class AbstractIn(Schema):
+    member_ids: list[str] = Field(min_length=1, description="buffer rows or long-term entries")
+    name: str = Field(min_length=1, max_length=200)
+    body: str = Field(max_length=20000)
+    slug: str | None = Field(None, max_length=200)
+    expected_generation: int = Field(ge=0, description="the owner's generation when you read it")
+
+
+class AbstractOut(Schema):
+    id: str
+    owner_id: str
+    scope: str
+    slug: str
+    name: str | None
+    generation: int
+    member_ids: list[str]
+
+
+class CycleOut(Schema):
+    rows_visited: int
+    rows_folded: int
+    sessions_written: int
+    shards_skipped: list[int]
+
+
+class RebuildOut(Schema):
+    rows_folded: int
+    sessions: int
+    episodes: int
+
+
+class VerifyOut(Schema):
+    sessions: int
+    identical: int
+    drift: list[dict[str, Any]]

@@ -387,3 +387,190 @@ def engine_module(name: str):
     if importlib.util.find_spec(f"memory.{name}") is None:
         return None
     return importlib.import_module(f"memory.{name}")
+
+
+# --- long-term faces, prompt context, leaks, projection status --------------------------------
+
+
+class EngineMissing(LookupError):
+    """An engine part another engineer is still writing; panels say so instead of faking it."""
+
+    def __init__(self, module: str, why: str = "missing") -> None:
+        super().__init__(f"not available yet: memory.{module} {why}")
+        self.module = module
+
+
+def require(name: str, *attributes: str):
+    module = engine_module(name)
+    if module is None:
+        raise EngineMissing(name)
+    for attribute in attributes:
+        if not hasattr(module, attribute):
+            raise EngineMissing(name, f"has no {attribute}() yet")
+    return module
+
+
+@dataclass
+class FaceView:
+    """One long-term entry as a face panel row: where it stands and why."""
+
+    item: object
+    state: str  # "default" | "shadowed" | "superseded"
+    shadowed_by: str | None = None
+    superseded_by: str | None = None
+    undeliverable: str | None = None
+    absorbed: list[FaceView] = field(default_factory=list)  # superseded members, beside their rollup
+
+
+@dataclass
+class FacesView:
+    rows: list[FaceView]
+    answer: object
+    include_shadowed: bool
+
+
+def faces_view(viewer_id: str, *, include_shadowed: bool = False) -> FacesView:
+    """The viewer's long-term faces; superseded entries sit next to the rollup that absorbed them."""
+    longterm = require("longterm", "viewer_faces")
+    answer = longterm.viewer_faces(viewer_id, include_shadowed=include_shadowed)
+    shadowed = dict(answer.shadowed or {})
+    superseded = dict(answer.superseded or {})
+    undeliverable = dict(answer.undeliverable or {})
+    views: dict[str, FaceView] = {}
+    for item in answer.items:
+        state = "shadowed" if item.id in shadowed else "superseded" if item.id in superseded else "default"
+        views[item.id] = FaceView(
+            item=item,
+            state=state,
+            shadowed_by=shadowed.get(item.id),
+            superseded_by=superseded.get(item.id),
+            undeliverable=undeliverable.get(item.id),
+        )
+    rows: list[FaceView] = []
+    for view in views.values():
+        rollup = views.get(view.superseded_by) if view.superseded_by else None
+        if rollup is not None and rollup is not view:
+            rollup.absorbed.append(view)
+        else:
+            rows.append(view)
+    return FacesView(rows=rows, answer=answer, include_shadowed=include_shadowed)
+
+
+def face_item_dict(item: object) -> dict:
+    return {
+        "id": item.id,
+        "scope": item.scope,
+        "slug": item.slug,
+        "title": item.title,
+        "body": item.body,
+        "tags": list(item.tags or ()),
+        "notes": list(item.notes or ()),
+    }
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A run of prompt text; `finding` is set when the run is a leak (with its list number)."""
+
+    text: str
+    finding: dict | None = None
+    number: int | None = None
+
+
+def highlight(text: str, findings: list[dict]) -> list[Segment]:
+    """Cut the prompt at each finding's offsets; overlapping findings keep the earlier span."""
+    segments: list[Segment] = []
+    at = 0
+    for number, finding in enumerate(sorted(findings, key=lambda f: (f["start"], -f["end"])), 1):
+        start, end = finding["start"], finding["end"]
+        if start < at or not 0 <= start < end <= len(text):
+            continue
+        if start > at:
+            segments.append(Segment(text[at:start]))
+        segments.append(Segment(text[start:end], finding, number))
+        at = end
+    if at < len(text):
+        segments.append(Segment(text[at:]))
+    return segments
+
+
+@dataclass
+class PromptView:
+    text: str
+    sections: list
+    findings: list[dict]
+    segments: list[Segment]
+    scanner_missing: str | None
+
+
+def prompt_view(viewer: Viewer) -> PromptView:
+    """The viewer's prompt context, with leak findings when the scanner is there."""
+    try:
+        scan = require("scan", "scan_viewer")
+    except EngineMissing as exc:
+        prompt = require("prompt", "prompt_context").prompt_context(viewer)
+        return PromptView(prompt.text, list(prompt.sections), [], [Segment(prompt.text)], str(exc))
+    result = scan.scan_viewer(viewer.id)
+    findings = sorted((f.to_dict() for f in result.findings), key=lambda f: (f["start"], -f["end"]))
+    text = result.prompt.text
+    return PromptView(text, list(result.prompt.sections), findings, highlight(text, findings), None)
+
+
+LEAK_FIELDS = ("viewer_id", "section", "kind", "start", "end", "text", "entity_id", "reason")
+
+
+def leak_findings(*, viewer_id: str | None = None, kind: str | None = None) -> list[dict]:
+    """Every finding in every viewer's prompt, ordered by viewer then offset."""
+    scan = require("scan", "scan_world")
+    found = [
+        f.to_dict()
+        for result in scan.scan_world(viewer_id=viewer_id)
+        for f in result.findings
+        if kind is None or f.kind == kind
+    ]
+    return sorted(found, key=lambda f: (f["viewer_id"], f["start"], f["end"], f["kind"]))
+
+
+def leak_counts() -> dict[str, dict[str, int]]:
+    """viewer id -> kind -> findings, over every loaded world."""
+    scan = require("scan", "leak_counts")
+    counts: dict[str, dict[str, int]] = {}
+    for world in list_worlds():
+        counts.update(scan.leak_counts(world.id))
+    return dict(sorted(counts.items()))
+
+
+def projection_status() -> dict:
+    return require("workers", "projection_status").projection_status()
+
+
+@dataclass
+class LongTermEntryView:
+    item: object
+    notes: list[str]
+    rollup: dict | None  # {"id", "title"} of the rollup that absorbed this entry
+    members: list[dict]  # {"id", "title"} of what this entry (a rollup) absorbed
+
+
+def _ref(thing: object) -> dict:
+    """An item or a bare id, as {"id", "title"}: the engine may hand back either."""
+    if isinstance(thing, str):
+        return {"id": thing, "title": None}
+    return {"id": thing.id, "title": getattr(thing, "title", None)}
+
+
+def long_term_entry(viewer_id: str, entry_id: str) -> LongTermEntryView:
+    """get-by-id always delivers (shadowed or superseded too), with the notes saying why."""
+    longterm = require("longterm", "get_long_term_entry")
+    try:
+        answer = longterm.get_long_term_entry(viewer_id, entry_id)
+    except (LookupError, ValueError):
+        answer = None
+    if answer is None or getattr(answer, "item", None) is None:
+        raise NotFound(f"{viewer_id} holds no memory with id {entry_id!r}")
+    return LongTermEntryView(
+        item=answer.item,
+        notes=list(answer.notes or ()),
+        rollup=_ref(answer.rollup) if answer.rollup is not None else None,
+        members=[_ref(m) for m in answer.members or ()],
+    )

@@ -6,13 +6,15 @@ With `HX-Request: true` (and not a history restore) a panel URL answers with its
 
 from __future__ import annotations
 
+import csv
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.cache import patch_vary_headers
@@ -20,6 +22,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from memory import selectors, services
 from memory.selectors import BadCursor, NotFound, Viewer
+from memory.services import can_edit
 
 BUFFER_TYPES = ("dialogue", "action", "monologue", "thought")
 MATRIX_MAX_ENTITIES = 60
@@ -74,12 +77,40 @@ def overview(request: HttpRequest) -> HttpResponse:
                 rows.append((viewer_obj, cells))
         worlds.append({"world": world, "entities": entities, "rows": rows, "too_big": too_big})
     context = {
+        **_projection_context(request),
         "q": q or "",
         "viewers": viewers,
         "worlds": worlds,
         "json_twin": reverse("api:entities") + (f"?{urlencode({'q': q})}" if q else ""),
     }
     return _render(request, "memory/overview.html", "viewer-list", context)
+
+
+def _projection_context(request: HttpRequest) -> dict[str, Any]:
+    context: dict[str, Any] = {
+        "leaks_missing": None,
+        "status_missing": None,
+        "leak_kinds": [],
+        "leak_rows": [],
+        "status": None,
+        "projection_result": None,
+        "can_run": can_edit(request.user),
+    }
+    try:
+        counts = selectors.leak_counts()
+        kinds = sorted({k for per_kind in counts.values() for k in per_kind})
+        context["leak_kinds"] = kinds
+        context["leak_rows"] = [
+            (viewer_id, [per_kind.get(k, 0) for k in kinds], sum(per_kind.values()))
+            for viewer_id, per_kind in counts.items()
+        ]
+    except selectors.EngineMissing as exc:
+        context["leaks_missing"] = str(exc)
+    try:
+        context["status"] = selectors.projection_status()
+    except selectors.EngineMissing as exc:
+        context["status_missing"] = str(exc)
+    return context
 
 
 @require_GET
@@ -234,18 +265,21 @@ def _timeline(episodes: list) -> list[dict[str, Any]]:
     return bars
 
 
-def _faces_context(viewer: Viewer) -> dict[str, Any]:
-    faces = selectors.engine_module("faces")
-    if faces is None:
-        return {"missing": Missing("memory.faces")}
-    read = getattr(faces, "faces", None)
-    if read is None:
-        return {"missing": Missing("memory.faces", "has no faces(viewer_id) yet")}
+def _faces_context(request: HttpRequest, viewer: Viewer) -> dict[str, Any]:
+    include = request.GET.get("include_shadowed") == "1"
+    base = reverse("memory:faces_panel", args=[viewer.id])
+    toggle = base if include else f"{base}?include_shadowed=1"
+    context: dict[str, Any] = {
+        "include_shadowed": include,
+        "toggle_url": toggle,
+        "json_url": reverse("api:faces", args=[viewer.id])
+        + ("?include_shadowed=true" if include else ""),
+    }
     try:
-        result = read(viewer.id, include_shadowed=True)
-    except Exception as exc:  # an engine part still being written must not take the page down
-        return {"missing": Missing("memory.faces", f"faces() failed: {exc.__class__.__name__}")}
-    return {"missing": None, "faces": result}
+        context.update(missing=None, view=selectors.faces_view(viewer.id, include_shadowed=include))
+    except selectors.EngineMissing as exc:
+        context["missing"] = str(exc)
+    return context
 
 
 def _viewer_context(request: HttpRequest, viewer: Viewer, **aliases_extra: Any) -> dict[str, Any]:
@@ -256,8 +290,8 @@ def _viewer_context(request: HttpRequest, viewer: Viewer, **aliases_extra: Any) 
         "aliases": _aliases_context(viewer, **aliases_extra),
         "buffer": _buffer_context(viewer, state),
         "sessions": _sessions_context(viewer),
-        "faces": _faces_context(viewer),
-        "can_edit": request.user.is_staff,
+        "faces": _faces_context(request, viewer),
+        "can_edit": can_edit(request.user),
         "json_twin": reverse("api:buffer", args=[viewer.id]),
     }
 
@@ -284,15 +318,15 @@ def _panel_view(partial: str, twin: str):
 
 aliases_panel = _panel_view("aliases-panel", "api:aliases")
 buffer_panel = _panel_view("buffer-panel", "api:buffer")
-sessions_panel = _panel_view("sessions-panel", "api:buffer")
-faces_panel = _panel_view("faces-panel", "api:buffer")
+sessions_panel = _panel_view("sessions-panel", "api:sessions")
+faces_panel = _panel_view("faces-panel", "api:faces")
 
 
 @require_POST
 @login_required
 def alias_edit(request: HttpRequest, viewer_id: str, target_id: str) -> HttpResponse:
     """Set or delete one alias (staff). Errors come back inline, in the aliases panel."""
-    if not request.user.is_staff:
+    if not can_edit(request.user):
         raise PermissionDenied("only staff may edit aliases")
     viewer = _get_viewer_for_user(request, viewer_id)
     errors: dict[str, list[str]] = {}
@@ -329,14 +363,125 @@ def alias_edit(request: HttpRequest, viewer_id: str, target_id: str) -> HttpResp
 @require_GET
 @login_required
 def entry_page(request: HttpRequest, viewer_id: str, entry_id: str) -> HttpResponse:
+    """A buffer row, else a long-term entry, as the viewer reads it, with its notes."""
     viewer = _get_viewer_for_user(request, viewer_id)
+    context: dict[str, Any] = {
+        "viewer": viewer,
+        "entry": None,
+        "longterm": None,
+        "json_twin": reverse("api:entry", args=[viewer.id, entry_id]),
+    }
     try:
-        entry = selectors.get_entry(viewer, entry_id)
+        context["entry"] = selectors.get_entry(viewer, entry_id)
+        return _render(request, "memory/entry.html", None, context)
+    except NotFound as exc:
+        missing = str(exc)
+    try:
+        context["longterm"] = selectors.long_term_entry(viewer.id, entry_id)
+    except selectors.EngineMissing as exc:
+        raise Http404(f"{missing} (long-term entries {exc})") from None
     except NotFound as exc:
         raise Http404(str(exc)) from None
-    context = {
-        "viewer": viewer,
-        "entry": entry,
-        "json_twin": reverse("api:entry", args=[viewer.id, entry.id]),
-    }
+    context["json_twin"] = reverse("api:long_term_entry", args=[viewer.id, entry_id])
     return _render(request, "memory/entry.html", None, context)
+
+
+# --- prompt context and leaks ---------------------------------------------------------------
+
+
+@require_GET
+@login_required
+def prompt_page(request: HttpRequest, viewer_id: str) -> HttpResponse:
+    viewer = _get_viewer_for_user(request, viewer_id)
+    context: dict[str, Any] = {
+        "viewer": viewer,
+        "json_twin": reverse("api:prompt", args=[viewer.id]),
+    }
+    try:
+        context.update(missing=None, prompt=selectors.prompt_view(viewer))
+    except selectors.EngineMissing as exc:
+        context.update(missing=str(exc), prompt=None)
+    return _render(request, "memory/prompt.html", "prompt-panel", context)
+
+
+LEAK_FORMATS = ("html", "csv", "json")
+
+
+@require_GET
+@login_required
+def leaks_page(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
+    """Every finding of every viewer's prompt; ?viewer= and ?kind= filter, ?format= exports."""
+    fmt = fmt or request.GET.get("format") or "html"
+    if fmt not in LEAK_FORMATS:
+        return HttpResponse(
+            f"format must be one of {', '.join(LEAK_FORMATS)}",
+            status=400,
+            content_type="text/plain",
+        )
+    viewer_id, kind = _clean(request.GET.get("viewer")), _clean(request.GET.get("kind"))
+    try:
+        findings, missing = selectors.leak_findings(viewer_id=viewer_id, kind=kind), None
+    except selectors.EngineMissing as exc:
+        findings, missing = [], str(exc)
+    if fmt == "json":
+        if missing:
+            return JsonResponse(
+                {"detail": missing, "code": "unavailable", "field": None}, status=503
+            )
+        return JsonResponse({"items": findings, "count": len(findings)})
+    if fmt == "csv":
+        if missing:
+            return HttpResponse(missing, status=503, content_type="text/plain")
+        response = HttpResponse(content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = 'attachment; filename="leaks.csv"'
+        writer = csv.DictWriter(response, fieldnames=selectors.LEAK_FIELDS, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(findings)
+        return response
+    query = urlencode([(k, v) for k, v in (("viewer", viewer_id), ("kind", kind)) if v])
+    kinds = sorted({f["kind"] for f in findings} | ({kind} if kind else set()))
+    context = {
+        "findings": findings,
+        "missing": missing,
+        "viewer_filter": viewer_id or "",
+        "kind_filter": kind or "",
+        "kinds": kinds,
+        "viewers": selectors.list_viewers(),
+        "csv_url": f"{reverse('memory:leaks')}?{urlencode([('format', 'csv')])}{'&' + query if query else ''}",
+        "json_url": f"{reverse('memory:leaks')}?format=json{'&' + query if query else ''}",
+        "json_twin": reverse("api:leaks") + (f"?{query}" if query else ""),
+    }
+    return _render(request, "memory/leaks.html", "leak-table", context)
+
+
+# --- projection doors (staff) ---------------------------------------------------------------
+
+
+@require_POST
+@login_required
+def projection_action(request: HttpRequest, action: str) -> HttpResponse:
+    """Run one projection cycle or verify that a rebuild would yield the stored rows."""
+    if not can_edit(request.user):
+        raise PermissionDenied("only staff may run projections")
+    if action == "cycle":
+        result = services.run_cycle()
+        text = (
+            f"Cycle done: {result['rows_folded']} rows folded, {result['sessions_written']} "
+            f"sessions written, {result['rows_visited']} rows visited."
+        )
+    elif action == "verify":
+        result = services.verify_projections()
+        text = (
+            f"Verify: {result['identical']} of {result['sessions']} sessions identical to a rebuild"
+            + (f", {len(result['drift'])} drifted." if result["drift"] else ".")
+        )
+    else:
+        raise Http404("no such projection action")
+    if not _wants_fragment(request):
+        (messages.success if action == "cycle" or not result["drift"] else messages.warning)(
+            request, text
+        )
+        return redirect("memory:overview")
+    context = _projection_context(request)
+    context["projection_result"] = {"action": action, "text": text, "result": result}
+    return _render(request, "memory/overview.html", "projection-panel", context)
