@@ -194,7 +194,8 @@ BAD_FILES = [
 
 @pytest.mark.django_db
 @pytest.mark.parametrize(("case", "statements", "message"), BAD_FILES, ids=[b[0] for b in BAD_FILES])
-def test_import_omnia_refuses_bad_rows_and_writes_nothing(tmp_path, cast, case, statements, message):
+def test_import_omnia_refuses_bad_rows_and_writes_nothing(tmp_path, case, statements, message):
+    load_world(FIXTURES / "omnia-scenario-talking-room-c292626.json")  # a world that must survive
     bad = copy_fixture(tmp_path)
     mutate(bad, *statements)
     before = table_rows()
