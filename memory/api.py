@@ -14,7 +14,7 @@ from ninja import Query, Router
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from memory import selectors, services
-from memory.auth import API_AUTH, is_staff, user_of
+from memory.auth import API_AUTH, user_of
 from memory.intents import IntentError
 from memory.schemas import (
     AbstractIn,
@@ -39,6 +39,7 @@ from memory.schemas import (
     MemoryOut,
     PromptOut,
     RebuildOut,
+    SearchOut,
     SessionPageOut,
     SlugOut,
     VerifyOut,
@@ -135,7 +136,7 @@ def _viewer(viewer_id: str) -> selectors.Viewer:
 
 
 def _require_staff(request: HttpRequest) -> None:
-    if not (is_staff(request) and services.can_edit(user_of(request))):
+    if not services.can_edit(user_of(request)):
         raise ApiError(403, "writes need a staff account", "forbidden")
 
 
@@ -486,14 +487,6 @@ def _face_out(item, shadowed: dict, superseded: dict, undeliverable: dict) -> di
     }
 
 
-def _answer_maps(answer) -> tuple[dict, dict, dict]:
-    return (
-        dict(getattr(answer, "shadowed", None) or {}),
-        dict(getattr(answer, "superseded", None) or {}),
-        dict(getattr(answer, "undeliverable", None) or {}),
-    )
-
-
 @router.get(
     "/viewers/{viewer_id}/faces", response={200: FacesOut, **ENGINE_ERRORS}, url_name="faces"
 )
@@ -503,7 +496,7 @@ def faces(request: HttpRequest, viewer_id: str, include_shadowed: bool = False):
     viewer = _viewer(viewer_id)
     view = _engine(selectors.faces_view, viewer.id, include_shadowed=include_shadowed)
     answer = view.answer
-    maps = _answer_maps(answer)
+    maps = (answer.shadowed, answer.superseded, answer.undeliverable)
     return {
         "viewer_id": viewer.id,
         "include_shadowed": include_shadowed,
@@ -528,21 +521,9 @@ def long_term_entry(request: HttpRequest, viewer_id: str, entry_id: str):
         found = _engine(selectors.long_term_entry, viewer.id, _id(entry_id, "entry_id"))
     except NotFound as exc:
         raise ApiError(404, str(exc), "not_found", "entry_id") from None
-    state_notes = " ".join(found.notes).lower()
-    item = selectors.face_item_dict(found.item)
     return {
         "viewer_id": viewer.id,
-        "item": {
-            **item,
-            "state": "shadowed"
-            if "shadowed by" in state_notes
-            else "superseded"
-            if found.rollup or "superseded by" in state_notes
-            else "default",
-            "shadowed_by": None,
-            "superseded_by": found.rollup["id"] if found.rollup else None,
-            "undeliverable": None,
-        },
+        "item": _face_out(found.item, *selectors.face_maps(viewer.id)),
         "notes": found.notes,
         "rollup": found.rollup,
         "members": found.members,
@@ -550,46 +531,40 @@ def long_term_entry(request: HttpRequest, viewer_id: str, entry_id: str):
 
 
 @router.get(
-    "/viewers/{viewer_id}/search", response={200: FacesOut, **ENGINE_ERRORS}, url_name="search"
+    "/viewers/{viewer_id}/search", response={200: SearchOut, **ENGINE_ERRORS}, url_name="search"
 )
 def search(request: HttpRequest, viewer_id: str, q: str, include_shadowed: bool = False):
     """Search the viewer's long-term memory (default face unless `include_shadowed`)."""
     viewer = _viewer(viewer_id)
     _text_param(q, "q")
     longterm = _engine(selectors.require, "longterm", "search_long_term")
-    answer = longterm.search_long_term(viewer.id, q, include_shadowed=include_shadowed)
-    items = list(getattr(answer, "items", answer) or ())
-    maps = _answer_maps(answer)
+    items = longterm.search_long_term(viewer.id, q, include_shadowed=include_shadowed)
+    maps = selectors.face_maps(viewer.id)
     return {
         "viewer_id": viewer.id,
+        "q": q,
         "include_shadowed": include_shadowed,
         "items": [_face_out(item, *maps) for item in items],
-        "shadowed": maps[0],
-        "superseded": maps[1],
-        "undeliverable": maps[2],
-        "rows_visited": getattr(answer, "rows_visited", len(items)),
     }
 
 
 @router.get(
-    "/viewers/{viewer_id}/slugs/{slug}", response={200: SlugOut, **ENGINE_ERRORS}, url_name="slug"
+    "/viewers/{viewer_id}/slugs/{path:slug}",
+    response={200: SlugOut, **ENGINE_ERRORS},
+    url_name="slug",
 )
 def resolve_slug(request: HttpRequest, viewer_id: str, slug: str, include_shadowed: bool = False):
     """Resolve a bare slug the way the viewer's prompt would (shadowed entries lose)."""
     viewer = _viewer(viewer_id)
     longterm = _engine(selectors.require, "longterm", "resolve_slug")
-    try:
-        answer = longterm.resolve_slug(
-            viewer.id, _id(slug, "slug"), include_shadowed=include_shadowed
-        )
-    except (LookupError, ValueError):
-        answer = None
-    item = getattr(answer, "item", answer)
-    if item is None and getattr(answer, "items", None):
-        item = answer.items[0]
+    item = longterm.resolve_slug(viewer.id, _id(slug, "slug"), include_shadowed=include_shadowed)
     if item is None:
         raise ApiError(404, f"{viewer.id} resolves no entry for slug {slug!r}", "not_found", "slug")
-    return {"viewer_id": viewer.id, "slug": slug, "item": _face_out(item, *_answer_maps(answer))}
+    return {
+        "viewer_id": viewer.id,
+        "slug": slug,
+        "item": _face_out(item, *selectors.face_maps(viewer.id)),
+    }
 
 
 # --- prompt and leaks ----------------------------------------------------------------------------

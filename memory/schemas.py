@@ -170,6 +170,13 @@ class FacesOut(Schema):
     rows_visited: int
 
 
+class SearchOut(Schema):
+    viewer_id: str
+    q: str
+    include_shadowed: bool
+    items: list[FaceItemOut]
+
+
 class RefOut(Schema):
     id: str
     title: str | None

@@ -456,6 +456,12 @@ def faces_view(viewer_id: str, *, include_shadowed: bool = False) -> FacesView:
     return FacesView(rows=rows, answer=answer, include_shadowed=include_shadowed)
 
 
+def face_maps(viewer_id: str) -> tuple[dict, dict, dict]:
+    """(shadowed id -> shadowing id, member id -> rollup id, id -> undeliverable reason)."""
+    answer = require("longterm", "viewer_faces").viewer_faces(viewer_id, include_shadowed=True)
+    return dict(answer.shadowed), dict(answer.superseded), dict(answer.undeliverable)
+
+
 def face_item_dict(item: object) -> dict:
     return {
         "id": item.id,
@@ -523,12 +529,15 @@ def leak_findings(*, viewer_id: str | None = None, kind: str | None = None) -> l
     """Every finding in every viewer's prompt, ordered by viewer then offset."""
     scan = require("scan", "scan_world")
     found = [
-        f.to_dict()
-        for result in scan.scan_world(viewer_id=viewer_id)
-        for f in result.findings
-        if kind is None or f.kind == kind
+        f.to_dict() for result in scan.scan_world(viewer_id=viewer_id) for f in result.findings
     ]
+    if kind is not None:
+        found = [f for f in found if f["kind"] == kind]
     return sorted(found, key=lambda f: (f["viewer_id"], f["start"], f["end"], f["kind"]))
+
+
+def leak_kinds() -> tuple[str, ...]:
+    return tuple(getattr(engine_module("scan"), "FINDING_KINDS", ()) or ())
 
 
 def leak_counts() -> dict[str, dict[str, int]]:

@@ -439,7 +439,7 @@ def leaks_page(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
         writer.writerows(findings)
         return response
     query = urlencode([(k, v) for k, v in (("viewer", viewer_id), ("kind", kind)) if v])
-    kinds = sorted({f["kind"] for f in findings} | ({kind} if kind else set()))
+    kinds = list(selectors.leak_kinds())
     context = {
         "findings": findings,
         "missing": missing,
