@@ -106,9 +106,12 @@ def perceived_world(viewer: Viewer, knowledge: WorldKnowledge) -> Section:
     lines: list[str] = []
     world_id = viewer.obj.world_id
     if world_id and world_id in knowledge.objects:
-        world_attrs = _attribute_lines(knowledge.visible_attributes(viewer.id, world_id), {"name", "description"})
-        if world_attrs:
-            lines.append("The world:")
+        visible = knowledge.visible_attributes(viewer.id, world_id)
+        world_attrs = _attribute_lines(visible, {"name", "description"})
+        # A world's name is how its people speak of it, not a secret behind an alias.
+        title = " ".join(visible[key].strip().rstrip(".") + "." for key in ("name", "description") if visible.get(key))
+        if title or world_attrs:
+            lines.append(f"The world: {title}" if title else "The world:")
             lines += world_attrs
     here = viewer.obj.location_id
     location = knowledge.objects.get(here or "")

@@ -48,17 +48,17 @@ def test_scan_viewer_catches_bob_in_alices_upstream_line_at_its_offsets():
     text = scan.prompt.text
     line_at = text.index(UPSTREAM_LINE)
     bob_at = line_at + UPSTREAM_LINE.index("Bob")
-    assert (line_at, bob_at) == (512, 555)
+    assert (line_at, bob_at) == (530, 573)
     # bob's true name in this world is "Gareth" (true_name); "Bob" is his id in another case.
     assert scan.findings[0] == ScanFinding(
-        "alice", "Recent memories", Finding("system_id", 555, 558, "Bob", "bob", BOB_AS_ID)
+        "alice", "Recent memories", Finding("system_id", 573, 576, "Bob", "bob", BOB_AS_ID)
     )
     assert scan.findings[1] == ScanFinding(
         "alice",
         "Recent memories",
-        Finding("unknown_name", 566, 573, "Charlie", "charlie", "alice knows charlie only as 'the bartender'"),
+        Finding("unknown_name", 584, 591, "Charlie", "charlie", "alice knows charlie only as 'the bartender'"),
     )
-    assert text[555:558] == "Bob" and text[566:573] == "Charlie"
+    assert text[573:576] == "Bob" and text[584:591] == "Charlie"
 
 
 @pytest.mark.django_db
@@ -71,9 +71,9 @@ def test_scan_viewer_charlie_who_knows_bob_as_gareth_reads_the_same_line():
     on_line = [f for f in scan.findings if line_at <= f.finding.start < line_at + len(line)]
     # "Charlie" is charlie's own name: never a finding. "Bob" is still bob's id.
     assert on_line == [
-        ScanFinding("charlie", "Recent memories", Finding("system_id", 601, 604, "Bob", "bob", BOB_AS_ID))
+        ScanFinding("charlie", "Recent memories", Finding("system_id", 619, 622, "Bob", "bob", BOB_AS_ID))
     ]
-    assert line_at + line.index("Bob") == 601
+    assert line_at + line.index("Bob") == 619
 
 
 # --- every fixture world, every viewer, pinned ----------------------------------------------
@@ -84,25 +84,25 @@ FIXTURE_FINDINGS = {
     "omnia-74ffb45-tavern.sqlite": {
         GUARD: [
             # "an unfamiliar figure Bob tries to slip past <guard uuid> toward the wine racks"
-            ("system_id", "Bob", 676, 679, RM),
-            ("system_id", GUARD, 699, 735, RM),
+            ("system_id", "Bob", 694, 697, RM),
+            ("system_id", GUARD, 717, 753, RM),
         ],
         "alice": [
-            ("system_id", "Bob", 555, 558, RM),  # "Bob greets Charlie"
-            ("unknown_name", "Charlie", 566, 573, RM),
-            ("system_id", "Bob", 607, 610, RM),  # "the hooded figure Bob attempts to break the lock"
+            ("system_id", "Bob", 573, 576, RM),  # "Bob greets Charlie"
+            ("unknown_name", "Charlie", 584, 591, RM),
+            ("system_id", "Bob", 625, 628, RM),  # "the hooded figure Bob attempts to break the lock"
         ],
         "bob": [
             # bob's own id is still an id: a prompt never carries ids, its owner's included.
-            ("system_id", "Bob", 487, 490, RM),
-            ("unknown_name", "Charlie", 498, 505, RM),  # bob has no alias for charlie
-            ("system_id", "Bob", 525, 528, RM),
-            ("system_id", "Bob", 1153, 1156, RM),
-            ("system_id", GUARD, 1176, 1212, RM),
+            ("system_id", "Bob", 505, 508, RM),
+            ("unknown_name", "Charlie", 516, 523, RM),  # bob has no alias for charlie
+            ("system_id", "Bob", 543, 546, RM),
+            ("system_id", "Bob", 1171, 1174, RM),
+            ("system_id", GUARD, 1194, 1230, RM),
         ],
         "charlie": [
-            ("system_id", "Bob", 601, 604, RM),
-            ("system_id", "Bob", 642, 645, RM),
+            ("system_id", "Bob", 619, 622, RM),
+            ("system_id", "Bob", 660, 663, RM),
         ],
     },
     # Later omnia: tags hydrate to aliases; one stored monologue of bob's still says "Bob".
