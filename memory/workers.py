@@ -55,6 +55,12 @@ def notify_written() -> None:
             cursor.execute(f"NOTIFY {CHANNEL}")
 
 
+def is_read_only_error(exc: BaseException) -> bool:
+    """SQLite's "attempt to write a readonly database" (a read-only file, PRAGMA query_only)
+    and PostgreSQL's "cannot execute … in a read-only transaction" (a hot standby)."""
+    return "readonly" in str(exc).lower().replace(" ", "").replace("-", "")
+
+
 # --- lag -------------------------------------------------------------------------------------
 
 
@@ -207,6 +213,8 @@ def run_loop(
             try:
                 result = cycle(shards=shards)
             except DatabaseError as exc:
+                if is_read_only_error(exc):
+                    raise  # retrying cannot help; the command turns it into a clear message
                 # The database went away or refused; drop the broken connection and retry.
                 stats.errors += 1
                 logger.warning("projection cycle failed, retrying in %ss: %s", ERROR_BACKOFF, exc)

@@ -6,9 +6,17 @@ import json
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import DatabaseError
 
 from memory.projections import CycleResult, run_cycle
-from memory.workers import StopFlag, describe, parse_shards, run_loop, shard_list
+from memory.workers import (
+    StopFlag,
+    describe,
+    is_read_only_error,
+    parse_shards,
+    run_loop,
+    shard_list,
+)
 
 
 class Command(BaseCommand):
@@ -31,6 +39,20 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        # A database that refuses writes (read-only file, query_only, a replica) is an operator
+        # problem with a one-line answer, not a traceback; a lost connection inside --loop is
+        # retried by the loop itself.
+        try:
+            self._handle(options)
+        except DatabaseError as exc:
+            if is_read_only_error(exc):
+                raise CommandError(
+                    "the database is read-only; projections were not updated "
+                    f"(nothing written): {exc}"
+                ) from None
+            raise CommandError(f"database error, nothing written: {exc}") from None
+
+    def _handle(self, options: dict[str, Any]) -> None:
         try:
             shards = parse_shards(options["shards"])
         except ValueError as exc:

@@ -1,0 +1,244 @@
+"""Projection workers as real processes: `run_projections --loop` folds what is written while it
+runs and exits 0 on SIGTERM/SIGINT; on PostgreSQL a NOTIFY wakes it, two workers share the
+shards without folding a row twice, and a worker SIGKILLed mid-batch loses nothing.
+
+The workers are subprocesses pointed at the test database itself (a file on SQLite, the
+test_ database on PostgreSQL), so these tests commit for real (transaction=True)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from django.db import connection, transaction
+
+from memory.models import MemorySession, ProjectionShard
+from memory.projections import rebuild, run_cycle, verify
+from memory.rows import shard_count
+from memory.workers import notify_written, parse_shards, projection_status
+from tests.test_projections import episode_rows, session_rows, write
+
+ROOT = Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.django_db(transaction=True)
+on_postgres = pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="needs PostgreSQL (row locks, LISTEN/NOTIFY)"
+)
+
+
+def database_url() -> str:
+    """The URL of the database this test runs against, for a subprocess to use."""
+    settings = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{settings['NAME']}"
+    host = settings.get("HOST") or "127.0.0.1"
+    port = settings.get("PORT") or 5432
+    user = settings.get("USER") or "postgres"
+    return f"postgres://{user}@{host}:{port}/{settings['NAME']}"
+
+
+def child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    # The child is a plain manage.py process, not a test run: it must not re-derive a test name.
+    env.update({"DATABASE_URL": database_url(), "OMNIA_DEBUG": "1", "PYTHONUNBUFFERED": "1"})
+    env.pop("OMNIA_TESTING", None)
+    return env
+
+
+def start_worker(*args: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "manage.py", "run_projections", "--loop", "--json", *args],
+        cwd=ROOT,
+        env=child_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def folded_total() -> int:
+    return sum(MemorySession.objects.values_list("memory_count", flat=True))
+
+
+def wait_for(check: Callable[[], bool], seconds: float = 30.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.1)
+    return check()
+
+
+def stop(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> tuple[int, str, str]:
+    proc.send_signal(sig)
+    try:
+        out, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        pytest.fail(f"worker did not stop on {sig}: {err}")
+    return proc.returncode, out, err
+
+
+def summary_of(out: str) -> dict:
+    return json.loads(out.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_loop_folds_rows_written_while_running_and_exits_cleanly(cast, sig):
+    for i in range(10):
+        write(("alice", "bob", "charlie")[i % 3], i, conversation=f"c{i % 4}")
+    proc = start_worker("--poll", "0.2")
+    try:
+        assert wait_for(lambda: folded_total() == 10), proc.stderr
+        # Rows written after the worker started are folded too, without restarting it.
+        for i in range(10, 25):
+            write(("alice", "bob", "charlie")[i % 3], i, conversation=f"c{i % 4}")
+        assert wait_for(lambda: folded_total() == 25)
+    finally:
+        code, out, err = stop(proc, sig)
+    assert code == 0, err
+    assert "Traceback" not in err
+    summary = summary_of(out)
+    assert summary["stopped_by"] == sig
+    assert summary["rows_folded"] == 25
+    assert summary["errors"] == 0
+    assert verify().drift == []
+    assert projection_status()["lag_rows"] == 0
+
+
+def test_projection_status_reports_lag_per_shard_and_writes_nothing(cast):
+    for i in range(7):
+        write(("alice", "bob", "charlie")[i % 3], i)
+    shards_before = ProjectionShard.objects.count()
+    status = projection_status()
+    assert status["lag_rows"] == 7
+    assert status["shard_count"] == shard_count() == len(status["shards"])
+    assert sum(s["rows_behind"] for s in status["shards"]) == 7
+    assert ProjectionShard.objects.count() == shards_before
+    had_rows = {s["shard"] for s in status["shards"] if s["rows_behind"]}
+    run_cycle()
+    status = projection_status()
+    assert status["lag_rows"] == 0
+    # On PostgreSQL a cycle stamps only the shards it folded something into.
+    assert all(s["last_cycle_at"] for s in status["shards"] if s["shard"] in had_rows)
+    assert {s["shard"] for s in status["shards"]} == set(range(shard_count()))
+
+
+def test_loop_on_some_shards_leaves_the_others(cast):
+    for i in range(12):
+        write(("alice", "bob", "charlie")[i % 3], i)
+    assert parse_shards("0") == [0]
+    with pytest.raises(ValueError):
+        parse_shards(str(shard_count()))
+    behind = [s["rows_behind"] for s in projection_status()["shards"]]
+    proc = start_worker("--poll", "0.2", "--shards", "0")
+    try:
+        assert wait_for(lambda: projection_status()["shards"][0]["rows_behind"] == 0)
+    finally:
+        code, _out, err = stop(proc)
+    assert code == 0, err
+    # Shards 1.. are untouched: whatever landed there is still behind.
+    assert [s["rows_behind"] for s in projection_status()["shards"]][1:] == behind[1:]
+    run_cycle()
+    assert projection_status()["lag_rows"] == 0
+    assert folded_total() == 12
+
+
+@on_postgres
+def test_notify_wakes_a_listening_worker_long_before_its_poll(cast):
+    proc = start_worker("--poll", "120")
+    try:
+        # The first row is folded by the worker's first cycle; then it waits (poll 120 s).
+        write("alice", 1)
+        assert wait_for(lambda: folded_total() == 1)
+        time.sleep(0.5)
+        started = time.monotonic()
+        with transaction.atomic():
+            write("alice", 2)
+            notify_written()
+        assert wait_for(lambda: folded_total() == 2, seconds=20)
+        woke_after = time.monotonic() - started
+    finally:
+        code, out, err = stop(proc)
+    assert code == 0, err
+    assert woke_after < 10, woke_after
+    assert summary_of(out)["wakeups"] >= 1
+
+
+@on_postgres
+def test_two_workers_share_the_shards_and_fold_each_row_once(cast):
+    owners = ("alice", "bob", "charlie")
+    workers = [start_worker("--poll", "0.2") for _ in range(2)]
+    try:
+        for i in range(300):
+            with transaction.atomic():
+                write(owners[i % 3], i % 50, conversation=f"c{i % 9}" if i % 2 else None)
+                notify_written()
+        assert wait_for(lambda: projection_status()["lag_rows"] == 0, seconds=60)
+    finally:
+        results = [stop(w) for w in workers]
+    assert [code for code, _, _ in results] == [0, 0], [err for _, _, err in results]
+    folded = [summary_of(out)["rows_folded"] for _, out, _ in results]
+    assert sum(folded) == 300, folded
+    assert folded_total() == 300
+    assert verify().drift == []
+    concurrent = (session_rows(), episode_rows())
+    rebuild()
+    assert (session_rows(), episode_rows()) == concurrent
+
+
+KILLED_MID_BATCH = """
+import os, sys, time
+import django
+django.setup()
+from memory import projections
+original = projections.fold_batch
+calls = []
+def slow(rows, result):
+    original(rows, result)
+    calls.append(len(rows))
+    if len(calls) == 3:
+        # Batch 3 is folded but its transaction is still open: the parent SIGKILLs us here.
+        print("mid-batch", flush=True)
+        time.sleep(120)
+projections.fold_batch = slow
+projections.run_cycle(batch_size=20)
+print("finished", flush=True)
+"""
+
+
+@on_postgres
+def test_sigkill_mid_cycle_loses_nothing_and_folds_nothing_twice(cast):
+    owners = ("alice", "bob", "charlie")
+    for i in range(150):
+        write(owners[i % 3], i % 40, conversation=f"c{i % 5}" if i % 3 else None)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILLED_MID_BATCH],
+        cwd=ROOT,
+        env={**child_env(), "DJANGO_SETTINGS_MODULE": "omnia_site.settings"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    line = proc.stdout.readline().strip()
+    assert line == "mid-batch", proc.stderr.read()
+    committed_before_kill = 150 - projection_status()["lag_rows"]
+    # Two batches committed (their watermarks moved); the third is folded but uncommitted.
+    assert 0 < committed_before_kill < 150
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(10)
+    # The server notices the dead client and drops its lock; until then the shard is skipped.
+    assert wait_for(lambda: not run_cycle().shards_skipped and projection_status()["lag_rows"] == 0)
+    assert folded_total() == 150  # every row counted exactly once
+    assert verify().drift == []
+    concurrent = (session_rows(), episode_rows())
+    rebuild()
+    assert (session_rows(), episode_rows()) == concurrent
