@@ -6,6 +6,7 @@ and watermarks, never memory text. 200 when the database answers, 503 when it do
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 
@@ -32,7 +33,8 @@ def healthz(request: HttpRequest) -> JsonResponse:
         logger.warning("healthz: database unavailable: %s", exc)
         # Drop the broken connection so the next request opens a fresh one: recovery
         # without a restart once the database is back.
-        connection.close_if_unusable_or_obsolete()
+        with contextlib.suppress(DatabaseError):
+            connection.close_if_unusable_or_obsolete()
         return JsonResponse(
             {
                 "status": "error",

@@ -178,7 +178,7 @@ def test_two_workers_share_the_shards_and_fold_each_row_once(cast):
     owners = ("alice", "bob", "charlie")
     workers = [start_worker("--poll", "0.2") for _ in range(2)]
     try:
-        for i in range(300):
+        for i in range(150):
             with transaction.atomic():
                 write(owners[i % 3], i % 50, conversation=f"c{i % 9}" if i % 2 else None)
                 notify_written()
@@ -187,8 +187,8 @@ def test_two_workers_share_the_shards_and_fold_each_row_once(cast):
         results = [stop(w) for w in workers]
     assert [code for code, _, _ in results] == [0, 0], [err for _, _, err in results]
     folded = [summary_of(out)["rows_folded"] for _, out, _ in results]
-    assert sum(folded) == 300, folded
-    assert folded_total() == 300
+    assert sum(folded) == 150, folded
+    assert folded_total() == 150
     assert verify().drift == []
     concurrent = (session_rows(), episode_rows())
     rebuild()
