@@ -405,3 +405,17 @@ def test_omnia_ledger_rows_on_their_owners_home_face(fixtures_dir):
     for owner in set(owners.values()):
         for line in index_lines(owner):
             assert not any(entry_id in line for entry_id in owners)
+
+
+def test_a_read_restores_the_garbage_collector(demo):
+    import gc
+
+    assert gc.isenabled()
+    viewer_faces("npc-maren")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        viewer_faces("npc-maren")
+        assert not gc.isenabled()  # a caller's own choice is left alone
+    finally:
+        gc.enable()
