@@ -23,6 +23,7 @@ from django.http import HttpRequest, HttpResponse
 
 MAX_FAILURES = int(getattr(settings, "OMNIA_LOGIN_MAX_FAILURES", 5))
 WINDOW_SECONDS = int(getattr(settings, "OMNIA_LOGIN_WINDOW_SECONDS", 900))
+THROTTLED_MESSAGE = "Too many failed sign-in attempts. Wait a few minutes before trying again."
 
 
 def _key(kind: str, value: str) -> str:
@@ -73,11 +74,9 @@ class ThrottledLoginView(LoginView):
             form = self.get_form()
             form.cleaned_data = {}
             form._errors = ErrorDict()
-            form.add_error(
-                None,
-                "Too many failed sign-in attempts. Wait a few minutes before trying again.",
-            )
-            response = self.render_to_response(self.get_context_data(form=form))
+            form.add_error(None, THROTTLED_MESSAGE)
+            context = self.get_context_data(form=form, throttled=THROTTLED_MESSAGE)
+            response = self.render_to_response(context)
             response.status_code = 429
             response.headers["Retry-After"] = str(WINDOW_SECONDS)
             return response

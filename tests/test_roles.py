@@ -1,0 +1,268 @@
+"""Access control: roles as groups (readers, editors, admins), anonymous refused on every route
+of the URLconf, readers cannot write, editors can, one audit row per write, CSRF on form
+posts, and login throttling."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.contrib.auth.models import AnonymousUser, Group
+from django.core.cache import cache
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver, include, path
+
+from memory import roles
+from memory.auth import issue_token
+from memory.models import AuditLog
+from memory.rows import remember
+from memory.throttle import MAX_FAILURES, THROTTLED_MESSAGE, WINDOW_SECONDS, ThrottledLoginView
+
+# This module doubles as a URLconf for the throttling tests: the site plus the throttled login.
+urlpatterns = [
+    path("accounts/login/", ThrottledLoginView.as_view(), name="login"),
+    path("", include("omnia_site.urls")),
+]
+
+CHEST = {
+    "type": "action",
+    "originalText": "x",
+    "description": "opened the wooden chest",
+    "actorId": "bob",
+    "targetIds": [],
+}
+# Public on purpose: the sign-in pages, and the API's schema and docs (no data in them).
+# The API root is a bare 404 with no data.
+PUBLIC = {"accounts/login/", "accounts/logout/", "api/openapi.json", "api/docs", "api/", "healthz"}
+
+
+def user_in(django_user_model, name: str, *groups: str, **flags):
+    user = django_user_model.objects.create_user(name, password="pw", **flags)
+    for group in groups:
+        user.groups.add(Group.objects.get(name=group))
+    return user
+
+
+@pytest.fixture
+def reader(django_user_model):
+    return user_in(django_user_model, "rita", roles.READERS)
+
+
+@pytest.fixture
+def editor(django_user_model):
+    return user_in(django_user_model, "eddie", roles.EDITORS)
+
+
+@pytest.fixture
+def admin_user(django_user_model):
+    return user_in(django_user_model, "ada", roles.ADMINS)
+
+
+@pytest.fixture
+def chest(cast):
+    return remember("alice", CHEST, timestamp="2026-07-06T12:03:00.000Z").entry
+
+
+def bearer(user) -> dict:
+    return {"HTTP_AUTHORIZATION": f"Bearer {issue_token(user, 'ci')[1]}"}
+
+
+# --- the predicates ----------------------------------------------------------------------------
+
+
+def test_groups_exist_with_nested_permissions(db):
+    found = {g.name: g for g in Group.objects.filter(name__in=roles.ROLES)}
+    assert set(found) == set(roles.ROLES)
+    perms = {
+        name: {f"{p.content_type.app_label}.{p.codename}" for p in g.permissions.all()}
+        for name, g in found.items()
+    }
+    assert perms[roles.READERS] == set(roles.READER_PERMISSIONS)
+    assert perms[roles.READERS] < perms[roles.EDITORS] < perms[roles.ADMINS]
+
+
+def test_role_predicates(db, django_user_model, reader, editor, admin_user):
+    plain = user_in(django_user_model, "plain")
+    staff = user_in(django_user_model, "stan", is_staff=True)
+    root = django_user_model.objects.create_superuser("root", password="pw")
+    gone = user_in(django_user_model, "gone", roles.ADMINS, is_active=False)
+    table = {
+        "anonymous": (AnonymousUser(), (False, False, False)),
+        "plain": (plain, (True, False, False)),
+        "reader": (reader, (True, False, False)),
+        "editor": (editor, (True, True, False)),
+        "admin": (admin_user, (True, True, True)),
+        "staff": (staff, (True, True, True)),
+        "superuser": (root, (True, True, True)),
+        "inactive": (gone, (False, False, False)),
+    }
+    for label, (user, expected) in table.items():
+        got = (roles.can_read(user), roles.can_edit(user), roles.can_admin(user))
+        assert got == expected, label
+    assert roles.role_of(editor) == roles.EDITORS
+    assert roles.role_of(AnonymousUser()) is None
+
+
+# --- anonymous: every route of the URLconf ------------------------------------------------------
+
+
+def every_route(patterns=None, prefix: str = ""):
+    for p in get_resolver().url_patterns if patterns is None else patterns:
+        if isinstance(p, URLResolver):
+            yield from every_route(p.url_patterns, prefix + str(p.pattern))
+        elif isinstance(p, URLPattern):
+            yield prefix + str(p.pattern).lstrip("^").rstrip("$")
+
+
+def concrete(route: str, entry_id: str) -> str:
+    values = {"viewer_id": "alice", "target_id": "bob", "entry_id": entry_id, "action": "cycle"}
+
+    def fill(match: re.Match) -> str:
+        return values.get(match.group(2), "x")
+
+    return "/" + re.sub(r"<(?:(\w+):)?(\w+)>", fill, route)
+
+
+def refused(response) -> bool:
+    if response.status_code in (401, 403, 405):
+        return True
+    location = response.headers.get("Location", "")
+    return response.status_code == 302 and "login" in location
+
+
+def test_anonymous_is_refused_on_every_page_and_api_route(client, chest):
+    routes = [r for r in every_route() if r not in PUBLIC and not r.startswith("admin/")]
+    assert any(r.startswith("api/") for r in routes) and any(r.startswith("viewers/") for r in routes)
+    leaks = []
+    for route in routes:
+        url = concrete(route, chest.id)
+        for method in ("get", "post", "put", "delete"):
+            response = getattr(client, method)(url)
+            if not refused(response):
+                leaks.append((method.upper(), url, response.status_code))
+    assert leaks == []
+    assert AuditLog.objects.count() == 0
+
+
+def test_admin_site_refuses_anonymous(client, db):
+    r = client.get("/admin/")
+    assert r.status_code == 302 and "/admin/login/" in r["Location"]
+
+
+# --- readers read, editors write ------------------------------------------------------------------
+
+
+def test_reader_reads_every_read_route_but_cannot_write(client, chest, reader):
+    auth = bearer(reader)
+    assert client.get("/api/entities", **auth).status_code == 200
+    assert client.get("/api/viewers/alice/buffer", **auth).status_code == 200
+    writes = [
+        client.post(
+            "/api/viewers/alice/memories", {"intent": CHEST}, content_type="application/json", **auth
+        ),
+        client.put(
+            "/api/viewers/alice/aliases/bob", {"label": "the stranger"},
+            content_type="application/json", **auth,
+        ),
+        client.delete("/api/viewers/alice/aliases/bob", **auth),
+        client.post(f"/api/memories/{chest.id}/retract", **auth),
+        client.post("/api/projections/cycle", **auth),
+        client.post("/api/projections/rebuild", **auth),
+    ]
+    assert [w.status_code for w in writes] == [403] * len(writes)
+    assert {w.json()["code"] for w in writes} == {"forbidden"}
+    client.force_login(reader)
+    assert client.get("/viewers/alice/").status_code == 200
+    page = client.post("/viewers/alice/aliases/bob/", {"label": "the stranger"})
+    assert page.status_code == 403
+    assert AuditLog.objects.count() == 0
+
+
+def test_editor_writes_and_each_write_is_one_audit_row(client, chest, editor):
+    auth = bearer(editor)
+    before = AuditLog.objects.count()
+    r = client.post(
+        "/api/viewers/alice/memories", {"intent": CHEST}, content_type="application/json", **auth
+    )
+    assert r.status_code == 201, r.content
+    assert AuditLog.objects.count() == before + 1
+    r = client.put(
+        "/api/viewers/alice/aliases/bob", {"label": "the stranger"},
+        content_type="application/json", **auth,
+    )
+    assert r.status_code == 200, r.content
+    assert AuditLog.objects.count() == before + 2
+    r = client.post(f"/api/memories/{chest.id}/retract", **auth)
+    assert r.status_code == 200, r.content
+    assert AuditLog.objects.count() == before + 3
+    r = client.delete("/api/viewers/alice/aliases/bob", **auth)
+    assert r.status_code == 200, r.content
+    assert AuditLog.objects.count() == before + 4
+    assert client.post("/api/projections/cycle", **auth).status_code == 200
+    # Rebuild is the admins' door.
+    assert client.post("/api/projections/rebuild", **auth).status_code == 403
+    writes = AuditLog.objects.filter(action__in=["memory.remember", "alias.set", "memory.retract", "alias.delete"])
+    assert writes.count() == 4
+    assert set(writes.values_list("actor__username", flat=True)) == {"eddie"}
+    client.force_login(editor)
+    page = client.post("/viewers/alice/aliases/charlie/", {"label": "the barkeep"})
+    assert page.status_code in (200, 302), page.content
+    assert AuditLog.objects.filter(action="alias.set", target="alice->charlie").count() == 1
+
+
+def test_admin_may_rebuild(client, chest, admin_user):
+    assert client.post("/api/projections/rebuild", **bearer(admin_user)).status_code == 200
+
+
+def test_staff_still_writes(client, chest, django_user_model):
+    staff = user_in(django_user_model, "stan", is_staff=True)
+    r = client.post(
+        "/api/viewers/alice/memories", {"intent": CHEST}, content_type="application/json",
+        **bearer(staff),
+    )
+    assert r.status_code == 201
+
+
+def test_csrf_is_enforced_on_form_posts_and_session_api_writes(chest, editor):
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(editor)
+    assert browser.post("/viewers/alice/aliases/bob/", {"label": "the stranger"}).status_code == 403
+    r = browser.put(
+        "/api/viewers/alice/aliases/bob", {"label": "the stranger"}, content_type="application/json"
+    )
+    assert r.status_code == 403
+    assert AuditLog.objects.count() == 0
+
+
+# --- login throttling -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def fresh_cache():
+    cache.clear()
+    yield
+    cache.clear()
+
+
+@pytest.mark.urls("tests.test_roles")
+def test_login_is_throttled_after_repeated_failures(client, reader, fresh_cache):
+    for _ in range(MAX_FAILURES):
+        r = client.post("/accounts/login/", {"username": "rita", "password": "wrong"})
+        assert r.status_code == 200  # the form again, with its error
+    # Throttled now: even the right password is not checked.
+    r = client.post("/accounts/login/", {"username": "rita", "password": "pw"})
+    assert r.status_code == 429
+    assert r["Retry-After"] == str(WINDOW_SECONDS)
+    assert r.context["throttled"] == THROTTLED_MESSAGE
+    assert r.context["form"].non_field_errors() == [THROTTLED_MESSAGE]
+    assert b'role="alert"' in r.content
+    assert "_auth_user_id" not in client.session
+
+
+@pytest.mark.urls("tests.test_roles")
+def test_login_succeeds_below_the_limit_and_clears_the_count(client, reader, fresh_cache):
+    for _ in range(MAX_FAILURES - 1):
+        client.post("/accounts/login/", {"username": "rita", "password": "wrong"})
+    r = client.post("/accounts/login/", {"username": "rita", "password": "pw"})
+    assert r.status_code == 302
+    assert client.session["_auth_user_id"] == str(reader.pk)
