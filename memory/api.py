@@ -503,6 +503,7 @@ def faces(request: HttpRequest, viewer_id: str, include_shadowed: bool = False):
         "items": [_face_out(item, *maps) for item in answer.items],
         "shadowed": maps[0],
         "superseded": maps[1],
+        "withheld": list(answer.withheld),
         "undeliverable": maps[2],
         "rows_visited": answer.rows_visited,
     }

@@ -166,6 +166,7 @@ class FacesOut(Schema):
     items: list[FaceItemOut]
     shadowed: dict[str, str] = Field(description="entry id -> id of the home entry shadowing it")
     superseded: dict[str, str] = Field(description="entry id -> id of the rollup that absorbed it")
+    withheld: list[str] = Field(description="retracted or flagged: delivered by id only")
     undeliverable: dict[str, str]
     rows_visited: int
 

@@ -98,7 +98,10 @@ def _projection_context(request: HttpRequest) -> dict[str, Any]:
     }
     try:
         counts = selectors.leak_counts()
-        kinds = sorted({k for per_kind in counts.values() for k in per_kind})
+        seen = {k for per_kind in counts.values() for k in per_kind}
+        kinds = [k for k in selectors.leak_kinds() if k in seen] + sorted(
+            seen - set(selectors.leak_kinds())
+        )
         context["leak_kinds"] = kinds
         context["leak_rows"] = [
             (viewer_id, [per_kind.get(k, 0) for k in kinds], sum(per_kind.values()))

@@ -334,3 +334,242 @@ def test_entry_page(staff_client, chest) -> None:
     r = staff_client.get(f"/viewers/alice/entries/{chest.id}/")
     assert r.status_code == 200 and CHEST_LINE in r.content.decode()
     assert staff_client.get("/viewers/alice/entries/nope/").status_code == 404
+
+
+# --- long-term faces, entry notes, prompt highlights, leak report, projections ---------------
+
+
+@pytest.fixture
+def demo(db):
+    from memory.projections import run_cycle
+    from memory.worlds import load_demo
+
+    load_demo()
+    run_cycle()
+
+
+def fragment(client, url: str) -> str:
+    r = client.get(url, headers={"HX-Request": "true"})
+    assert r.status_code == 200, url
+    return r.content.decode().strip()
+
+
+def test_faces_panel_default_face_hides_shadowed_and_superseded(staff_client, demo) -> None:
+    body = fragment(staff_client, "/viewers/npc-tobiah/faces/")
+    assert body.startswith('<section id="faces-panel"')
+    ids = [part.split('"')[0] for part in body.split('data-entry-id="')[1:]]
+    assert ids == [
+        "abs-tobiah-signal-nights",
+        "ltm-tobiah-03",
+        "lore-brandy",
+        "lore-lighthouse",
+        "lore-signal",
+    ]
+    assert "shadowed by" not in body and "superseded by" not in body
+    assert 'href="/viewers/npc-tobiah/faces/?include_shadowed=1"' in body
+    assert 'aria-pressed="false"' in body
+
+
+def test_faces_panel_include_shadowed_tags_and_groups_under_rollup(staff_client, demo) -> None:
+    body = fragment(staff_client, "/viewers/npc-tobiah/faces/?include_shadowed=1")
+    ids = [part.split('"')[0] for part in body.split('data-entry-id="')[1:]]
+    # the superseded member sits right after (inside) the rollup that absorbed it
+    assert ids == [
+        "abs-tobiah-signal-nights",
+        "ltm-tobiah-01",
+        "ltm-tobiah-03",
+        "lore-brandy",
+        "lore-gullwing",
+        "lore-lighthouse",
+        "lore-signal",
+    ]
+    assert (
+        '<span class="badge shadowed">shadowed by <a href="/viewers/npc-tobiah/entries/'
+        'ltm-tobiah-03/"><code>ltm-tobiah-03</code></a></span>'
+    ) in body
+    assert (
+        '<span class="badge superseded">superseded by <a href="/viewers/npc-tobiah/entries/'
+        'abs-tobiah-signal-nights/"><code>abs-tobiah-signal-nights</code></a></span>'
+    ) in body
+    assert '<ul class="absorbed" aria-label="Superseded by Signal Nights">' in body
+    assert "Withheld (retracted or flagged, delivered by id only):" in body
+    assert 'href="/viewers/npc-tobiah/faces/"' in body  # the toggle back is a permalink too
+    # the full page keeps the toggle state
+    page = staff_client.get("/viewers/npc-tobiah/?include_shadowed=1").content.decode()
+    assert "shadowed by" in page
+
+
+def test_faces_panel_says_when_longterm_is_missing(staff_client, cast, monkeypatch) -> None:
+    from memory import selectors
+
+    real = selectors.engine_module
+    monkeypatch.setattr(
+        selectors, "engine_module", lambda name: None if name == "longterm" else real(name)
+    )
+    body = fragment(staff_client, "/viewers/alice/faces/")
+    assert '<p class="missing">not available yet: memory.longterm missing</p>' in body
+
+
+def test_entry_page_long_term_member_names_its_rollup(staff_client, demo) -> None:
+    r = staff_client.get("/viewers/npc-tobiah/entries/ltm-tobiah-01/")
+    body = r.content.decode()
+    assert r.status_code == 200
+    assert "<h1>Long-term entry <code>ltm-tobiah-01</code></h1>" in body
+    assert (
+        "<li>[superseded] consolidated into abs-tobiah-signal-nights; "
+        "delivered by id as evidence</li>"
+    ) in body
+    assert (
+        'Rolled up into <a href="/viewers/npc-tobiah/entries/abs-tobiah-signal-nights/">'
+        "abs-tobiah-signal-nights</a>"
+    ) in body
+    assert (
+        '<link rel="alternate" type="application/json" href="/api/viewers/npc-tobiah/long-term/ltm-tobiah-01">'
+        in body
+    )
+
+
+def test_entry_page_rollup_lists_members_and_shadowed_note(staff_client, demo) -> None:
+    body = staff_client.get(
+        "/viewers/npc-tobiah/entries/abs-tobiah-signal-nights/"
+    ).content.decode()
+    members = body.split('<ul class="members">')[1].split("</ul>")[0]
+    assert [p.split("/")[0] for p in members.split("/entries/")[1:]] == [
+        "ltm-tobiah-01",
+        "m-b11-tobiah",
+        "m-d01-tobiah",
+    ]
+    shadowed = staff_client.get("/viewers/npc-tobiah/entries/lore-gullwing/").content.decode()
+    assert '<ul class="notes"><li>[shadowed]' in shadowed
+    assert "ltm-tobiah-03" in shadowed.split('<ul class="notes">')[1].split("</ul>")[0]
+    assert staff_client.get("/viewers/npc-tobiah/entries/nothing-here/").status_code == 404
+
+
+def test_highlight_cuts_at_offsets_and_skips_overlaps() -> None:
+    from memory.selectors import Segment, highlight
+
+    a = {"start": 4, "end": 7, "kind": "system_id"}
+    b = {"start": 5, "end": 9, "kind": "unknown_name"}  # overlaps a: dropped
+    c = {"start": 10, "end": 12, "kind": "private_attribute"}
+    assert highlight("say <b> x yz", [c, b, a]) == [
+        Segment("say "),
+        Segment("<b>", a, 1),
+        Segment(" x "),
+        Segment("yz", c, 3),
+    ]
+    assert highlight("", []) == []
+
+
+def test_prompt_page_highlights_the_planted_leak(staff_client, demo) -> None:
+    r = staff_client.get("/viewers/npc-pip/prompt/")
+    body = r.content.decode()
+    assert r.status_code == 200
+    assert body.count("<mark ") == 1
+    assert (
+        '<mark class="leak leak-unknown_name" tabindex="0" data-kind="unknown_name" '
+        'title="unknown_name: npc-pip knows npc-sable only as &#x27;the tall one in grey&#x27;" '
+        'aria-describedby="leak-1">Sable Quint</mark>'
+    ) in body
+    assert (
+        '<li id="leak-1" value="1"><strong>unknown_name</strong> “Sable Quint” in Recent memories'
+        in body
+    )
+    assert (
+        '<button type="button" class="copy-button" data-copy="#prompt-text">Copy prompt</button>'
+        in body
+    )
+    assert "<script>" not in body.split('<main id="main"')[1]  # no inline script
+    assert (
+        '<link rel="alternate" type="application/json" href="/api/viewers/npc-pip/prompt">' in body
+    )
+    frag = fragment(staff_client, "/viewers/npc-pip/prompt/")
+    assert frag.startswith('<section id="prompt-panel"') and "<html" not in frag
+
+
+def test_prompt_page_escapes_the_text_around_marks(staff_client, cast) -> None:
+    remember("alice", v1("<script>alert(1)</script> chalked on a shutter", "bob"))
+    body = staff_client.get("/viewers/alice/prompt/").content.decode()
+    text = body.split('<pre id="prompt-text" class="prompt-text">')[1].split("</pre>")[0]
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; chalked on a shutter" in text
+    assert "<script>" not in text
+
+
+DEMO_CSV = (
+    "viewer_id,section,kind,start,end,text,entity_id,reason\r\n"
+    "5b0e6c1a-3f2d-4e8b-9a71-c4d2e8f90a13,Recent memories,system_id,{a},{b},npc-sable,npc-sable,"
+    "system id of object 'npc-sable'\r\n"
+)
+
+
+def test_leak_report_lists_filters_and_exports(staff_client, demo) -> None:
+    body = staff_client.get("/leaks/").content.decode()
+    assert '<h2 id="leak-title">4 findings</h2>' in body
+    rows = body.split("<tbody>")[1].split("</tbody>")[0]
+    assert [r.split("</td>")[1].split("<td>")[1] for r in rows.split("<tr ")[1:]] == [
+        "system_id",
+        "private_attribute",
+        "system_id",
+        "unknown_name",
+    ]
+    pip = fragment(staff_client, "/leaks/?viewer=npc-pip")
+    assert pip.startswith('<section id="leak-table"')
+    assert '<h2 id="leak-title">1 finding for npc-pip</h2>' in pip
+    assert "<td><mark>Sable Quint</mark></td>" in pip
+    kind = staff_client.get("/leaks/?kind=system_id").content.decode()
+    assert '<h2 id="leak-title">2 findings of kind system_id</h2>' in kind
+    data = staff_client.get("/leaks/?format=json&viewer=npc-pip").json()
+    assert data["count"] == 1
+    (finding,) = data["items"]
+    assert {k: finding[k] for k in ("viewer_id", "section", "kind", "text", "entity_id")} == {
+        "viewer_id": "npc-pip",
+        "section": "Recent memories",
+        "kind": "unknown_name",
+        "text": "Sable Quint",
+        "entity_id": "npc-sable",
+    }
+    csv_r = staff_client.get("/leaks/?format=csv&kind=private_attribute")
+    assert csv_r["Content-Type"] == "text/csv; charset=utf-8"
+    lines = csv_r.content.decode().splitlines()
+    assert lines[0] == "viewer_id,section,kind,start,end,text,entity_id,reason"
+    assert len(lines) == 2 and ",private_attribute," in lines[1] and "signal_code" in lines[1]
+    assert staff_client.get("/leaks.csv").content == staff_client.get("/leaks/?format=csv").content
+    assert staff_client.get("/leaks.json").json()["count"] == 4
+    assert staff_client.get("/leaks/?format=xml").status_code == 400
+
+
+def test_overview_shows_leak_counts_and_projection_status(staff_client, demo) -> None:
+    body = staff_client.get("/").content.decode()
+    row = body.split('<tr data-viewer="npc-pip">')[1].split("</tr>")[0]
+    assert "<td>0</td><td>1</td><td>0</td>" in row  # system_id, unknown_name, private_attribute
+    assert '<strong class="lag-rows">0</strong> rows written but not yet folded' in body
+    assert body.count('<tr><th scope="row">') >= 4  # one row per shard
+    assert 'action="/projections/cycle/"' in body and 'action="/projections/verify/"' in body
+
+
+def test_projection_buttons_run_a_cycle_and_verify(staff_client, demo) -> None:
+    remember("npc-pip", v1("counted gulls", "npc-pip"))
+    assert (
+        '<strong class="lag-rows">1</strong> row written' in staff_client.get("/").content.decode()
+    )
+    r = staff_client.post("/projections/cycle/")
+    assert r.status_code == 302 and r.url == "/"
+    page = staff_client.get("/").content.decode()
+    assert "Cycle done: 1 rows folded, 1 sessions written, 3 rows visited." in page
+    assert '<strong class="lag-rows">0</strong>' in page
+    frag = (
+        staff_client.post("/projections/verify/", headers={"HX-Request": "true"})
+        .content.decode()
+        .strip()
+    )
+    assert frag.startswith('<section id="projection-panel"')
+    assert (
+        '<p class="result" role="status">Verify: 20 of 20 sessions identical to a rebuild.</p>'
+        in frag
+    )
+
+
+def test_projection_buttons_need_staff_and_post(client, reader, demo) -> None:
+    client.force_login(reader)
+    assert client.post("/projections/cycle/").status_code == 403
+    assert "Run a cycle" not in client.get("/").content.decode()
+    assert client.get("/projections/cycle/").status_code == 405

@@ -40,7 +40,31 @@
     } else if (event.key === "?") { toggleHelp(); event.preventDefault(); }
   });
 
+  function copyFrom(button) {
+    var source = document.querySelector(button.getAttribute("data-copy"));
+    var status = button.parentNode.querySelector(".copy-status");
+    if (!source) return;
+    var text = source.textContent;
+    function done(message) { if (status) status.textContent = message; }
+    if (navigator.clipboard && navigator.clipboard.writeText) {
+      navigator.clipboard.writeText(text).then(
+        function () { done("Copied."); },
+        function () { done("Copy refused by the browser; select the text instead."); }
+      );
+    } else {
+      var range = document.createRange();
+      range.selectNodeContents(source);
+      var selection = window.getSelection();
+      selection.removeAllRanges();
+      selection.addRange(range);
+      done("Selected: press Ctrl+C to copy.");
+    }
+  }
+
   document.addEventListener("click", function (event) {
-    if (event.target.closest && event.target.closest("[data-help-toggle]")) toggleHelp();
+    if (!event.target.closest) return;
+    if (event.target.closest("[data-help-toggle]")) toggleHelp();
+    var copy = event.target.closest("[data-copy]");
+    if (copy) copyFrom(copy);
   });
 })();
