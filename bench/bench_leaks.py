@@ -12,6 +12,14 @@ a leak: a true name, an id, or a private value. The automaton scans everything; 
 scans blocks until --naive-seconds is spent (or everything, if it finishes), its findings are
 compared with the automaton's on exactly those blocks, and its full time is extrapolated from
 its measured rate when it did not scan everything (the output says which).
+
+    .venv/bin/python bench/bench_leaks.py --db               # the same world, in a database
+
+`--db` stores the generated world (objects, attributes, ACLs, and the lines as v1 buffer rows
+of their viewers) in a fresh database (DATABASE_URL, else a temporary SQLite file) and times
+`memory.scan.scan_world`: every viewer's prompt context rendered and scanned, one automaton for
+the world. It then scans the same prompt texts again with the automaton alone and with the
+one-regex-per-pattern baseline, for the MB/s ratio on real prompts.
 """
 
 from __future__ import annotations
@@ -274,9 +282,13 @@ def main() -> None:
     parser.add_argument("--naive-seconds", type=float, default=60.0)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--smoke", action="store_true", help="50 entities, 2,000 lines")
+    parser.add_argument("--db", action="store_true", help="scan every viewer's prompt via scan_world")
     args = parser.parse_args()
     if args.smoke:
         args.entities, args.lines, args.naive_seconds = 50, 2000, 10.0
+    if args.db:
+        run_db(args)
+        return
 
     rng = random.Random(args.seed)
     t0 = time.perf_counter()
@@ -349,6 +361,146 @@ def main() -> None:
     print(f"peak RSS: {peak_mb:.0f} MB")
     if mismatches:
         sys.exit(1)
+
+
+# --- --db: the world stored, every viewer's prompt rendered and scanned ---------------------
+
+
+def _django(tmp: str) -> None:
+    import os
+
+    os.environ.setdefault("DATABASE_URL", f"sqlite:///{tmp}/bench_leaks.sqlite3")
+    os.environ.setdefault("OMNIA_DEBUG", "1")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "omnia_site.settings")
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    call_command("migrate", verbosity=0)
+
+
+def store_world(rng: random.Random, world: LeakWorld, ids: list[str], lines: int) -> int:
+    import json
+
+    from django.db import transaction
+
+    from memory.models import Attribute, AttributeAcl, BufferEntry, WorldObject
+
+    if WorldObject.objects.filter(pk="bench-world").exists():
+        sys.exit("bench-world already exists in this database; use a fresh one")
+    locations = sorted(i for i in world.object_ids if i.startswith("loc-"))
+    # Line n's leak draws come from the same generator as the pure bench, so the rates compare.
+    texts = make_texts(rng, world, ids, lines)
+    with transaction.atomic():
+        root = WorldObject.objects.create(id="bench-world", type="world", clock_iso="2026-07-06T12:30:00.000Z")
+        WorldObject.objects.bulk_create(
+            WorldObject(id=loc, type="location", world=root) for loc in locations
+        )
+        Attribute.objects.bulk_create(
+            Attribute(object_id=loc, name="description", value=f"a room numbered {n}", visibility="PUBLIC")
+            for n, loc in enumerate(locations)
+        )
+        WorldObject.objects.bulk_create(
+            WorldObject(
+                id=entity_id,
+                type="entity",
+                world=root,
+                location_id=locations[n % len(locations)],
+                aliases_json=json.dumps(list(world.aliases[entity_id].items())),
+                is_agent=1,
+            )
+            for n, entity_id in enumerate(ids)
+        )
+        attrs = [Attribute(object_id=i, name="name", value=world.true_names[i], visibility="PRIVATE") for i in ids]
+        attrs += [
+            Attribute(object_id=p.object_id, name=p.attribute_name, value=p.value, visibility="PRIVATE")
+            for p in world.private_values
+        ]
+        Attribute.objects.bulk_create(attrs, batch_size=2000)
+        AttributeAcl.objects.bulk_create(
+            (
+                AttributeAcl(object_id=p.object_id, attribute_name=p.attribute_name, entity_id=allowed)
+                for p in world.private_values
+                for allowed in sorted(p.allowed)
+            ),
+            batch_size=2000,
+        )
+        rows = []
+        for block, (viewer, text) in enumerate(texts):
+            for n, line in enumerate(text.split("\n")):
+                # The generated line already reads as the viewer sees it; stored as a v1
+                # action whose actor is the viewer, it renders as "you <line>".
+                intent = {"type": "action", "actorId": viewer, "targetIds": [], "description": line}
+                rows.append(
+                    BufferEntry(
+                        id=f"b{block}-{n}",
+                        owner_id=viewer,
+                        timestamp=f"2026-07-06T{n // 60:02d}:{n % 60:02d}:00.000Z",
+                        intent_json=json.dumps(intent),
+                        created_at=block * 1000 + n,
+                    )
+                )
+        BufferEntry.objects.bulk_create(rows, batch_size=5000)
+    return len(rows)
+
+
+def run_db(args: argparse.Namespace) -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        _django(tmp)
+        from memory.scan import leak_world, scan_world
+
+        rng = random.Random(args.seed)
+        world, ids = make_world(rng, args.entities)
+        t0 = time.perf_counter()
+        stored = store_world(rng, world, ids, args.lines)
+        print(f"db: {args.entities:,} entities, {stored:,} buffer rows stored in {time.perf_counter() - t0:.1f} s")
+
+        t0 = time.perf_counter()
+        scans = scan_world("bench-world")
+        world_s = time.perf_counter() - t0
+        prompts = [(scan.viewer_id, scan.prompt.text) for scan in scans]
+        total_mb = sum(len(text.encode()) for _, text in prompts) / 1e6
+        kinds: dict[str, int] = {}
+        for scan in scans:
+            for f in scan.findings:
+                kinds[f.finding.kind] = kinds.get(f.finding.kind, 0) + 1
+        print(
+            f"scan_world: {len(scans):,} viewer prompts ({total_mb:.2f} MB) rendered and scanned in "
+            f"{world_s:.2f} s = {len(scans) / world_s:,.0f} viewers/s; "
+            f"findings {sum(kinds.values()):,} {dict(sorted(kinds.items()))}"
+        )
+
+        index = build_leak_index(leak_world("bench-world"))
+        t0 = time.perf_counter()
+        found = [scan_text(index, viewer, text) for viewer, text in prompts]
+        auto_s = time.perf_counter() - t0
+        auto_rate = total_mb / auto_s
+        print(f"automaton alone on the prompts: {auto_s:.3f} s = {auto_rate:.1f} MB/s")
+
+        naive = build_naive_index(leak_world("bench-world"))
+        naive_s = naive_mb = 0.0
+        checked = mismatches = 0
+        for (viewer, text), expected in zip(prompts, found, strict=True):
+            t0 = time.perf_counter()
+            got = scan_text_naive(naive, viewer, text)
+            naive_s += time.perf_counter() - t0
+            naive_mb += len(text.encode()) / 1e6
+            checked += 1
+            mismatches += got != expected
+            if naive_s >= args.naive_seconds:
+                break
+        naive_rate = naive_mb / naive_s
+        print(
+            f"naive on {checked:,} of {len(prompts):,} prompts ({naive_mb:.3f} MB): {naive_s:.2f} s = "
+            f"{naive_rate:.4f} MB/s; same findings: {'yes' if not mismatches else f'NO ({mismatches})'}"
+        )
+        print(f"ratio automaton / naive on prompts: {auto_rate / naive_rate:,.0f}x")
+        peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(f"peak RSS: {peak_mb:.0f} MB")
+        if mismatches:
+            sys.exit(1)
 
 
 if __name__ == "__main__":
