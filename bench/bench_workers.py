@@ -1,0 +1,155 @@
+"""Projection worker throughput on PostgreSQL: 1 vs 2 `run_projections --loop` processes
+folding the same backlog.
+
+    .venv/bin/python bench/bench_workers.py                 # 60,000-row backlog, 4 shards
+    .venv/bin/python bench/bench_workers.py --smoke         # 10,000 rows, < 1 min
+    PG_ADMIN_URL=postgres://postgres@127.0.0.1:5432/postgres (default)
+
+A dedicated database (--db, default omnia_workers) is dropped and created, migrated, and
+filled with a backlog shaped like play (bench_projections.Store: 1,000 owners, conversations,
+scene rows, episode gaps). For each configuration the projections are reset (sessions and
+episodes emptied, watermarks to zero) and the workers are started as real processes; the
+clock runs from their start until every shard's lag is zero (so process start-up, ~1 s, is
+included). Each run ends with verify(): no drift, every row counted exactly once. The
+database is dropped at the end unless --keep.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psycopg
+
+ROOT = Path(__file__).resolve().parent.parent
+PG = os.environ.get("PG_ADMIN_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+
+
+def reset_database(name: str) -> str:
+    with psycopg.connect(PG, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.execute(f'CREATE DATABASE "{name}"')
+    return PG.rsplit("/", 1)[0] + "/" + name
+
+
+def drop_database(name: str) -> None:
+    with psycopg.connect(PG, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def worker_env(url: str) -> dict[str, str]:
+    env = dict(os.environ)
+    # DEBUG off: with it on Django keeps every query in memory, which skews a long fold.
+    env.update(
+        {"DATABASE_URL": url, "OMNIA_DEBUG": "0", "OMNIA_SECRET_KEY": "bench-only", "PYTHONUNBUFFERED": "1"}
+    )
+    return env
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--rows", type=int, default=60_000, help="backlog size")
+    parser.add_argument("--smoke", action="store_true", help="10,000 rows")
+    parser.add_argument("--db", default="omnia_workers", help="database to (re)create")
+    parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
+    args = parser.parse_args()
+    rows = 10_000 if args.smoke else args.rows
+
+    url = reset_database(args.db)
+    os.environ["DATABASE_URL"] = url
+    os.environ.setdefault("OMNIA_TESTING", "1")
+    sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(ROOT / "bench"))
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "omnia_site.settings")
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from django.db import connection
+
+    from bench_projections import Store
+    from memory.models import Episode, MemorySession
+    from memory.projections import verify
+    from memory.rows import ensure_shards, shard_count
+    from memory.workers import projection_status
+
+    call_command("migrate", verbosity=0)
+    ensure_shards()
+    store = Store()
+    store.world()
+    started = time.perf_counter()
+    store.add(rows)
+    print(f"backlog: {rows} rows in {time.perf_counter() - started:.1f}s, {shard_count()} shards")
+
+    def reset_projections() -> None:
+        with connection.cursor() as c:
+            c.execute(f"TRUNCATE {MemorySession._meta.db_table}, {Episode._meta.db_table}")
+            c.execute(
+                "UPDATE memory_projection_shards SET last_created_at = 0, last_id = '', "
+                "last_cycle_at = NULL, last_cycle_rows = 0"
+            )
+
+    configurations = [
+        ("1 worker", [[]]),
+        ("2 workers (shared, SKIP LOCKED)", [[], []]),
+        ("2 workers (--shards split)", [["--shards", "0,1"], ["--shards", "2,3"]]),
+    ]
+    if shard_count() != 4:
+        configurations = configurations[:2]
+    figures = []
+    for label, worker_args in configurations:
+        reset_projections()
+        t0 = time.perf_counter()
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "manage.py", "run_projections", "--loop", "--poll", "0.5", "--json", *extra],
+                cwd=ROOT,
+                env=worker_env(url),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for extra in worker_args
+        ]
+        while projection_status()["lag_rows"]:
+            time.sleep(0.1)
+        elapsed = time.perf_counter() - t0
+        folded = []
+        for proc in procs:
+            proc.send_signal(signal.SIGTERM)
+            out, err = proc.communicate(timeout=60)
+            if proc.returncode != 0:
+                raise SystemExit(f"worker failed: {err}")
+            folded.append(json.loads(out.strip().splitlines()[-1])["rows_folded"])
+        checked = verify()
+        counted = sum(MemorySession.objects.values_list("memory_count", flat=True))
+        row = {
+            "configuration": label,
+            "rows": rows,
+            "seconds": round(elapsed, 2),
+            "rows_per_second": round(rows / elapsed),
+            "rows_folded_per_worker": folded,
+            "drift": len(checked.drift),
+            "rows_counted": counted,
+        }
+        assert not checked.drift and counted == rows == sum(folded), row
+        figures.append(row)
+        print(json.dumps(row))
+    base = figures[0]["rows_per_second"]
+    for row in figures[1:]:
+        print(f"{row['configuration']}: {row['rows_per_second'] / base:.2f}x one worker")
+    connection.close()
+    if not args.keep:
+        drop_database(args.db)
+
+
+if __name__ == "__main__":
+    main()
