@@ -350,3 +350,15 @@ def test_random_worlds_an_id_in_stored_text_is_reported_not_removed(world, data)
         ]
         assert prompt_context(get_viewer(owner)).text == text
         transaction.set_rollback(True)
+
+
+@pytest.mark.django_db
+def test_scan_world_only_reads():
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    load_demo()
+    with CaptureQueriesContext(connection) as queries:
+        scan_world()
+    verbs = {q["sql"].lstrip().split()[0].upper() for q in queries.captured_queries}
+    assert verbs == {"SELECT"}
