@@ -360,5 +360,7 @@ def test_scan_world_only_reads():
     load_demo()
     with CaptureQueriesContext(connection) as queries:
         scan_world()
-    verbs = {q["sql"].lstrip().split()[0].upper() for q in queries.captured_queries}
-    assert verbs == {"SELECT"}
+    # PostgreSQL streams through server-side cursors: DECLARE ... CURSOR ... FOR SELECT.
+    statements = [q["sql"].split(" FOR ", 1)[-1] if q["sql"].startswith("DECLARE") else q["sql"]
+                  for q in queries.captured_queries]
+    assert {sql.lstrip().split()[0].upper() for sql in statements} == {"SELECT"}
