@@ -3,6 +3,13 @@
 Built from the viewer's side only: attributes it may see, everyone else by its alias, itself
 as "you", places by their descriptions. No id is ever written by this module; an id can reach
 the prompt only inside stored text the world itself wrote, which the leak scanner reports.
+
+Sections, in order: Current moment (clock, where you are), The world as you perceive it (the
+world's name and visible attributes, ways out, you, then everyone standing in your location as
+a nested list under your label for them), Long-term memory (memory.longterm's index, when that
+module is present), Recent memories (the last BUFFER_LINES of your buffer), Sessions (the
+doors' digest). Who stands here is decided by location only: with no location, nobody is.
+Another entity's true-name attributes are never listed; a name reaches you only as your alias.
 """
 
 from __future__ import annotations
