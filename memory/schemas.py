@@ -210,6 +210,7 @@ class LeakFindingOut(Schema):
     end: int
     text: str
     entity_id: str | None
+    attribute_name: str | None = Field(None, description="for a private_attribute finding")
     reason: str
 
 

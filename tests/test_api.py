@@ -308,3 +308,277 @@ def test_openapi_documents_error_shape(client) -> None:
     schema = client.get("/api/openapi.json").json()
     assert "ErrorOut" in schema["components"]["schemas"]
     assert schema["paths"]["/api/viewers/{viewer_id}/buffer"]["get"]["responses"]["404"]
+
+
+# --- sessions, digest, episodes, faces, long-term, prompt, leaks, doors -------------------------
+
+
+@pytest.fixture
+def demo(db):
+    from memory.projections import run_cycle
+    from memory.worlds import load_demo
+
+    load_demo()
+    run_cycle()
+
+
+OLDER_PIP_SESSIONS = ["conv-breakfast", "scene:loc-drowned-lantern"]
+PIP_DIGEST = [
+    "A scene at a low-beamed tavern with fishing nets hung from the rafters at 9:33 AM: "
+    "1 memory, 0 spoken",
+    "A conversation at a low-beamed tavern with fishing nets hung from the rafters "
+    "from 9:36 AM to 9:55 AM: 5 memories, 4 spoken",
+    "A conversation at a fish-scented stone quay where the night boats tie up "
+    "from 12:07 PM to 12:14 PM: 4 memories, 3 spoken",
+    "A scene at a fish-scented stone quay where the night boats tie up "
+    "from 8:02 AM to 12:25 PM: 9 memories, 3 spoken",
+]
+
+
+def test_sessions_episodes_and_digest_twins(client, demo, reader_token) -> None:
+    h = bearer(reader_token)
+    sessions = client.get("/api/viewers/npc-pip/sessions?limit=2", headers=h).json()
+    assert [s["session_key"] for s in sessions["items"]] == ["scene:loc-quay", "conv-standoff"]
+    assert sessions["items"][0] == {
+        "session_key": "scene:loc-quay",
+        "kind": "scene",
+        "first_at": "2026-07-06T08:02:00.000Z",
+        "last_at": "2026-07-06T12:25:00.000Z",
+        "memory_count": 9,
+        "dialogue_count": 3,
+        "last_member_id": "m-d10-pip",
+        "content_hash": sessions["items"][0]["content_hash"],
+        "live_count": 9,
+    }
+    older = client.get(
+        f"/api/viewers/npc-pip/sessions?limit=2&before={sessions['next_cursor']}", headers=h
+    ).json()
+    assert [s["session_key"] for s in older["items"]] == OLDER_PIP_SESSIONS
+    assert_error(
+        client.get("/api/viewers/npc-pip/sessions?before=%21%21", headers=h),
+        422,
+        "invalid",
+        "before",
+    )
+    digest = client.get("/api/viewers/npc-pip/digest", headers=h).json()
+    assert digest["lines"] == PIP_DIGEST and digest["unchanged"] is False
+    same = client.get(f"/api/viewers/npc-pip/digest?known_hash={digest['hash']}", headers=h).json()
+    assert same == {
+        "viewer_id": "npc-pip",
+        "lines": [],
+        "hash": digest["hash"],
+        "unchanged": True,
+        "rows_visited": same["rows_visited"],
+    }
+    episodes = client.get("/api/viewers/npc-pip/episodes?limit=2", headers=h).json()
+    assert episodes["items"][0] == {
+        "ordinal": 3,
+        "first_at": "2026-07-06T12:07:00.000Z",
+        "last_at": "2026-07-06T12:25:00.000Z",
+        "first_member_id": "m-d02-pip",
+        "last_member_id": "m-d10-pip",
+        "member_count": 7,
+        "is_open": True,
+    }
+    assert [e["ordinal"] for e in episodes["items"]] == [3, 2] and episodes["next_cursor"]
+    assert_error(client.get("/api/viewers/nobody/digest", headers=h), 404, "not_found", "viewer_id")
+    assert_error(
+        client.get("/api/viewers/npc-pip/episodes?limit=0", headers=h), 422, "invalid", "limit"
+    )
+
+
+def test_faces_twin_default_and_include_shadowed(client, demo, reader_token) -> None:
+    h = bearer(reader_token)
+    default = client.get("/api/viewers/npc-tobiah/faces", headers=h).json()
+    assert [i["id"] for i in default["items"]] == [
+        "abs-tobiah-signal-nights",
+        "ltm-tobiah-03",
+        "lore-brandy",
+        "lore-lighthouse",
+        "lore-signal",
+    ]
+    assert default["shadowed"] == {"lore-gullwing": "ltm-tobiah-03"}
+    assert default["superseded"] == {"ltm-tobiah-01": "abs-tobiah-signal-nights"}
+    assert default["withheld"] == ["ltm-tobiah-02"]
+    assert default["rows_visited"] == 11
+    full = client.get("/api/viewers/npc-tobiah/faces?include_shadowed=true", headers=h).json()
+    tagged = {
+        i["id"]: (i["state"], i["tags"], i["shadowed_by"], i["superseded_by"])
+        for i in full["items"]
+    }
+    assert tagged["lore-gullwing"] == ("shadowed", ["[shadowed]"], "ltm-tobiah-03", None)
+    assert tagged["ltm-tobiah-01"] == (
+        "superseded",
+        ["[superseded]"],
+        None,
+        "abs-tobiah-signal-nights",
+    )
+    assert len(full["items"]) == 7
+
+
+def test_long_term_entry_search_and_slug_twins(client, demo, reader_token) -> None:
+    h = bearer(reader_token)
+    member = client.get("/api/viewers/npc-tobiah/long-term/ltm-tobiah-01", headers=h).json()
+    assert member["notes"] == [
+        "[superseded] consolidated into abs-tobiah-signal-nights; delivered by id as evidence"
+    ]
+    assert member["rollup"] == {"id": "abs-tobiah-signal-nights", "title": None}
+    assert member["members"] == [] and member["item"]["state"] == "superseded"
+    rollup = client.get(
+        "/api/viewers/npc-tobiah/long-term/abs-tobiah-signal-nights", headers=h
+    ).json()
+    assert [m["id"] for m in rollup["members"]] == ["ltm-tobiah-01", "m-b11-tobiah", "m-d01-tobiah"]
+    assert rollup["rollup"] is None and rollup["notes"] == []
+    assert_error(
+        client.get("/api/viewers/npc-tobiah/long-term/nope", headers=h),
+        404,
+        "not_found",
+        "entry_id",
+    )
+    found = client.get("/api/viewers/npc-maren/search?q=harbor", headers=h).json()
+    assert [i["id"] for i in found["items"]] == ["ltm-maren-01"]
+    assert found["q"] == "harbor" and found["include_shadowed"] is False
+    slug = client.get("/api/viewers/npc-oswin/slugs/oswin/the-lighthouse", headers=h).json()
+    assert slug["item"]["id"] == "ltm-oswin-01" and slug["slug"] == "oswin/the-lighthouse"
+    assert_error(
+        client.get("/api/viewers/npc-oswin/slugs/no/such-slug", headers=h), 404, "not_found", "slug"
+    )
+
+
+def test_prompt_and_leaks_twins(client, demo, reader, reader_token) -> None:
+    h = bearer(reader_token)
+    prompt = client.get("/api/viewers/npc-pip/prompt", headers=h).json()
+    (finding,) = prompt["findings"]
+    assert prompt["text"][finding["start"] : finding["end"]] == "Sable Quint"
+    assert finding == {
+        "viewer_id": "npc-pip",
+        "section": "Recent memories",
+        "kind": "unknown_name",
+        "start": finding["start"],
+        "end": finding["start"] + len("Sable Quint"),
+        "text": "Sable Quint",
+        "entity_id": "npc-sable",
+        "attribute_name": None,
+        "reason": "npc-pip knows npc-sable only as 'the tall one in grey'",
+    }
+    assert [s["name"] for s in prompt["sections"]][0] == "Current moment"
+    leaks = client.get("/api/leaks", headers=h).json()
+    assert leaks["count"] == 4
+    assert [(f["viewer_id"], f["kind"]) for f in leaks["items"]] == [
+        ("5b0e6c1a-3f2d-4e8b-9a71-c4d2e8f90a13", "system_id"),
+        ("5b0e6c1a-3f2d-4e8b-9a71-c4d2e8f90a13", "private_attribute"),
+        ("npc-oswin", "system_id"),
+        ("npc-pip", "unknown_name"),
+    ]
+    ids = client.get("/api/leaks?kind=system_id&viewer=npc-oswin", headers=h).json()
+    assert [(f["viewer_id"], f["text"]) for f in ids["items"]] == [("npc-oswin", "npc-sable")]
+    assert_error(client.get("/api/leaks?viewer=nobody", headers=h), 404, "not_found", "viewer_id")
+    # the page and its JSON twin agree
+    client.force_login(reader)
+    assert client.get("/leaks.json").json()["items"] == leaks["items"]
+
+
+def test_engine_part_missing_is_503_in_the_error_shape(
+    client, cast, reader_token, monkeypatch
+) -> None:
+    from memory import selectors
+
+    real = selectors.engine_module
+    monkeypatch.setattr(selectors, "engine_module", lambda n: None if n == "scan" else real(n))
+    body = assert_error(client.get("/api/leaks", headers=bearer(reader_token)), 503, "unavailable")
+    assert body["detail"] == "not available yet: memory.scan missing"
+
+
+def test_abstract_door_lands_once_and_conflicts_on_stale_generation(
+    client, demo, staff_token, reader_token
+) -> None:
+    from memory.models import AbstractionEdge, BufferEntry, LedgerEntry
+
+    payload = {
+        "member_ids": ["m-a01-pip", "m-a02-pip"],
+        "name": "Dawn on the Quay",
+        "body": "Crates came off the Gullwing before the fog lifted.",
+        "expected_generation": 0,
+    }
+    assert_error(
+        client.post(
+            "/api/viewers/npc-pip/abstract",
+            payload,
+            content_type="application/json",
+            headers=bearer(reader_token),
+        ),
+        403,
+        "forbidden",
+    )
+    r = client.post(
+        "/api/viewers/npc-pip/abstract",
+        payload,
+        content_type="application/json",
+        headers=bearer(staff_token),
+    )
+    assert r.status_code == 201, r.content
+    body = r.json()
+    assert body == {
+        "id": body["id"],
+        "owner_id": "npc-pip",
+        "scope": "home:npc-pip",
+        "slug": body["slug"],
+        "name": "Dawn on the Quay",
+        "generation": 1,
+        "member_ids": ["m-a01-pip", "m-a02-pip"],
+    }
+    assert set(
+        BufferEntry.objects.filter(abstracted_into=body["id"]).values_list("id", flat=True)
+    ) == {"m-a01-pip", "m-a02-pip"}
+    ledger_count = LedgerEntry.objects.count()
+    edges = AbstractionEdge.objects.count()
+    stale = client.post(
+        "/api/viewers/npc-pip/abstract",
+        {**payload, "member_ids": ["m-a04-pip"]},
+        content_type="application/json",
+        headers=bearer(staff_token),
+    )
+    assert_error(stale, 409, "conflict", "expected_generation")
+    absorbed = client.post(
+        "/api/viewers/npc-pip/abstract",
+        {**payload, "expected_generation": 1},
+        content_type="application/json",
+        headers=bearer(staff_token),
+    )
+    assert_error(absorbed, 409, "conflict", "member_ids")
+    assert LedgerEntry.objects.count() == ledger_count and AbstractionEdge.objects.count() == edges
+    assert_error(
+        client.post(
+            "/api/viewers/npc-pip/abstract",
+            {**payload, "member_ids": []},
+            content_type="application/json",
+            headers=bearer(staff_token),
+        ),
+        422,
+        "invalid",
+        "member_ids",
+    )
+
+
+def test_projection_doors(client, demo, staff_token, reader_token) -> None:
+    from memory.models import MemorySession
+
+    for door in ("cycle", "rebuild", "verify"):
+        assert_error(
+            client.post(f"/api/projections/{door}", headers=bearer(reader_token)), 403, "forbidden"
+        )
+    remember("npc-pip", CHEST | {"actorId": "npc-pip"})
+    cycle = client.post("/api/projections/cycle", headers=bearer(staff_token)).json()
+    assert cycle == {
+        "rows_visited": 3,
+        "rows_folded": 1,
+        "sessions_written": 1,
+        "shards_skipped": [],
+    }
+    sessions = MemorySession.objects.count()
+    rebuild = client.post("/api/projections/rebuild", headers=bearer(staff_token)).json()
+    assert rebuild["rows_folded"] == BufferEntry.objects.count()
+    assert rebuild["sessions"] == sessions == MemorySession.objects.count()
+    verify = client.post("/api/projections/verify", headers=bearer(staff_token)).json()
+    assert verify == {"sessions": sessions, "identical": sessions, "drift": []}
+    assert AuditLog.objects.filter(action__startswith="projections.").count() == 2
