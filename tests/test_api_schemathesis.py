@@ -42,7 +42,7 @@ def test_api_conforms(case, token) -> None:
     assert response.status_code < 500, (
         f"{case.method} {case.formatted_path} -> {response.status_code}: {response.text[:300]}"
     )
-    if response.status_code in (400, 401, 403, 404, 422):
+    if response.status_code in (400, 401, 403, 404, 409, 422):
         body = response.json()
         assert set(body) == {"detail", "code", "field"}, body
     case.validate_response(response, checks=[status_code_conformance])

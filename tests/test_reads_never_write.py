@@ -56,6 +56,73 @@ def world(cast, django_user_model):
     return entry, staff
 
 
+@pytest.fixture
+def demo_world(db, django_user_model):
+    from memory.projections import run_cycle
+    from memory.worlds import load_demo
+
+    load_demo()
+    run_cycle()
+    remember(
+        "npc-pip",
+        {
+            "type": "action",
+            "originalText": "x",
+            "description": "waited",
+            "actorId": "npc-pip",
+            "targetIds": [],
+        },
+    )  # leaves one row unfolded
+    return django_user_model.objects.create_user("staff", password="pw", is_staff=True)
+
+
+def test_reading_the_long_term_prompt_and_leak_pages_writes_nothing(client, demo_world) -> None:
+    _token, raw = issue_token(demo_world, "reader")
+    client.force_login(demo_world)
+    before = snapshot()
+    pages = [
+        "/",
+        "/viewers/npc-tobiah/",
+        "/viewers/npc-tobiah/faces/",
+        "/viewers/npc-tobiah/faces/?include_shadowed=1",
+        "/viewers/npc-tobiah/sessions/",
+        "/viewers/npc-tobiah/entries/ltm-tobiah-01/",
+        "/viewers/npc-tobiah/entries/abs-tobiah-signal-nights/",
+        "/viewers/npc-tobiah/entries/m-b11-tobiah/",
+        "/viewers/npc-pip/prompt/",
+        "/leaks/",
+        "/leaks/?viewer=npc-pip&kind=unknown_name",
+        "/leaks/?format=csv",
+        "/leaks/?format=json",
+        "/leaks.csv",
+        "/leaks.json",
+    ]
+    for url in pages:
+        assert client.get(url).status_code == 200, url
+        assert client.get(url, headers={"HX-Request": "true"}).status_code == 200, url
+    api = [
+        "/api/viewers/npc-pip/sessions",
+        "/api/viewers/npc-pip/digest",
+        "/api/viewers/npc-pip/digest?known_hash=abc",
+        "/api/viewers/npc-pip/episodes",
+        "/api/viewers/npc-tobiah/faces",
+        "/api/viewers/npc-tobiah/faces?include_shadowed=true",
+        "/api/viewers/npc-tobiah/long-term/ltm-tobiah-01",
+        "/api/viewers/npc-tobiah/search?q=signal&include_shadowed=true",
+        "/api/viewers/npc-oswin/slugs/oswin/the-lighthouse",
+        "/api/viewers/npc-pip/prompt",
+        "/api/leaks",
+        "/api/leaks?viewer=npc-pip&kind=unknown_name",
+    ]
+    for url in api:
+        assert client.get(url).status_code == 200, url
+        assert client.get(url, headers={"Authorization": f"Bearer {raw}"}).status_code == 200, url
+    # verify is a POST door, but it only compares: it must not write either
+    assert client.post("/api/projections/verify").status_code == 200
+    assert client.post("/projections/verify/", headers={"HX-Request": "true"}).status_code == 200
+    assert snapshot() == before
+
+
 def test_reading_every_page_and_api_read_writes_nothing(client, world) -> None:
     entry, staff = world
     _token, raw = issue_token(staff, "reader")
