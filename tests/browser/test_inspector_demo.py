@@ -1,0 +1,122 @@
+"""The demo world in Chromium: four panels swap together, the prompt page marks its leak."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+PANELS = ("aliases-panel", "buffer-panel", "sessions-panel", "faces-panel")
+
+
+@pytest.fixture
+def demo(db, django_user_model):
+    from memory.projections import run_cycle
+    from memory.worlds import load_demo
+
+    load_demo()
+    run_cycle()
+    django_user_model.objects.create_user("designer", password="correct horse", is_staff=True)
+
+
+def login(page) -> None:
+    page.goto("/accounts/login/?next=/")
+    page.fill("#id_username", "designer")
+    page.fill("#id_password", "correct horse")
+    page.click("button[type=submit]")
+    page.wait_for_url(re.compile(r"/$"))
+
+
+def panels(page) -> dict[str, str]:
+    return {p: page.locator(f"#{p}").inner_text() for p in PANELS}
+
+
+def test_picking_a_viewer_swaps_all_four_panels_and_back_restores(
+    inspector_page, demo, artifacts
+) -> None:
+    page = inspector_page
+    login(page)
+    page.screenshot(path=str(artifacts / "overview-demo.png"), full_page=True)
+    page.goto("/viewers/npc-pip/")
+    page.evaluate("window.__noReload = 'still here'")
+    pip = panels(page)
+    page.click("nav.viewer-switch >> text=npc-tobiah")
+    page.wait_for_url(re.compile(r"/viewers/npc-tobiah/$"))
+    page.wait_for_selector("#viewer-panels[data-viewer=npc-tobiah]")
+    assert page.evaluate("window.__noReload") == "still here"  # htmx swapped, nothing reloaded
+    tobiah = panels(page)
+    assert [p for p in PANELS if tobiah[p] == pip[p]] == []  # every panel changed
+    assert "Signal Nights" in tobiah["faces-panel"] and "Signal Nights" not in pip["faces-panel"]
+    assert page.locator("#faces-panel [data-entry-id=abs-tobiah-signal-nights]").count() == 1
+    page.go_back()
+    page.wait_for_url(re.compile(r"/viewers/npc-pip/$"))
+    page.wait_for_selector("#viewer-panels[data-viewer=npc-pip]")
+    assert panels(page) == pip
+    assert page.console_errors == []
+    page.go_forward()
+    page.wait_for_selector("#viewer-panels[data-viewer=npc-tobiah]")
+    page.screenshot(path=str(artifacts / "viewer-demo.png"), full_page=True)
+
+
+def test_faces_toggle_is_a_permalink(inspector_page, demo) -> None:
+    page = inspector_page
+    login(page)
+    page.goto("/viewers/npc-tobiah/")
+    page.evaluate("window.__noReload = 1")
+    page.click("#faces-panel a.shadowed-toggle")
+    page.wait_for_url(re.compile(r"/viewers/npc-tobiah/faces/\?include_shadowed=1$"))
+    page.wait_for_selector("#faces-panel .badge.shadowed")
+    assert page.evaluate("window.__noReload") == 1
+    assert "shadowed by ltm-tobiah-03" in page.locator("#faces-panel").inner_text()
+    assert "superseded by abs-tobiah-signal-nights" in page.locator("#faces-panel").inner_text()
+    page.reload()  # the permalink renders the same state without JS state
+    assert page.locator("#faces-panel .badge.shadowed").count() == 1
+    assert page.console_errors == []
+
+
+def test_prompt_page_highlights_the_planted_leak_and_copies(
+    inspector_page, demo, artifacts
+) -> None:
+    page = inspector_page
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    login(page)
+    page.goto("/viewers/npc-pip/prompt/")
+    mark = page.locator("#prompt-text mark.leak")
+    assert mark.count() == 1
+    assert mark.inner_text() == "Sable Quint"
+    mark.focus()
+    assert page.evaluate("document.activeElement.tagName") == "MARK"
+    described = page.evaluate(
+        "document.getElementById(document.activeElement.getAttribute('aria-describedby'))"
+        ".textContent"
+    )
+    assert "npc-pip knows npc-sable only as 'the tall one in grey'" in described
+    tooltip = page.evaluate(
+        "getComputedStyle(document.activeElement, '::after').getPropertyValue('content')"
+    )
+    assert "the tall one in grey" in tooltip  # the explanation shows on focus, not only hover
+    page.screenshot(path=str(artifacts / "prompt-demo.png"), full_page=True)
+    page.click("button.copy-button")
+    page.wait_for_selector(".copy-status:has-text('Copied.')")
+    copied = page.evaluate("navigator.clipboard.readText()")
+    assert copied == page.locator("#prompt-text").text_content()
+    assert "Sable Quint" in copied and copied.startswith("## Current moment")
+    assert page.console_errors == []
+
+
+def test_projection_buttons_answer_in_place(inspector_page, demo) -> None:
+    page = inspector_page
+    login(page)
+    page.evaluate("window.__noReload = 1")
+    page.click("#projection-panel >> text=Verify a rebuild")
+    page.wait_for_selector("#projection-panel .result")
+    assert re.fullmatch(
+        r"Verify: (\d+) of \1 sessions identical to a rebuild\.",
+        page.locator("#projection-panel .result").inner_text(),
+    )
+    page.click("#projection-panel >> text=Run a cycle")
+    page.wait_for_selector("#projection-panel .result:has-text('Cycle done')")
+    assert page.evaluate("window.__noReload") == 1
+    assert page.console_errors == []
