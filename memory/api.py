@@ -550,7 +550,7 @@ def search(request: HttpRequest, viewer_id: str, q: str, include_shadowed: bool 
 
 
 @router.get(
-    "/viewers/{viewer_id}/slugs/{path:slug}",
+    "/viewers/{viewer_id}/resolve",
     response={200: SlugOut, **ENGINE_ERRORS},
     url_name="slug",
 )

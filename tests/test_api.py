@@ -438,10 +438,10 @@ def test_long_term_entry_search_and_slug_twins(client, demo, reader_token) -> No
     found = client.get("/api/viewers/npc-maren/search?q=harbor", headers=h).json()
     assert [i["id"] for i in found["items"]] == ["ltm-maren-01"]
     assert found["q"] == "harbor" and found["include_shadowed"] is False
-    slug = client.get("/api/viewers/npc-oswin/slugs/oswin/the-lighthouse", headers=h).json()
+    slug = client.get("/api/viewers/npc-oswin/resolve?slug=oswin/the-lighthouse", headers=h).json()
     assert slug["item"]["id"] == "ltm-oswin-01" and slug["slug"] == "oswin/the-lighthouse"
     assert_error(
-        client.get("/api/viewers/npc-oswin/slugs/no/such-slug", headers=h), 404, "not_found", "slug"
+        client.get("/api/viewers/npc-oswin/resolve?slug=no/such-slug", headers=h), 404, "not_found", "slug"
     )
 
 

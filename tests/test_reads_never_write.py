@@ -109,7 +109,7 @@ def test_reading_the_long_term_prompt_and_leak_pages_writes_nothing(client, demo
         "/api/viewers/npc-tobiah/faces?include_shadowed=true",
         "/api/viewers/npc-tobiah/long-term/ltm-tobiah-01",
         "/api/viewers/npc-tobiah/search?q=signal&include_shadowed=true",
-        "/api/viewers/npc-oswin/slugs/oswin/the-lighthouse",
+        "/api/viewers/npc-oswin/resolve?slug=oswin/the-lighthouse",
         "/api/viewers/npc-pip/prompt",
         "/api/leaks",
         "/api/leaks?viewer=npc-pip&kind=unknown_name",
