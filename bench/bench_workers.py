@@ -72,10 +72,10 @@ def main() -> None:
     import django
 
     django.setup()
+    from bench_projections import Store
     from django.core.management import call_command
     from django.db import connection
 
-    from bench_projections import Store
     from memory.models import Episode, MemorySession
     from memory.projections import verify
     from memory.rows import ensure_shards, shard_count
