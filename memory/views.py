@@ -18,6 +18,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.cache import patch_vary_headers
+from django.utils.functional import SimpleLazyObject
 from django.views.decorators.http import require_GET, require_POST
 
 from memory import selectors, services
@@ -287,13 +288,14 @@ def _faces_context(request: HttpRequest, viewer: Viewer) -> dict[str, Any]:
 
 def _viewer_context(request: HttpRequest, viewer: Viewer, **aliases_extra: Any) -> dict[str, Any]:
     state = BufferState.from_request(request)
+    # Lazy: a panel fragment reads only its own panel, so it pays only for that panel.
     return {
         "viewer": viewer,
-        "viewers": selectors.list_viewers(world_id=viewer.obj.world_id),
-        "aliases": _aliases_context(viewer, **aliases_extra),
-        "buffer": _buffer_context(viewer, state),
-        "sessions": _sessions_context(viewer),
-        "faces": _faces_context(request, viewer),
+        "viewers": SimpleLazyObject(lambda: selectors.list_viewers(world_id=viewer.obj.world_id)),
+        "aliases": SimpleLazyObject(lambda: _aliases_context(viewer, **aliases_extra)),
+        "buffer": SimpleLazyObject(lambda: _buffer_context(viewer, state)),
+        "sessions": SimpleLazyObject(lambda: _sessions_context(viewer)),
+        "faces": SimpleLazyObject(lambda: _faces_context(request, viewer)),
         "can_edit": can_edit(request.user),
         "json_twin": reverse("api:buffer", args=[viewer.id]),
     }
@@ -441,7 +443,9 @@ def leaks_page(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
         writer.writeheader()
         writer.writerows(findings)
         return response
-    query = urlencode([(k, v) for k, v in (("viewer", viewer_id), ("kind", kind)) if v])
+    filters = [(k, v) for k, v in (("viewer", viewer_id), ("kind", kind)) if v]
+    query = urlencode(filters)
+    base = reverse("memory:leaks")
     kinds = list(selectors.leak_kinds())
     context = {
         "findings": findings,
@@ -450,8 +454,8 @@ def leaks_page(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
         "kind_filter": kind or "",
         "kinds": kinds,
         "viewers": selectors.list_viewers(),
-        "csv_url": f"{reverse('memory:leaks')}?{urlencode([('format', 'csv')])}{'&' + query if query else ''}",
-        "json_url": f"{reverse('memory:leaks')}?format=json{'&' + query if query else ''}",
+        "csv_url": f"{base}?{urlencode([('format', 'csv'), *filters])}",
+        "json_url": f"{base}?{urlencode([('format', 'json'), *filters])}",
         "json_twin": reverse("api:leaks") + (f"?{query}" if query else ""),
     }
     return _render(request, "memory/leaks.html", "leak-table", context)
