@@ -11,7 +11,7 @@ PORT ?= 8000
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test]"
+	$(PY) -m pip install --quiet -e ".[test,bench]"
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -33,7 +33,7 @@ run: $(STAMP)
 test: $(STAMP)
 	mkdir -p var test-artifacts
 	$(PY) -m ruff check .
-	OMNIA_DEBUG=0 $(PY) manage.py makemigrations --check --dry-run -v0
+	OMNIA_TESTING=1 $(PY) manage.py makemigrations --check --dry-run -v0
 	$(PY) -m pytest -p xdist -n 2 $(PYTEST_ARGS)
 
 lint: $(STAMP)

@@ -123,6 +123,10 @@ def remember(
             conversation_id=conversation_id,
         )
         generation = bump_generation(owner_id)
+        # Local import: workers -> projections -> rows. Wakes LISTENing workers on commit.
+        from memory.workers import notify_written
+
+        notify_written()
     return Remembered(entry=entry, generation=generation)
 
 
