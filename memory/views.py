@@ -196,17 +196,41 @@ def _buffer_context(viewer: Viewer, state: BufferState) -> dict[str, Any]:
     }
 
 
+ALIASES_SHOWN = 100
+
+
 def _aliases_context(
-    viewer: Viewer, errors: dict[str, list[str]] | None = None, warnings=None
+    viewer: Viewer,
+    errors: dict[str, list[str]] | None = None,
+    warnings=None,
+    show_all: bool = False,
 ) -> dict:
+    """Every alias row; past ALIASES_SHOWN targets only the labelled ones and any the edit just
+    touched, unless ?all_aliases=1 (a crowd of strangers would make the page megabytes)."""
     errors, warnings = errors or {}, warnings or {}
+    all_rows = selectors.alias_rows(viewer)
+    if not show_all and len(all_rows) > ALIASES_SHOWN:
+        keep = [
+            r
+            for r in all_rows
+            if r.label is not None or r.target_id in errors or r.target_id in warnings
+        ]
+        picked = {r.target_id for r in keep}
+        strangers = [r for r in all_rows if r.target_id not in picked]
+        room = max(ALIASES_SHOWN - len(keep), 0)
+        picked |= {r.target_id for r in strangers[:room]}
+        visible = [r for r in all_rows if r.target_id in picked]
+    else:
+        visible = all_rows
     rows = [
         {"row": r, "errors": errors.get(r.target_id, []), "warnings": warnings.get(r.target_id, [])}
-        for r in selectors.alias_rows(viewer)
+        for r in visible
     ]
     shown = {item["row"].target_id for item in rows}
     return {
         "rows": rows,
+        "hidden": len(all_rows) - len(rows),
+        "all_url": reverse("memory:aliases_panel", args=[viewer.id]) + "?all_aliases=1",
         "other_errors": [(t, errs) for t, errs in errors.items() if t not in shown],
         "history": selectors.alias_history(viewer.id),
         "errors": errors or {},
@@ -292,7 +316,11 @@ def _viewer_context(request: HttpRequest, viewer: Viewer, **aliases_extra: Any) 
     return {
         "viewer": viewer,
         "viewers": SimpleLazyObject(lambda: selectors.list_viewers(world_id=viewer.obj.world_id)),
-        "aliases": SimpleLazyObject(lambda: _aliases_context(viewer, **aliases_extra)),
+        "aliases": SimpleLazyObject(
+            lambda: _aliases_context(
+                viewer, show_all=request.GET.get("all_aliases") == "1", **aliases_extra
+            )
+        ),
         "buffer": SimpleLazyObject(lambda: _buffer_context(viewer, state)),
         "sessions": SimpleLazyObject(lambda: _sessions_context(viewer)),
         "faces": SimpleLazyObject(lambda: _faces_context(request, viewer)),

@@ -573,3 +573,21 @@ def test_projection_buttons_need_staff_and_post(client, reader, demo) -> None:
     assert client.post("/projections/cycle/").status_code == 403
     assert "Run a cycle" not in client.get("/").content.decode()
     assert client.get("/projections/cycle/").status_code == 405
+
+
+def test_aliases_panel_caps_strangers_and_links_show_all(staff_client, cast, monkeypatch) -> None:
+    from memory import views
+
+    monkeypatch.setattr(views, "ALIASES_SHOWN", 1)
+    body = fragment(staff_client, "/viewers/alice/aliases/")
+    # alice names both bob and charlie, so both stay; nothing is hidden
+    assert 'data-target="bob"' in body and 'data-target="charlie"' in body
+    assert "Show all" not in body
+    WorldObject.objects.create(id="dora", type="entity", world_id="tavern", aliases_json="[]")
+    WorldObject.objects.create(id="eve", type="entity", world_id="tavern", aliases_json="[]")
+    body = fragment(staff_client, "/viewers/alice/aliases/")
+    assert 'data-target="dora"' not in body and 'data-target="eve"' not in body
+    assert "2 more entities this viewer has no name for." in body
+    assert 'href="/viewers/alice/aliases/?all_aliases=1"' in body
+    every = fragment(staff_client, "/viewers/alice/aliases/?all_aliases=1")
+    assert 'data-target="dora"' in every and 'data-target="eve"' in every
