@@ -429,15 +429,23 @@ def fold_batch(rows: Sequence[FoldRow], result: CycleResult) -> None:
     result.rows_folded += len(rows)
 
 
-def run_cycle(shards: Iterable[int] | None = None, *, batch_size: int = CYCLE_BATCH) -> CycleResult:
+def run_cycle(
+    shards: Iterable[int] | None = None, *, batch_size: int = CYCLE_BATCH, start: int = 0
+) -> CycleResult:
     """One forward-only pass: fold every row written past each shard's watermark.
 
     Each batch is its own transaction under the shard's lock, so writers on that shard wait
-    at most one batch and concurrent cycles never fold a row twice.
+    at most one batch and concurrent cycles never fold a row twice. `start` rotates the
+    order (shard `start` first): workers sharing shards begin in different places instead of
+    all queueing for shard 0 and skipping in step.
     """
     ensure_shards()
     result = CycleResult()
-    for shard in sorted(shards if shards is not None else range(shard_count())):
+    ordered = sorted(shards if shards is not None else range(shard_count()))
+    if ordered:
+        turn = start % len(ordered)
+        ordered = ordered[turn:] + ordered[:turn]
+    for shard in ordered:
         while True:
             with transaction.atomic():
                 claimed = _claim(shard)

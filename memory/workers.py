@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import random
 import signal
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -178,12 +179,14 @@ class Waker:
                 self.close()
                 continue
             if got:
-                self._drain()
+                self.drain()
                 return True
         return False
 
-    def _drain(self) -> None:
+    def drain(self) -> None:
         # A burst of writes sends many notifications; one cycle serves them all.
+        if self._listener is None:
+            return
         with contextlib.suppress(Exception):
             list(self._listener.connection.notifies(timeout=0, stop_after=1000))
 
@@ -203,15 +206,24 @@ def run_loop(
     on_cycle: Callable[[CycleResult], None] | None = None,
     cycle: Callable[..., CycleResult] = run_cycle,
     listen: bool = True,
+    settle: float = 0.0,
 ) -> LoopStats:
-    """Run cycles until `stop` is set (or `max_cycles` ran); database errors back off and retry."""
+    """Run cycles until `stop` is set (or `max_cycles` ran); database errors back off and retry.
+
+    `settle`: after a NOTIFY wakes the worker it waits this long before folding, so a steady
+    stream of writes is folded in batches (at most one cycle per `settle` seconds) instead
+    of one cycle, with its per-shard claims, per written row. The price is that much lag.
+    """
     stop = stop or StopFlag()
     stats = LoopStats()
     waker = Waker(poll, stop, listen=listen)
+    # Each worker starts its cycles at its own shard and moves one on per cycle, so workers
+    # sharing shards spread over them rather than meeting on the same one.
+    turn = random.randrange(1 << 16)
     try:
         while not stop.stopping:
             try:
-                result = cycle(shards=shards)
+                result = cycle(shards=shards, start=turn + stats.cycles)
             except DatabaseError as exc:
                 if is_read_only_error(exc):
                     raise  # retrying cannot help; the command turns it into a clear message
@@ -235,6 +247,9 @@ def run_loop(
                 break
             if waker.wait():
                 stats.wakeups += 1
+                if settle > 0:
+                    _sleep(settle, stop)
+                    waker.drain()
     finally:
         waker.close()
     return stats

@@ -582,3 +582,42 @@ def test_projection_doors(client, demo, staff_token, reader_token) -> None:
     verify = client.post("/api/projections/verify", headers=bearer(staff_token)).json()
     assert verify == {"sessions": sessions, "identical": sessions, "drift": []}
     assert AuditLog.objects.filter(action__startswith="projections.").count() == 2
+
+
+def test_remember_is_a_handful_of_round_trips(client, cast, staff_token) -> None:
+    """The write door's cost is its queries (each a round trip under load): token, role,
+    viewer, owner + world clock, shard claim (UPDATE … RETURNING), insert, generation
+    (UPDATE … RETURNING), NOTIFY on PostgreSQL, audit row. No re-reads."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client.post(  # the first write of an owner creates its generation row: one more INSERT
+        "/api/viewers/alice/memories", {"intent": CHEST}, content_type="application/json",
+        headers=bearer(staff_token),
+    )
+    with CaptureQueriesContext(connection) as ctx:
+        r = client.post(
+            "/api/viewers/alice/memories", {"intent": CHEST}, content_type="application/json",
+            headers=bearer(staff_token),
+        )
+    assert r.status_code == 201
+    assert r.json()["generation"] == 2
+    assert BufferEntry.objects.filter(owner_id="alice").count() == 2
+    # The test's own transaction turns the service's BEGIN/COMMIT into SAVEPOINT/RELEASE.
+    statements = [
+        " ".join(q["sql"].replace('"', "").split()[:4])
+        for q in ctx.captured_queries
+        if not q["sql"].startswith(("SAVEPOINT", "RELEASE"))
+    ]
+    greatest = "GREATEST" if connection.vendor == "postgresql" else "MAX"
+    assert [s.split(" SET ")[0] if s.startswith("UPDATE") else s for s in statements] == [
+        "SELECT memory_api_tokens.id, memory_api_tokens.user_id, memory_api_tokens.name,",
+        "SELECT objects.id, objects.type, objects.world_id,",  # the viewer (404 if unknown)
+        "SELECT objects.id, objects.type, objects.world_id,",  # owner + world clock subquery
+        "UPDATE memory_projection_shards",
+        "INSERT INTO buffer_entries (id,",
+        "UPDATE memory_owner_state",
+        *(["NOTIFY omnia_memory"] if connection.vendor == "postgresql" else []),
+        "INSERT INTO memory_audit_log (actor_id,",
+    ]
+    assert f"{greatest}(" in ctx.captured_queries[4]["sql"]

@@ -242,3 +242,55 @@ def test_sigkill_mid_cycle_loses_nothing_and_folds_nothing_twice(cast):
     concurrent = (session_rows(), episode_rows())
     rebuild()
     assert (session_rows(), episode_rows()) == concurrent
+
+
+@on_postgres
+def test_settle_folds_a_burst_of_notified_writes_in_one_cycle(cast):
+    proc = start_worker("--poll", "120", "--settle", "1.5")
+    try:
+        write("alice", 1)
+        assert wait_for(lambda: folded_total() == 1)
+        time.sleep(0.5)
+        # Ten writes, ten NOTIFYs, well inside the settle window.
+        for i in range(2, 12):
+            with transaction.atomic():
+                write(("alice", "bob")[i % 2], i)
+                notify_written()
+        assert wait_for(lambda: folded_total() == 11, seconds=20)
+    finally:
+        code, out, err = stop(proc)
+    assert code == 0, err
+    summary = summary_of(out)
+    assert summary["rows_folded"] == 11
+    # The first cycle, then one for the whole burst (without settle: up to ten).
+    assert summary["cycles"] == 2, summary
+    assert verify().drift == []
+
+
+def test_settle_must_not_be_negative(cast):
+    done = subprocess.run(
+        [sys.executable, "manage.py", "run_projections", "--loop", "--settle", "-1"],
+        cwd=ROOT, env=child_env(), capture_output=True, text=True,
+    )
+    assert done.returncode == 1
+    assert done.stderr.strip() == "CommandError: --settle must be 0 or a positive number of seconds"
+
+
+def test_cycle_start_rotates_the_shard_order(cast, monkeypatch):
+    from memory import projections
+
+    tried: list[int] = []
+
+    def held_by_someone_else(shard: int):
+        tried.append(shard)
+        return None
+
+    monkeypatch.setattr(projections, "_claim", held_by_someone_else)
+    count = shard_count()
+    result = run_cycle(start=count + 1)  # wraps: shard 1 first
+    expected = [*range(1, count), 0]
+    assert tried == expected
+    assert result.shards_skipped == expected
+    tried.clear()
+    run_cycle(shards=[0, 2], start=1)
+    assert tried == [2, 0]

@@ -35,6 +35,13 @@ class Command(BaseCommand):
             "--poll", type=float, default=5.0, help="seconds between cycles when idle (--loop)"
         )
         parser.add_argument(
+            "--settle",
+            type=float,
+            default=0.2,
+            help="seconds to wait after a NOTIFY before folding, so a stream of writes is "
+            "folded in batches (--loop; 0 folds at once)",
+        )
+        parser.add_argument(
             "--shards", default="", help="comma-separated shard numbers to fold (default: all)"
         )
 
@@ -59,6 +66,8 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         if options["poll"] <= 0:
             raise CommandError("--poll must be a positive number of seconds")
+        if options["settle"] < 0:
+            raise CommandError("--settle must be 0 or a positive number of seconds")
         if options["loop"]:
             self._loop(shards, options)
             return
@@ -91,7 +100,13 @@ class Command(BaseCommand):
         if not as_json:
             self.stdout.write(f"projection worker: shards {shard_list(shards)}, poll {options['poll']}s")
             self.stdout.flush()
-        stats = run_loop(poll=options["poll"], shards=shards, stop=stop, on_cycle=report)
+        stats = run_loop(
+            poll=options["poll"],
+            shards=shards,
+            stop=stop,
+            on_cycle=report,
+            settle=options["settle"],
+        )
         summary = {
             "stopped_by": stop.signal,
             "cycles": stats.cycles,
