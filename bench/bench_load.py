@@ -41,39 +41,53 @@ FIXTURE = ROOT / "tests" / "fixtures" / "omnia" / "omnia-head-tavern.sqlite"
 # --- the locust side ------------------------------------------------------------------------------
 
 if "locust" in sys.modules:
-    from locust import HttpUser, between, constant_throughput, events, task
+    from locust import FastHttpUser, between, constant_throughput, events, task
 
     VIEWERS = os.environ.get("BENCH_VIEWERS", "").split(",")
     READER_TOKEN = os.environ.get("BENCH_READER_TOKEN", "")
     WRITER_TOKEN = os.environ.get("BENCH_WRITER_TOKEN", "")
-    WRITERS = int(os.environ.get("BENCH_WRITERS", "4"))
+    WRITERS = int(os.environ.get("BENCH_WRITERS", "20"))
+    THINK = tuple(float(x) for x in os.environ.get("BENCH_THINK", "1,3").split(","))
     WRITE_RATE = float(os.environ.get("BENCH_WRITE_RATE", "100"))
     IDS_PATH = os.environ.get("BENCH_IDS_PATH", "")
     SAMPLES_PATH = os.environ.get("BENCH_SAMPLES_PATH", "")
     SESSIONS = os.environ.get("BENCH_SESSIONS", "").split(",")
     written: list[str] = []
-    samples: list[tuple[str, float, bool]] = []
+    samples: list[tuple[str, float, bool, float]] = []
+    started = [time.monotonic()]
+
+    @events.test_start.add_listener
+    def mark_start(**_kwargs) -> None:
+        started[0] = time.monotonic()
 
     @events.request.add_listener
     def record(name: str, response_time: float, exception: object, **_kwargs) -> None:
-        # Every request's own time: exact percentiles, not locust's rounded buckets.
-        samples.append((name, response_time, exception is None))
+        # Every request's own time (exact percentiles, not locust's rounded buckets) and when
+        # it ended, so the orchestrator can leave the warm-up out.
+        samples.append((name, response_time, exception is None, time.monotonic() - started[0]))
 
-    class Reader(HttpUser):
-        """A QA reader: signs in once, then browses the viewer page and its JSON twins."""
+    # FastHttpUser (geventhttpclient) rather than HttpUser (requests): the load generator
+    # shares the two cores with the server and PostgreSQL, so its own CPU per request is
+    # capacity taken from what is measured.
+
+    class Reader(FastHttpUser):
+        """A QA reader: signs in once, then browses the viewer page and its JSON twins,
+        pausing BENCH_THINK seconds (uniform, "lo,hi") between requests."""
 
         weight = 1
-        wait_time = between(0.05, 0.2)
+        wait_time = between(*THINK)
 
         def on_start(self) -> None:
             # A session made in setup: signing in 32 users at once would spend the first
             # seconds of the run hashing passwords (PBKDF2), which is not what is measured.
-            self.client.cookies.set("sessionid", random.choice(SESSIONS))
+            self.page = {"Cookie": f"sessionid={random.choice(SESSIONS)}"}
             self.api = {"Authorization": f"Bearer {READER_TOKEN}"}
 
         @task(3)
         def viewer_page(self) -> None:
-            self.client.get(f"/viewers/{random.choice(VIEWERS)}/", name="/viewers/[id]/")
+            self.client.get(
+                f"/viewers/{random.choice(VIEWERS)}/", headers=self.page, name="/viewers/[id]/"
+            )
 
         @task(3)
         def buffer_api(self) -> None:
@@ -95,8 +109,10 @@ if "locust" in sys.modules:
         def entities_api(self) -> None:
             self.client.get("/api/entities", headers=self.api, name="/api/entities")
 
-    class Writer(HttpUser):
-        """The game's CI: remembers rows through the API at a fixed total rate."""
+    class Writer(FastHttpUser):
+        """The game's CI: remembers rows through the API at a fixed total rate, spread over
+        BENCH_WRITERS users so that one slow answer does not stall the rate (each user has
+        one request in flight and needs its answer within WRITERS / rate seconds)."""
 
         fixed_count = WRITERS
         wait_time = constant_throughput(WRITE_RATE / max(1, WRITERS))
@@ -229,11 +245,11 @@ def percentile(ordered: list[float], q: float) -> float:
 
 
 def figures(name: str, samples: list, seconds: float) -> dict:
-    times = sorted(t for _n, t, _ok in samples)
+    times = sorted(t for _n, t, _ok, _at in samples)
     return {
         "name": name,
         "requests": len(samples),
-        "failures": sum(1 for _n, _t, ok in samples if not ok),
+        "failures": sum(1 for _n, _t, ok, _at in samples if not ok),
         "requests_per_s": round(len(samples) / seconds, 1),
         "p50_ms": percentile(times, 0.50),
         "p95_ms": percentile(times, 0.95),
@@ -241,29 +257,49 @@ def figures(name: str, samples: list, seconds: float) -> dict:
     }
 
 
-def aggregate(samples_path: Path, seconds: float) -> tuple[dict, list[dict]]:
-    samples = json.loads(samples_path.read_text())
-    names = sorted({n for n, _t, _ok in samples})
+def aggregate(samples_path: Path, warmup: float, seconds: float) -> tuple[dict, list[dict], int]:
+    """Figures over the measured window only; warm-up failures still count as failures."""
+    everything = json.loads(samples_path.read_text())
+    warm_failures = sum(1 for _n, _t, ok, at in everything if at < warmup and not ok)
+    samples = [x for x in everything if x[3] >= warmup]
+    names = sorted({x[0] for x in samples})
     per_route = [figures(n, [x for x in samples if x[0] == n], seconds) for n in names]
-    return figures("all", samples, seconds), per_route
+    return figures("all", samples, seconds), per_route, warm_failures
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--seconds", type=int, default=60)
+    parser.add_argument("--seconds", type=int, default=60, help="measured window")
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        default=10,
+        help="seconds run before the measured window (users ramp up, gunicorn workers open "
+        "their connections and compile templates); not in the percentiles",
+    )
     parser.add_argument("--readers", type=int, default=32)
     parser.add_argument("--write-rate", type=float, default=100.0, help="rows/s, all writers")
-    parser.add_argument("--writers", type=int, default=4, help="writer users sharing the rate")
+    parser.add_argument("--writers", type=int, default=20, help="writer users sharing the rate")
+    parser.add_argument(
+        "--think",
+        default="1,3",
+        help="reader pause between requests, 'lo,hi' seconds (uniform); '0.05,0.2' is a "
+        "saturation run, not a person",
+    )
+    parser.add_argument("--settle", default="0.2", help="run_projections --settle (seconds)")
     parser.add_argument("--web-workers", type=int, default=4)
+    parser.add_argument(
+        "--threads", type=int, default=1, help="gunicorn threads per worker (>1: gthread)"
+    )
     parser.add_argument("--projection-workers", type=int, default=2)
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--db", default="omnia_load")
     parser.add_argument("--smoke", action="store_true", help="5 s, 4 readers")
     args = parser.parse_args()
     if args.smoke:
-        args.seconds, args.readers = 5, 4
+        args.seconds, args.readers, args.warmup = 5, 4, 2
 
     url = reset_database(args.db)
     work = Path(tempfile.mkdtemp(prefix="omnia-load-"))
@@ -295,6 +331,7 @@ def main() -> None:
                     str(Path(sys.executable).parent / "gunicorn"),
                     "omnia_site.wsgi",
                     "--workers", str(args.web_workers),
+                    "--threads", str(args.threads),
                     "--bind", f"127.0.0.1:{args.port}",
                     "--access-logfile", "-",
                 ],
@@ -303,7 +340,7 @@ def main() -> None:
         )
         workers = [
             subprocess.Popen(
-                [sys.executable, "manage.py", "run_projections", "--loop", "--poll", "1", "--json"],
+                [sys.executable, "manage.py", "run_projections", "--loop", "--poll", "1", "--settle", args.settle, "--json"],
                 cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=logs["workers"], text=True,
             )
             for _ in range(args.projection_workers)
@@ -319,6 +356,7 @@ def main() -> None:
                 "BENCH_READER_TOKEN": setup["reader_token"],
                 "BENCH_WRITER_TOKEN": setup["writer_token"],
                 "BENCH_WRITERS": str(args.writers),
+                "BENCH_THINK": args.think,
                 "BENCH_WRITE_RATE": str(args.write_rate),
                 "BENCH_IDS_PATH": str(ids_path),
                 "BENCH_SAMPLES_PATH": str(work / "samples.json"),
@@ -331,13 +369,15 @@ def main() -> None:
                 str(Path(sys.executable).parent / "locust"),
                 "-f", str(Path(__file__).resolve()),
                 "--headless", "--host", base,
-                "--users", str(users), "--spawn-rate", str(users),
-                "--run-time", f"{args.seconds}s", "--stop-timeout", "10",
+                "--users", str(users), "--spawn-rate", str(max(1, users // 5)),
+                "--run-time", f"{args.warmup + args.seconds}s", "--stop-timeout", "10",
                 "--csv", str(work / "load"), "--only-summary", "--loglevel", "WARNING",
             ],
             cwd=ROOT, env=locust_env, stdout=logs["locust"], stderr=subprocess.STDOUT,
         )
-        total, per_route = aggregate(work / "samples.json", args.seconds)
+        total, per_route, warm_failures = aggregate(
+            work / "samples.json", args.warmup, args.seconds
+        )
         catch_up = wait_lag_zero(env)
         folded = []
         for w in workers:
@@ -363,9 +403,14 @@ def main() -> None:
     result = {
         "seconds": args.seconds,
         "readers": args.readers,
+        "reader_think_s": args.think,
+        "writers": args.writers,
         "write_rate_target": args.write_rate,
         "web_workers": args.web_workers,
+        "threads": args.threads,
         "projection_workers": args.projection_workers,
+        "warmup_s": args.warmup,
+        "warmup_failures": warm_failures,
         "total": total,
         "routes": per_route,
         "server_5xx_in_access_log": server_errors,
@@ -374,12 +419,18 @@ def main() -> None:
         "verify_exit": verify.returncode,
         "verify_drift": len(drift),
         "rows": check,
+        "write_rate_achieved": next(
+            (round((r["requests"] - r["failures"]) / args.seconds, 1) for r in per_route
+             if r["name"].startswith("POST")),
+            0.0,
+        ),
         "locust_exit": locust.returncode,
         "logs": str(work),
     }
     print(json.dumps(result, indent=2))
     ok = (
         total["failures"] == 0
+        and warm_failures == 0
         and server_errors == 0
         and verify.returncode == 0
         and not drift
