@@ -1,7 +1,8 @@
 """Load test on PostgreSQL: gunicorn (4 workers), 2 projection workers, 32 readers, 100 writes/s.
 
-    .venv/bin/python bench/bench_load.py                       # 60 s, 32 readers, 100 rows/s
-    .venv/bin/python bench/bench_load.py --smoke               # 5 s, 4 readers
+    .venv/bin/python bench/bench_load.py                       # 10 s warm-up + 60 s measured
+    .venv/bin/python bench/bench_load.py --think 0.05,0.2      # readers as fast as they can
+    .venv/bin/python bench/bench_load.py --smoke               # 2 s + 5 s, 4 readers
     PG_ADMIN_URL=postgres://postgres@127.0.0.1:5432/postgres (default)
 
 What it does, all on loopback and bounded in time:
@@ -9,9 +10,11 @@ What it does, all on loopback and bounded in time:
    tavern fixture world, creates a reader (password + API token) and an editor (API token);
 2. starts gunicorn (omnia_site.wsgi, --workers 4, DEBUG off, manifest static) and two
    `run_projections --loop` workers;
-3. runs locust headless: --readers users who sign in and read the viewer page, the buffer
-   and sessions API and the entity list, plus writer users who POST remember through the API
-   at --write-rate rows/s in total;
+3. runs locust headless: --readers users who read the viewer page, the buffer and sessions
+   API and the entity list, pausing --think seconds between requests (a person reading), plus
+   --writers users who POST remember through the API at --write-rate rows/s in total. Users
+   ramp up over the first seconds; the first --warmup seconds are left out of the figures
+   (cold gunicorn workers compile templates and open connections), their failures are not;
 4. waits for the projection lag to reach zero, stops the workers with SIGTERM, and checks
    `rebuild_projections --verify` (no drift) and that every id the API answered 201 for is
    a row in buffer_entries, and that the sessions count every row exactly once.

@@ -347,13 +347,15 @@ def delete_alias(request: HttpRequest, viewer_id: str, target_id: str):
 )
 def remember(request: HttpRequest, viewer_id: str, payload: MemoryIn):
     """Write one memory for the viewer through the engine's write door."""
-    from memory.rows import MemoryWriteError
+    from memory.rows import MemoryWriteError, UnknownOwner
 
     _require_staff(request)
-    viewer = _viewer(viewer_id)
+    viewer_id = _id(viewer_id, "viewer_id")
     try:
+        # The write door looks the owner up itself (with its world's clock): asking here
+        # first would be one more round trip on the hottest path.
         done = services.remember_memory(
-            viewer.id,
+            viewer_id,
             user=user_of(request),
             intent=payload.intent,
             outcome=payload.outcome,
@@ -364,6 +366,8 @@ def remember(request: HttpRequest, viewer_id: str, payload: MemoryIn):
     except IntentError as exc:
         field = "outcome" if str(exc).lower().startswith("outcome") else "intent"
         raise ApiError(422, str(exc), "invalid", field) from None
+    except UnknownOwner:
+        raise ApiError(404, f"no entity with id {viewer_id!r}", "not_found", "viewer_id") from None
     except MemoryWriteError as exc:
         raise ApiError(422, str(exc), "invalid", None) from None
     except ValueError as exc:  # e.g. NUL in text on PostgreSQL

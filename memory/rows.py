@@ -27,6 +27,10 @@ class MemoryWriteError(ValueError):
     """A write refused for its input (unknown owner, invalid intent…); nothing was written."""
 
 
+class UnknownOwner(MemoryWriteError):
+    """The owner is not an entity of any loaded world (a 404 to the API, not a 422)."""
+
+
 def now_us() -> int:
     return time.time_ns() // 1000
 
@@ -114,8 +118,6 @@ def remember(
     pinned: int = 0,
 ) -> Remembered:
     """Write one memory row for `owner_id`; validated here, at the door (seed 000 §4)."""
-    parsed = intent if isinstance(intent, IntentV1 | IntentV2) else parse_intent(intent)
-    parsed_outcome = outcome if isinstance(outcome, Outcome) or outcome is None else parse_outcome(outcome)
     # The owner and its world's clock in one round trip: a write is a handful of queries.
     clock = WorldObject.objects.filter(pk=OuterRef("world_id")).values("clock_iso")[:1]
     owner = (
@@ -124,7 +126,9 @@ def remember(
         .first()
     )
     if owner is None:
-        raise MemoryWriteError(f"owner {owner_id!r} is not an entity of any loaded world")
+        raise UnknownOwner(f"owner {owner_id!r} is not an entity of any loaded world")
+    parsed = intent if isinstance(intent, IntentV1 | IntentV2) else parse_intent(intent)
+    parsed_outcome = outcome if isinstance(outcome, Outcome) or outcome is None else parse_outcome(outcome)
     if entry_id is not None and BufferEntry.objects.filter(pk=entry_id).exists():
         raise MemoryWriteError(f"a memory with id {entry_id!r} already exists")
     if timestamp is None:

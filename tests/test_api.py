@@ -586,7 +586,7 @@ def test_projection_doors(client, demo, staff_token, reader_token) -> None:
 
 def test_remember_is_a_handful_of_round_trips(client, cast, staff_token) -> None:
     """The write door's cost is its queries (each a round trip under load): token, role,
-    viewer, owner + world clock, shard claim (UPDATE … RETURNING), insert, generation
+    owner + world clock, shard claim (UPDATE … RETURNING), insert, generation
     (UPDATE … RETURNING), NOTIFY on PostgreSQL, audit row. No re-reads."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
@@ -612,12 +612,11 @@ def test_remember_is_a_handful_of_round_trips(client, cast, staff_token) -> None
     greatest = "GREATEST" if connection.vendor == "postgresql" else "MAX"
     assert [s.split(" SET ")[0] if s.startswith("UPDATE") else s for s in statements] == [
         "SELECT memory_api_tokens.id, memory_api_tokens.user_id, memory_api_tokens.name,",
-        "SELECT objects.id, objects.type, objects.world_id,",  # the viewer (404 if unknown)
-        "SELECT objects.id, objects.type, objects.world_id,",  # owner + world clock subquery
+        "SELECT objects.id, objects.type, objects.world_id,",  # owner + world clock (or 404)
         "UPDATE memory_projection_shards",
         "INSERT INTO buffer_entries (id,",
         "UPDATE memory_owner_state",
         *(["NOTIFY omnia_memory"] if connection.vendor == "postgresql" else []),
         "INSERT INTO memory_audit_log (actor_id,",
     ]
-    assert f"{greatest}(" in ctx.captured_queries[4]["sql"]
+    assert f"{greatest}(" in ctx.captured_queries[3]["sql"]
