@@ -612,7 +612,7 @@ def test_remember_is_a_handful_of_round_trips(client, cast, staff_token) -> None
     greatest = "GREATEST" if connection.vendor == "postgresql" else "MAX"
     assert [s.split(" SET ")[0] if s.startswith("UPDATE") else s for s in statements] == [
         "SELECT memory_api_tokens.id, memory_api_tokens.user_id, memory_api_tokens.name,",
-        "SELECT objects.id, objects.type, objects.world_id,",  # owner + world clock (or 404)
+        "SELECT o.location_id, w.clock_iso FROM",  # owner + its world's clock (or 404)
         "UPDATE memory_projection_shards",
         "INSERT INTO buffer_entries (id,",
         "UPDATE memory_owner_state",
