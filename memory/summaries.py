@@ -8,6 +8,7 @@ state of the session is still found but reported stale once the session's hash m
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 from memory.models import MemorySession, SessionSummary
@@ -45,16 +46,35 @@ def store_summary(
 
 def summary_for(session: MemorySession) -> tuple[str | None, bool]:
     """(text, stale): the summary of this exact state, else the newest older one marked stale."""
-    summaries = SessionSummary.objects.filter(
-        owner_id=session.owner_id, session_key=session.session_key
-    )
-    current = summaries.filter(content_hash=session.content_hash).first()
-    if current is not None:
-        return current.text, False
-    older = summaries.order_by("-created_at", "-id").first()
-    if older is not None:
-        return older.text, True
-    return None, False
+    return summaries_for([session])[(session.owner_id, session.session_key)]
+
+
+def summaries_for(
+    sessions: Sequence[MemorySession],
+) -> dict[tuple[str, str], tuple[str | None, bool]]:
+    """summary_for of every session, keyed by (owner, session key), in one query: a page of
+    twenty sessions is one read, not forty."""
+    answers: dict[tuple[str, str], tuple[str | None, bool]] = {
+        (s.owner_id, s.session_key): (None, False) for s in sessions
+    }
+    if not sessions:
+        return answers
+    current = {(s.owner_id, s.session_key): s.content_hash for s in sessions}
+    rows = SessionSummary.objects.filter(
+        owner_id__in={s.owner_id for s in sessions},
+        session_key__in={s.session_key for s in sessions},
+    ).order_by("-created_at", "-id")
+    found: set[tuple[str, str]] = set()
+    for row in rows.values_list("owner_id", "session_key", "content_hash", "text"):
+        key = (row[0], row[1])
+        if key not in current or key in found:
+            continue
+        if row[2] == current[key]:
+            answers[key] = (row[3], False)
+            found.add(key)
+        elif answers[key] == (None, False):
+            answers[key] = (row[3], True)  # the newest older one, unless this state has its own
+    return answers
 
 
 def summarize(

@@ -260,13 +260,14 @@ def _sessions_context(viewer: Viewer) -> dict[str, Any]:
         return {"missing": None, "door_error": str(exc)}
     summaries = {}
     summaries_mod = selectors.engine_module("summaries")
-    if summaries_mod is not None and hasattr(summaries_mod, "summary_for"):
+    if summaries_mod is not None and hasattr(summaries_mod, "summaries_for"):
         from memory.models import MemorySession
 
-        for row in MemorySession.objects.filter(
+        rows = MemorySession.objects.filter(
             owner_id=viewer.id, session_key__in=[s.session_key for s in sessions.items]
-        ):
-            summaries[row.session_key] = summaries_mod.summary_for(row)
+        )
+        for (_owner, key), answer in summaries_mod.summaries_for(list(rows)).items():
+            summaries[key] = answer
     items = [(s, summaries.get(s.session_key)) for s in sessions.items]
     return {
         "missing": None,

@@ -615,6 +615,33 @@ def test_summary_is_keyed_by_hash_and_goes_stale_when_the_session_moves(cast):
     assert summary_for(session) == ("2 memories", False)
 
 
+def test_summaries_for_a_page_of_sessions_is_one_query(cast, django_assert_num_queries):
+    from memory.summaries import store_summary, summaries_for
+
+    write("alice", 0, conversation="c1")
+    write("alice", 1, conversation="c2")
+    write("alice", 2, conversation="c3")
+    write("bob", 3, conversation="c1")
+    run_cycle()
+    by_key = {(s.owner_id, s.session_key): s for s in MemorySession.objects.all()}
+    c1, c2, c3 = (by_key[("alice", k)] for k in ("c1", "c2", "c3"))
+    store_summary("alice", "c1", "an-older-state", "old words", "t")
+    store_summary("alice", "c1", c1.content_hash, "current words", "t")
+    store_summary("alice", "c2", "older-1", "first", "t")
+    store_summary("alice", "c2", "older-2", "second", "t")
+    store_summary("bob", "c1", "bobs-old", "not alice's", "t")
+    with django_assert_num_queries(1):
+        answers = summaries_for([c1, c2, c3, by_key[("bob", "c1")]])
+    assert answers == {
+        ("alice", "c1"): ("current words", False),
+        ("alice", "c2"): ("second", True),  # the newest older one, stale
+        ("alice", "c3"): (None, False),
+        ("bob", "c1"): ("not alice's", True),
+    }
+    with django_assert_num_queries(0):
+        assert summaries_for([]) == {}
+
+
 def test_cycle_read_is_an_index_range_seek_not_a_shard_scan(db):
     if connection.vendor != "sqlite":
         pytest.skip("the plan text checked here is SQLite's")
