@@ -43,7 +43,7 @@ lint: $(STAMP)
 serve-prod: $(STAMP)
 	$(PY) manage.py collectstatic --no-input -v0
 	$(PY) manage.py migrate --no-input -v0
-	$(VENV)/bin/gunicorn omnia_site.wsgi --workers $${WEB_CONCURRENCY:-4} --bind $(HOST):$(PORT)
+	OMNIA_DB_CONN_MAX_AGE=$${OMNIA_DB_CONN_MAX_AGE:-60} $(VENV)/bin/gunicorn omnia_site.wsgi --workers $${WEB_CONCURRENCY:-4} --bind $(HOST):$(PORT)
 
 bench-smoke: $(STAMP)
 	for script in bench/bench_*.py; do $(PY) $$script --smoke || exit 1; done
