@@ -5,9 +5,8 @@ either count reaches the limit, further attempts are refused with 429 (without c
 password, so a guess cannot succeed while throttled) until the window expires. A successful
 login clears its username's count.
 
-The counts live in Django's default cache. The default LocMemCache is per process, so with
-N gunicorn workers the effective limit is N × the limit; set CACHES to a shared backend
-(DatabaseCache or Redis) to make it exact.
+The counts live in the `throttle` cache, a DatabaseCache (table memory_login_throttle): every
+gunicorn worker reads and writes the same counts, so the limit is the limit, not N × it.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.views import LoginView
-from django.core.cache import cache
+from django.core.cache import caches
 from django.forms.utils import ErrorDict
 from django.http import HttpRequest, HttpResponse
 
@@ -46,10 +45,12 @@ def throttle_keys(request: HttpRequest) -> list[str]:
 
 
 def is_throttled(request: HttpRequest) -> bool:
+    cache = caches["throttle"]
     return any((cache.get(k) or 0) >= MAX_FAILURES for k in throttle_keys(request))
 
 
 def record_failure(request: HttpRequest) -> None:
+    cache = caches["throttle"]
     for k in throttle_keys(request):
         cache.add(k, 0, WINDOW_SECONDS)
         try:
@@ -61,7 +62,7 @@ def record_failure(request: HttpRequest) -> None:
 def clear_failures(request: HttpRequest) -> None:
     username = request.POST.get("username", "")
     if username:
-        cache.delete(_key("user", username))
+        caches["throttle"].delete(_key("user", username))
 
 
 class ThrottledLoginView(LoginView):

@@ -174,6 +174,17 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 SESSION_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
 
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    # Failed-login counts (memory/throttle.py) in the database, so every web process sees
+    # the same count: a per-process cache would multiply the limit by the worker count.
+    # The table is made by migration memory.0005.
+    "throttle": {
+        "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+        "LOCATION": "memory_login_throttle",
+    },
+}
+
 # The memory engine's knobs.
 OMNIA_TRUE_NAME_ATTRIBUTES = env_list("OMNIA_TRUE_NAME_ATTRIBUTES", "name,true_name")
 OMNIA_EPISODE_GAP_MINUTES = env_int("OMNIA_EPISODE_GAP_MINUTES", 30)

@@ -8,7 +8,7 @@ import re
 
 import pytest
 from django.contrib.auth.models import AnonymousUser, Group
-from django.core.cache import cache
+from django.core.cache import caches
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, include, path
 
@@ -239,9 +239,25 @@ def test_csrf_is_enforced_on_form_posts_and_session_api_writes(chest, editor):
 
 @pytest.fixture
 def fresh_cache():
-    cache.clear()
+    caches["throttle"].clear()
     yield
-    cache.clear()
+    caches["throttle"].clear()
+
+
+@pytest.mark.urls("tests.test_roles")
+def test_failed_logins_are_counted_in_the_database_every_worker_reads(client, reader, fresh_cache):
+    from django.db import connection
+
+    client.post("/accounts/login/", {"username": "rita", "password": "wrong"})
+    client.post("/accounts/login/", {"username": "RITA ", "password": "wrong"})  # same user
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT cache_key FROM memory_login_throttle ORDER BY cache_key")
+        keys = [row[0] for row in cursor.fetchall()]
+    # One row per client address and per username, shared by every process on this database.
+    assert len(keys) == 2
+    assert [k.split(":")[-2] for k in keys] == ["addr", "user"]
+    cache = caches["throttle"]
+    assert sorted(cache.get(k.split(":", 2)[-1]) for k in keys) == [2, 2]
 
 
 @pytest.mark.urls("tests.test_roles")
