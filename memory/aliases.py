@@ -295,6 +295,15 @@ _GENDER_KEYS = ("gender", "sex")
 _WORD = re.compile(r"[a-z][a-z'-]*")
 
 
+class KnownIds(frozenset):
+    """Ids a label must not contain, casefolded once: derive_descriptor for every target of a
+    1,000-entity world would otherwise casefold the 1,000 ids a thousand times."""
+
+    @classmethod
+    def of(cls, ids: Iterable[str]) -> KnownIds:
+        return ids if isinstance(ids, KnownIds) else cls(i.casefold() for i in ids)
+
+
 def derive_descriptor(visible_attributes: Mapping[str, str], known_ids: Iterable[str] = ()) -> str:
     """A deterministic label built only from what the viewer can see.
 
@@ -305,7 +314,7 @@ def derive_descriptor(visible_attributes: Mapping[str, str], known_ids: Iterable
     grown (a hood, a cloak, "dark hair") anywhere in appearance or clothing. Nothing at all
     to go on: "an unfamiliar figure".
     """
-    ids = {i.casefold() for i in known_ids}
+    ids = KnownIds.of(known_ids)
     attrs = {k.casefold(): v for k, v in visible_attributes.items() if isinstance(v, str)}
 
     def words_of(key: str) -> list[str]:

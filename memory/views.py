@@ -208,28 +208,25 @@ def _aliases_context(
     """Every alias row; past ALIASES_SHOWN targets only the labelled ones and any the edit just
     touched, unless ?all_aliases=1 (a crowd of strangers would make the page megabytes)."""
     errors, warnings = errors or {}, warnings or {}
-    all_rows = selectors.alias_rows(viewer)
-    if not show_all and len(all_rows) > ALIASES_SHOWN:
-        keep = [
-            r
-            for r in all_rows
-            if r.label is not None or r.target_id in errors or r.target_id in warnings
-        ]
-        picked = {r.target_id for r in keep}
-        strangers = [r for r in all_rows if r.target_id not in picked]
-        room = max(ALIASES_SHOWN - len(keep), 0)
-        picked |= {r.target_id for r in strangers[:room]}
-        visible = [r for r in all_rows if r.target_id in picked]
+    knowledge = selectors.world_knowledge(viewer.obj.world_id)
+    targets = selectors.alias_targets(viewer, knowledge)
+    if not show_all and len(targets) > ALIASES_SHOWN:
+        # Picked by label alone, before any row is built: the hidden ones cost nothing.
+        keep = [t for t in targets if t in viewer.aliases or t in errors or t in warnings]
+        picked = set(keep)
+        strangers = [t for t in targets if t not in picked]
+        picked |= set(strangers[: max(ALIASES_SHOWN - len(keep), 0)])
+        visible = [t for t in targets if t in picked]
     else:
-        visible = all_rows
+        visible = targets
     rows = [
         {"row": r, "errors": errors.get(r.target_id, []), "warnings": warnings.get(r.target_id, [])}
-        for r in visible
+        for r in selectors.alias_rows(viewer, knowledge, targets=visible)
     ]
     shown = {item["row"].target_id for item in rows}
     return {
         "rows": rows,
-        "hidden": len(all_rows) - len(rows),
+        "hidden": len(targets) - len(rows),
         "all_url": reverse("memory:aliases_panel", args=[viewer.id]) + "?all_aliases=1",
         "other_errors": [(t, errs) for t, errs in errors.items() if t not in shown],
         "history": selectors.alias_history(viewer.id),
@@ -311,12 +308,31 @@ def _faces_context(request: HttpRequest, viewer: Viewer) -> dict[str, Any]:
     return context
 
 
+VIEWERS_SHOWN = 50
+
+
+def _viewer_switch(viewer: Viewer) -> dict[str, Any]:
+    """The switcher's window: at most VIEWERS_SHOWN ids of the viewer's world around the
+    current one (a list of 1,000 links is neither quick to render nor usable); the rest are
+    one search away (the header's "Find a viewer", the overview)."""
+    ids = selectors.viewer_ids(viewer.obj.world_id)
+    if len(ids) <= VIEWERS_SHOWN:
+        return {"ids": ids, "hidden": 0, "total": len(ids)}
+    at = ids.index(viewer.id) if viewer.id in ids else 0
+    start = max(0, min(at - VIEWERS_SHOWN // 2, len(ids) - VIEWERS_SHOWN))
+    return {
+        "ids": ids[start : start + VIEWERS_SHOWN],
+        "hidden": len(ids) - VIEWERS_SHOWN,
+        "total": len(ids),
+    }
+
+
 def _viewer_context(request: HttpRequest, viewer: Viewer, **aliases_extra: Any) -> dict[str, Any]:
     state = BufferState.from_request(request)
     # Lazy: a panel fragment reads only its own panel, so it pays only for that panel.
     return {
         "viewer": viewer,
-        "viewers": SimpleLazyObject(lambda: selectors.list_viewers(world_id=viewer.obj.world_id)),
+        "viewers": SimpleLazyObject(lambda: _viewer_switch(viewer)),
         "aliases": SimpleLazyObject(
             lambda: _aliases_context(
                 viewer, show_all=request.GET.get("all_aliases") == "1", **aliases_extra

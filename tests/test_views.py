@@ -591,3 +591,48 @@ def test_aliases_panel_caps_strangers_and_links_show_all(staff_client, cast, mon
     assert 'href="/viewers/alice/aliases/?all_aliases=1"' in body
     every = fragment(staff_client, "/viewers/alice/aliases/?all_aliases=1")
     assert 'data-target="dora"' in every and 'data-target="eve"' in every
+
+
+def test_viewer_switch_shows_a_window_around_the_viewer(staff_client, cast, monkeypatch) -> None:
+    import re
+
+    from memory import views
+
+    for i in range(6):
+        WorldObject.objects.create(id=f"npc-{i}", type="entity", world_id="tavern", aliases_json="[]")
+    # The tavern now has alice, bob, charlie, npc-0..npc-5: nine viewers, in id order.
+    monkeypatch.setattr(views, "VIEWERS_SHOWN", 4)
+
+    def switch(viewer_id: str) -> tuple[list[str], str | None, str]:
+        body = staff_client.get(f"/viewers/{viewer_id}/").content.decode()
+        nav = body[body.index('<nav class="viewer-switch"') : body.index("</nav>", body.index('<nav class="viewer-switch"'))]
+        links = re.findall(r'<a href="/viewers/([^/]+)/"', nav)
+        current = re.search(r'<a href="/viewers/([^/]+)/"[^>]*aria-current="page"', nav)
+        return links, current.group(1) if current else None, nav
+
+    links, current, nav = switch("npc-2")
+    assert links == ["npc-0", "npc-1", "npc-2", "npc-3"]  # two before, then the viewer
+    assert current == "npc-2"
+    assert "5 more of 9" in nav and 'href="/"' in nav
+    assert switch("alice")[0] == ["alice", "bob", "charlie", "npc-0"]  # clamped at the start
+    assert switch("npc-5")[0] == ["npc-2", "npc-3", "npc-4", "npc-5"]  # and at the end
+    monkeypatch.setattr(views, "VIEWERS_SHOWN", 50)
+    links, current, nav = switch("bob")
+    assert len(links) == 9 and current == "bob" and "more of" not in nav
+
+
+def test_alias_suggestions_are_derived_only_for_the_rows_shown(staff_client, cast, monkeypatch) -> None:
+    from memory import selectors, views
+
+    for i in range(5):
+        WorldObject.objects.create(id=f"npc-{i}", type="entity", world_id="tavern", aliases_json="[]")
+    monkeypatch.setattr(views, "ALIASES_SHOWN", 3)
+    derived: list[int] = []
+    real = selectors.derive_descriptor
+    monkeypatch.setattr(
+        selectors, "derive_descriptor", lambda *a, **k: derived.append(1) or real(*a, **k)
+    )
+    body = fragment(staff_client, "/viewers/alice/aliases/")
+    # alice names bob and charlie; one stranger fills the third place; four are hidden.
+    assert "4 more entities this viewer has no name for." in body
+    assert len(derived) == 3
