@@ -10,7 +10,8 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -80,6 +81,57 @@ def _insert_ignore(table: str, columns: Sequence[str], rows: Sequence[Sequence[A
     with connection.cursor() as cursor:
         cursor.executemany(sql, rows)
         return max(cursor.rowcount, 0)
+
+
+# A first import at least this large builds buffer_entries' secondary indexes after the rows
+# are in (one sorted pass each) instead of maintaining five of them row by row, in the
+# owner-interleaved order a game writes: the inserts dominate a million-row import.
+BULK_INDEX_ROWS = 50_000
+
+
+def _secondary_indexes(table: str) -> list[tuple[str, str]]:
+    """(name, CREATE statement) of the table's plain secondary indexes; never the primary key
+    or a unique index, which the inserts' ON CONFLICT relies on."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute(
+                "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = %s "
+                "AND sql IS NOT NULL ORDER BY name",
+                [table],
+            )
+            found = cursor.fetchall()
+            return [(n, sql) for n, sql in found if not sql.upper().startswith("CREATE UNIQUE")]
+        cursor.execute(
+            "SELECT i.relname, pg_get_indexdef(i.oid) FROM pg_index x "
+            "JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_class t ON t.oid = x.indrelid "
+            "WHERE t.relname = %s AND t.relnamespace = to_regnamespace(current_schema()) "
+            "AND NOT x.indisprimary AND NOT x.indisunique ORDER BY i.relname",
+            [table],
+        )
+        return list(cursor.fetchall())
+
+
+@contextmanager
+def _indexes_built_after(table: str, incoming_rows: int) -> Iterator[bool]:
+    """Inside the import's transaction: for a large import into an empty table, drop its
+    secondary indexes, let the rows in, then create them again. Transactional DDL on both
+    backends, so a failed import rolls the indexes back with the rows. On PostgreSQL the
+    DROP locks the (empty) table against readers until the import commits; on SQLite (WAL)
+    readers keep the old snapshot. Yields whether it did so."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT 1 FROM {table} LIMIT 1")
+        empty = cursor.fetchone() is None
+    if incoming_rows < BULK_INDEX_ROWS or not empty:
+        yield False
+        return
+    indexes = _secondary_indexes(table)
+    with connection.cursor() as cursor:
+        for name, _sql in indexes:
+            cursor.execute(f"DROP INDEX {connection.ops.quote_name(name)}")
+    yield True
+    with connection.cursor() as cursor:
+        for _name, sql in indexes:
+            cursor.execute(sql)
 
 
 def _lock_all_shards() -> dict[int, int]:
@@ -316,32 +368,34 @@ def _import_omnia(conn: sqlite3.Connection, path: Path, source: str, progress) -
             "SELECT id, owner_id, timestamp, location_id, intent_json, outcome_json, "
             f"{pinned_col} FROM buffer_entries ORDER BY rowid"
         )
-        while batch := cursor.fetchmany(BATCH):
-            rows = []
-            for entry_id, owner_id, timestamp, location_id, intent_json, outcome_json, pinned in batch:
-                where = f"id={entry_id}"
-                if owner_id not in object_ids:
-                    raise WorldImportError(source, "buffer_entries", where, f"owner {owner_id!r} is not an object in the file")
-                if not isinstance(timestamp, str) or not timestamp:
-                    raise WorldImportError(source, "buffer_entries", where, "timestamp must be non-empty text")
-                if not isinstance(intent_json, str):
-                    raise WorldImportError(source, "buffer_entries", where, "intent_json must be text")
-                _validate_intent(source, "buffer_entries", entry_id, intent_json)
-                _validate_outcome(source, "buffer_entries", entry_id, outcome_json)
-                shard = shard_of(owner_id, shards)
-                rows.append(
-                    (entry_id, owner_id, timestamp, location_id, intent_json, outcome_json,
-                     pinned, clock.take(shard), shard)
+        incoming = conn.execute("SELECT COUNT(*) FROM buffer_entries").fetchone()[0]
+        with _indexes_built_after("buffer_entries", incoming):
+            while batch := cursor.fetchmany(BATCH):
+                rows = []
+                for entry_id, owner_id, timestamp, location_id, intent_json, outcome_json, pinned in batch:
+                    where = f"id={entry_id}"
+                    if owner_id not in object_ids:
+                        raise WorldImportError(source, "buffer_entries", where, f"owner {owner_id!r} is not an object in the file")
+                    if not isinstance(timestamp, str) or not timestamp:
+                        raise WorldImportError(source, "buffer_entries", where, "timestamp must be non-empty text")
+                    if not isinstance(intent_json, str):
+                        raise WorldImportError(source, "buffer_entries", where, "intent_json must be text")
+                    _validate_intent(source, "buffer_entries", entry_id, intent_json)
+                    _validate_outcome(source, "buffer_entries", entry_id, outcome_json)
+                    shard = shard_of(owner_id, shards)
+                    rows.append(
+                        (entry_id, owner_id, timestamp, location_id, intent_json, outcome_json,
+                         pinned, clock.take(shard), shard)
+                    )
+                inserted += _insert_ignore(
+                    "buffer_entries",
+                    ("id", "owner_id", "timestamp", "location_id", "intent_json", "outcome_json",
+                     "pinned", "created_at", "shard"),
+                    rows,
                 )
-            inserted += _insert_ignore(
-                "buffer_entries",
-                ("id", "owner_id", "timestamp", "location_id", "intent_json", "outcome_json",
-                 "pinned", "created_at", "shard"),
-                rows,
-            )
-            seen += len(rows)
-            if progress:
-                progress(len(rows))
+                seen += len(rows)
+                if progress:
+                    progress(len(rows))
         if seen != inserted:
             _check_conflicting_ids(source, "buffer_entries", conn, worlds)
         report.counts["buffer_entries"] = inserted

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import shutil
@@ -278,3 +279,62 @@ def test_plain_sql_delete_of_an_object_cascades_in_the_database():
     with connection.cursor() as cursor:
         cursor.execute("DELETE FROM objects WHERE id = 'tavern-world'")
     assert (WorldObject.objects.count(), BufferEntry.objects.count(), Attribute.objects.count()) == (0, 0, 0)
+
+
+@pytest.mark.django_db
+def test_large_first_import_builds_indexes_after_and_lands_the_same_rows(monkeypatch, tmp_path):
+    from memory import worlds
+
+    indexes_before = worlds._secondary_indexes("buffer_entries")
+    assert {name for name, _sql in indexes_before} >= {
+        "idx_buffer_owner_time", "idx_buffer_fold", "idx_buffer_shard_fold",
+        "idx_buffer_owner_fold", "idx_buffer_owner_retracted",
+    }
+    def buffer_rows() -> list[tuple]:
+        # created_at is handed out by the shard clock at import time, so it moves on between
+        # the two imports; every other column must be identical.
+        return list(BufferEntry.objects.order_by("id").values_list(
+            "id", "owner_id", "timestamp", "location_id", "intent_json", "outcome_json",
+            "pinned", "shard", "conversation_id",
+        ))
+
+    import_omnia(V1)
+    plain = buffer_rows()
+    BufferEntry.objects.all().delete()
+    dropped: list[str] = []
+    real = worlds._indexes_built_after
+
+    @contextlib.contextmanager
+    def spy(table, incoming):
+        with real(table, incoming) as bulk:
+            dropped.append(bulk)
+            # Inside: the secondary indexes are gone while the rows go in.
+            assert worlds._secondary_indexes(table) == ([] if bulk else indexes_before)
+            yield bulk
+
+    monkeypatch.setattr(worlds, "BULK_INDEX_ROWS", 1)
+    monkeypatch.setattr(worlds, "_indexes_built_after", spy)
+    import_omnia(V1)
+    assert dropped == [True]
+    assert worlds._secondary_indexes("buffer_entries") == indexes_before
+    after = table_rows()
+    assert buffer_rows() == plain and len(plain) == 36
+    # Not empty any more: a second import keeps the indexes (nothing dropped, nothing new).
+    import_omnia(V1)
+    assert dropped == [True, False]
+    assert table_rows() == after
+
+
+@pytest.mark.django_db
+def test_large_first_import_that_fails_keeps_its_indexes_and_writes_nothing(monkeypatch, tmp_path):
+    from memory import worlds
+
+    indexes_before = worlds._secondary_indexes("buffer_entries")
+    monkeypatch.setattr(worlds, "BULK_INDEX_ROWS", 1)
+    bad = copy_fixture(tmp_path)
+    mutate(bad, "UPDATE buffer_entries SET owner_id='ghost' WHERE id='entry-12'")
+    before = table_rows()
+    with pytest.raises(WorldImportError):
+        import_omnia(bad)
+    assert table_rows() == before
+    assert worlds._secondary_indexes("buffer_entries") == indexes_before
