@@ -230,7 +230,8 @@ def _validate_intent(source: str, table: str, row_id: str, intent_json: str) -> 
     pass here); only a row that fails goes through parse_intent, for its precise message."""
     model = IntentV2 if '"content"' in intent_json else IntentV1
     try:
-        model.model_validate_json(intent_json)
+        # The model's own core validator: what model_validate_json calls, minus its wrapper.
+        model.__pydantic_validator__.validate_json(intent_json)
         return
     except ValidationError:
         pass
@@ -244,7 +245,7 @@ def _validate_outcome(source: str, table: str, row_id: str, outcome_json: str | 
     if outcome_json is None:
         return
     try:
-        Outcome.model_validate_json(outcome_json)
+        Outcome.__pydantic_validator__.validate_json(outcome_json)
         return
     except ValidationError:
         pass
@@ -369,20 +370,22 @@ def _import_omnia(conn: sqlite3.Connection, path: Path, source: str, progress) -
             f"{pinned_col} FROM buffer_entries ORDER BY rowid"
         )
         incoming = conn.execute("SELECT COUNT(*) FROM buffer_entries").fetchone()[0]
+        shard_by_owner: dict[str, int] = {}  # a handful of owners, a million rows
         with _indexes_built_after("buffer_entries", incoming):
             while batch := cursor.fetchmany(BATCH):
                 rows = []
                 for entry_id, owner_id, timestamp, location_id, intent_json, outcome_json, pinned in batch:
-                    where = f"id={entry_id}"
                     if owner_id not in object_ids:
-                        raise WorldImportError(source, "buffer_entries", where, f"owner {owner_id!r} is not an object in the file")
+                        raise WorldImportError(source, "buffer_entries", f"id={entry_id}", f"owner {owner_id!r} is not an object in the file")
                     if not isinstance(timestamp, str) or not timestamp:
-                        raise WorldImportError(source, "buffer_entries", where, "timestamp must be non-empty text")
+                        raise WorldImportError(source, "buffer_entries", f"id={entry_id}", "timestamp must be non-empty text")
                     if not isinstance(intent_json, str):
-                        raise WorldImportError(source, "buffer_entries", where, "intent_json must be text")
+                        raise WorldImportError(source, "buffer_entries", f"id={entry_id}", "intent_json must be text")
                     _validate_intent(source, "buffer_entries", entry_id, intent_json)
                     _validate_outcome(source, "buffer_entries", entry_id, outcome_json)
-                    shard = shard_of(owner_id, shards)
+                    shard = shard_by_owner.get(owner_id)
+                    if shard is None:
+                        shard = shard_by_owner[owner_id] = shard_of(owner_id, shards)
                     rows.append(
                         (entry_id, owner_id, timestamp, location_id, intent_json, outcome_json,
                          pinned, clock.take(shard), shard)
