@@ -119,3 +119,53 @@ def parse_outcome(data: str | dict[str, Any] | None) -> Outcome | None:
         return Outcome.model_validate(data)
     except ValidationError as exc:
         raise IntentError(_describe(exc, "outcome")) from None
+
+
+# --- validating stored JSON in bulk (an import's door) ----------------------------------------------
+
+
+def intent_json_problem(text: str) -> str | None:
+    """Why this stored intent JSON is invalid, or None. The fast path lets pydantic-core parse
+    and validate in one call (a million rows pass here); only a failure goes through
+    parse_intent, for its precise message."""
+    model = IntentV2 if '"content"' in text else IntentV1
+    try:
+        model.__pydantic_validator__.validate_json(text)
+        return None
+    except ValidationError:
+        pass
+    try:
+        parse_intent(text)
+    except IntentError as exc:
+        return str(exc)
+    return None
+
+
+def outcome_json_problem(text: str | None) -> str | None:
+    """Why this stored outcome JSON is invalid, or None (NULL is no outcome, and valid)."""
+    if text is None:
+        return None
+    try:
+        Outcome.__pydantic_validator__.validate_json(text)
+        return None
+    except ValidationError:
+        pass
+    try:
+        parse_outcome(text)
+    except IntentError as exc:
+        return str(exc)
+    return None
+
+
+def first_invalid_row(rows: list[tuple[str, str, str | None]]) -> tuple[int, str] | None:
+    """(index, "intent_json: …"/"outcome_json: …") of the first row of (id, intent JSON,
+    outcome JSON) that is invalid, else None. Pure and picklable: a large import runs it on
+    each batch in a second process while it inserts the batch before."""
+    for index, (_row_id, intent, outcome) in enumerate(rows):
+        problem = intent_json_problem(intent)
+        if problem is not None:
+            return index, f"intent_json: {problem}"
+        problem = outcome_json_problem(outcome)
+        if problem is not None:
+            return index, f"outcome_json: {problem}"
+    return None

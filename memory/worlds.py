@@ -9,18 +9,21 @@ from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing
+import os
 import sqlite3
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from django.db import connection, transaction
-from pydantic import ValidationError
 
 from memory.aliases import AliasesJsonError, dump_aliases_json, parse_aliases_json
-from memory.intents import IntentError, IntentV1, IntentV2, Outcome, parse_intent, parse_outcome
+from memory.intents import IntentError, first_invalid_row, parse_intent, parse_outcome
 from memory.models import (
     LayerSubscription,
     ObjectType,
@@ -225,34 +228,52 @@ def _record_source(world_ids: Iterable[str], era: str, kind: str, path: str, sha
         )
 
 
-def _validate_intent(source: str, table: str, row_id: str, intent_json: str) -> None:
-    """Validate at the door. Pydantic parses the JSON itself on the fast path (a million rows
-    pass here); only a row that fails goes through parse_intent, for its precise message."""
-    model = IntentV2 if '"content"' in intent_json else IntentV1
-    try:
-        # The model's own core validator: what model_validate_json calls, minus its wrapper.
-        model.__pydantic_validator__.validate_json(intent_json)
-        return
-    except ValidationError:
-        pass
-    try:
-        parse_intent(intent_json)
-    except IntentError as exc:
-        raise WorldImportError(source, table, f"id={row_id}", f"intent_json: {exc}") from None
+class _BatchValidator:
+    """Validates an import's rows batch by batch, reporting the first invalid row in file
+    order. For a large import it runs in a second process (pydantic holds the GIL): batch k
+    is validated there while this process inserts it, and the transaction is not committed
+    until every batch has come back clean. A small import validates inline."""
 
+    MAX_PENDING = 4  # batches in flight: bounds memory, keeps the pipe full
 
-def _validate_outcome(source: str, table: str, row_id: str, outcome_json: str | None) -> None:
-    if outcome_json is None:
-        return
-    try:
-        Outcome.__pydantic_validator__.validate_json(outcome_json)
-        return
-    except ValidationError:
-        pass
-    try:
-        parse_outcome(outcome_json)
-    except IntentError as exc:
-        raise WorldImportError(source, table, f"id={row_id}", f"outcome_json: {exc}") from None
+    def __init__(self, source: str, table: str, parallel: bool) -> None:
+        self.source, self.table = source, table
+        self.pending: deque[tuple[list, Future]] = deque()
+        self.pool: ProcessPoolExecutor | None = None
+        if parallel and (os.cpu_count() or 1) > 1:
+            # spawn, not fork: the child must not inherit this process's open database
+            # connection; it imports only memory.intents (pydantic, no Django).
+            self.pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+
+    def submit(self, rows: list[tuple[str, str, str | None]]) -> None:
+        if self.pool is None:
+            self._check(rows, first_invalid_row(rows))
+            return
+        self.pending.append((rows, self.pool.submit(first_invalid_row, rows)))
+        while len(self.pending) > self.MAX_PENDING:
+            self._settle_oldest()
+
+    def before_error_at(self, rows_before: list[tuple[str, str, str | None]]) -> None:
+        """Called before refusing a row for its structure: an invalid row earlier in the file
+        is the one to report."""
+        self.finish()
+        self._check(rows_before, first_invalid_row(rows_before))
+
+    def finish(self) -> None:
+        while self.pending:
+            self._settle_oldest()
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+
+    def _settle_oldest(self) -> None:
+        rows, future = self.pending.popleft()
+        self._check(rows, future.result())
+
+    def _check(self, rows: list[tuple[str, str, str | None]], found: tuple[int, str] | None) -> None:
+        if found is not None:
+            raise WorldImportError(self.source, self.table, f"id={rows[found[0]][0]}", found[1])
 
 
 # --- omnia SQLite world files ---------------------------------------------------------------
@@ -371,34 +392,44 @@ def _import_omnia(conn: sqlite3.Connection, path: Path, source: str, progress) -
         )
         incoming = conn.execute("SELECT COUNT(*) FROM buffer_entries").fetchone()[0]
         shard_by_owner: dict[str, int] = {}  # a handful of owners, a million rows
-        with _indexes_built_after("buffer_entries", incoming):
-            while batch := cursor.fetchmany(BATCH):
-                rows = []
-                for entry_id, owner_id, timestamp, location_id, intent_json, outcome_json, pinned in batch:
-                    if owner_id not in object_ids:
-                        raise WorldImportError(source, "buffer_entries", f"id={entry_id}", f"owner {owner_id!r} is not an object in the file")
-                    if not isinstance(timestamp, str) or not timestamp:
-                        raise WorldImportError(source, "buffer_entries", f"id={entry_id}", "timestamp must be non-empty text")
-                    if not isinstance(intent_json, str):
-                        raise WorldImportError(source, "buffer_entries", f"id={entry_id}", "intent_json must be text")
-                    _validate_intent(source, "buffer_entries", entry_id, intent_json)
-                    _validate_outcome(source, "buffer_entries", entry_id, outcome_json)
-                    shard = shard_by_owner.get(owner_id)
-                    if shard is None:
-                        shard = shard_by_owner[owner_id] = shard_of(owner_id, shards)
-                    rows.append(
-                        (entry_id, owner_id, timestamp, location_id, intent_json, outcome_json,
-                         pinned, clock.take(shard), shard)
+        validator = _BatchValidator(source, "buffer_entries", parallel=incoming >= BULK_INDEX_ROWS)
+        try:
+            with _indexes_built_after("buffer_entries", incoming):
+                while batch := cursor.fetchmany(BATCH):
+                    checks: list[tuple[str, str, str | None]] = []
+                    rows = []
+                    for entry_id, owner_id, timestamp, location_id, intent_json, outcome_json, pinned in batch:
+                        problem = None
+                        if owner_id not in object_ids:
+                            problem = f"owner {owner_id!r} is not an object in the file"
+                        elif not isinstance(timestamp, str) or not timestamp:
+                            problem = "timestamp must be non-empty text"
+                        elif not isinstance(intent_json, str):
+                            problem = "intent_json must be text"
+                        if problem is not None:
+                            validator.before_error_at(checks)
+                            raise WorldImportError(source, "buffer_entries", f"id={entry_id}", problem)
+                        checks.append((entry_id, intent_json, outcome_json))
+                        shard = shard_by_owner.get(owner_id)
+                        if shard is None:
+                            shard = shard_by_owner[owner_id] = shard_of(owner_id, shards)
+                        rows.append(
+                            (entry_id, owner_id, timestamp, location_id, intent_json, outcome_json,
+                             pinned, clock.take(shard), shard)
+                        )
+                    validator.submit(checks)  # validated there while inserted here
+                    inserted += _insert_ignore(
+                        "buffer_entries",
+                        ("id", "owner_id", "timestamp", "location_id", "intent_json", "outcome_json",
+                         "pinned", "created_at", "shard"),
+                        rows,
                     )
-                inserted += _insert_ignore(
-                    "buffer_entries",
-                    ("id", "owner_id", "timestamp", "location_id", "intent_json", "outcome_json",
-                     "pinned", "created_at", "shard"),
-                    rows,
-                )
-                seen += len(rows)
-                if progress:
-                    progress(len(rows))
+                    seen += len(rows)
+                    if progress:
+                        progress(len(rows))
+                validator.finish()  # every batch clean before the indexes and the commit
+        finally:
+            validator.close()
         if seen != inserted:
             _check_conflicting_ids(source, "buffer_entries", conn, worlds)
         report.counts["buffer_entries"] = inserted

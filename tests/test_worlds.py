@@ -338,3 +338,58 @@ def test_large_first_import_that_fails_keeps_its_indexes_and_writes_nothing(monk
         import_omnia(bad)
     assert table_rows() == before
     assert worlds._secondary_indexes("buffer_entries") == indexes_before
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("case", "statements", "message"), BAD_FILES, ids=[b[0] for b in BAD_FILES])
+def test_large_import_validates_in_a_second_process_with_the_same_refusals(
+    monkeypatch, tmp_path, case, statements, message
+):
+    from memory import worlds
+
+    monkeypatch.setattr(worlds, "BULK_INDEX_ROWS", 1)  # the large-import path on a small file
+    monkeypatch.setattr(worlds, "BATCH", 5)  # several batches in flight
+    started: list[bool] = []
+    real_init = worlds._BatchValidator.__init__
+
+    def spy(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        started.append(self.pool is not None)
+
+    monkeypatch.setattr(worlds._BatchValidator, "__init__", spy)
+    bad = copy_fixture(tmp_path)
+    mutate(bad, *statements)
+    before = table_rows()
+    indexes = worlds._secondary_indexes("buffer_entries")
+    if case == "corrupt aliases_json":  # refused before any row is read
+        with pytest.raises(WorldImportError):
+            import_omnia(bad)
+        return
+    with pytest.raises(WorldImportError) as caught:
+        import_omnia(bad)
+    assert str(caught.value).startswith(f"{bad}: {message}")
+    assert started == [True]
+    assert table_rows() == before
+    assert worlds._secondary_indexes("buffer_entries") == indexes
+    import_omnia(V1)  # and a clean file lands whole through the same path
+    assert BufferEntry.objects.count() == 36
+
+
+@pytest.mark.django_db
+def test_large_import_reports_the_first_bad_row_in_file_order(monkeypatch, tmp_path):
+    from memory import worlds
+
+    monkeypatch.setattr(worlds, "BULK_INDEX_ROWS", 1)
+    monkeypatch.setattr(worlds, "BATCH", 5)
+    bad = copy_fixture(tmp_path)
+    # An invalid intent early (validated in the other process), a missing owner later (found
+    # here first, in wall time): the early one is the answer.
+    mutate(
+        bad,
+        "UPDATE buffer_entries SET intent_json='{not json' WHERE id='entry-2'",
+        "UPDATE buffer_entries SET owner_id='ghost' WHERE id='entry-30'",
+    )
+    with pytest.raises(WorldImportError) as caught:
+        import_omnia(bad)
+    assert str(caught.value).startswith(f"{bad}: table buffer_entries, row id=entry-2: intent_json:")
+    assert BufferEntry.objects.count() == 0
