@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import multiprocessing
 import os
 import sqlite3
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +34,8 @@ from memory.models import (
     WorldSource,
 )
 from memory.rows import ensure_shards, now_us, shard_count, shard_of
+
+logger = logging.getLogger(__name__)
 
 BATCH = 5000
 OBJECT_TYPES = {t.value for t in ObjectType}
@@ -240,16 +244,24 @@ class _BatchValidator:
         self.source, self.table = source, table
         self.pending: deque[tuple[list, Future]] = deque()
         self.pool: ProcessPoolExecutor | None = None
+        self.broken = False
         if parallel and (os.cpu_count() or 1) > 1:
             # spawn, not fork: the child must not inherit this process's open database
             # connection; it imports only memory.intents (pydantic, no Django).
             self.pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
 
     def submit(self, rows: list[tuple[str, str, str | None]]) -> None:
-        if self.pool is None:
+        if self.pool is None or self.broken:
+            self.finish()  # earlier batches first: file order
             self._check(rows, first_invalid_row(rows))
             return
-        self.pending.append((rows, self.pool.submit(first_invalid_row, rows)))
+        try:
+            future = self.pool.submit(first_invalid_row, rows)
+        except BrokenProcessPool:
+            self.broken = True
+            self.submit(rows)
+            return
+        self.pending.append((rows, future))
         while len(self.pending) > self.MAX_PENDING:
             self._settle_oldest()
 
@@ -269,7 +281,16 @@ class _BatchValidator:
 
     def _settle_oldest(self) -> None:
         rows, future = self.pending.popleft()
-        self._check(rows, future.result())
+        try:
+            found = future.result()
+        except BrokenProcessPool:
+            # The helper could not run (e.g. an unguarded __main__ that spawn re-imports):
+            # validate here instead. Slower, never wrong.
+            if not self.broken:
+                logger.warning("import validator process failed; validating in-process")
+            self.broken = True
+            found = first_invalid_row(rows)
+        self._check(rows, found)
 
     def _check(self, rows: list[tuple[str, str, str | None]], found: tuple[int, str] | None) -> None:
         if found is not None:

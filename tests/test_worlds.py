@@ -393,3 +393,36 @@ def test_large_import_reports_the_first_bad_row_in_file_order(monkeypatch, tmp_p
         import_omnia(bad)
     assert str(caught.value).startswith(f"{bad}: table buffer_entries, row id=entry-2: intent_json:")
     assert BufferEntry.objects.count() == 0
+
+
+def test_batch_validator_falls_back_to_in_process_when_the_helper_breaks():
+    from concurrent.futures import Future
+    from concurrent.futures.process import BrokenProcessPool
+
+    from memory import worlds
+
+    class BrokenPool:
+        def __init__(self) -> None:
+            self.submitted = 0
+
+        def submit(self, fn, rows):
+            self.submitted += 1
+            if self.submitted > 1:
+                raise BrokenProcessPool("gone")
+            future: Future = Future()
+            future.set_exception(BrokenProcessPool("died"))
+            return future
+
+        def shutdown(self, **_kwargs) -> None:
+            pass
+
+    good = ('{"type":"action","originalText":"x","description":"d","actorId":"a","targetIds":[]}', None)
+    validator = worlds._BatchValidator("w.sqlite", "buffer_entries", parallel=False)
+    validator.pool = BrokenPool()
+    validator.submit([("r1", *good), ("r2", "{not json", None)])  # its future fails: pending
+    with pytest.raises(WorldImportError) as caught:
+        # This submit fails too: the pending batch is settled here first (file order) and
+        # its bad row is reported, before r3 is looked at.
+        validator.submit([("r3", *good)])
+    assert str(caught.value).startswith("w.sqlite: table buffer_entries, row id=r2: intent_json:")
+    assert validator.broken
