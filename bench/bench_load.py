@@ -293,9 +293,6 @@ def main() -> None:
     )
     parser.add_argument("--settle", default="0.2", help="run_projections --settle (seconds)")
     parser.add_argument("--web-workers", type=int, default=4)
-    parser.add_argument(
-        "--threads", type=int, default=1, help="gunicorn threads per worker (>1: gthread)"
-    )
     parser.add_argument("--projection-workers", type=int, default=2)
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--db", default="omnia_load")
@@ -334,7 +331,6 @@ def main() -> None:
                     str(Path(sys.executable).parent / "gunicorn"),
                     "omnia_site.wsgi",
                     "--workers", str(args.web_workers),
-                    "--threads", str(args.threads),
                     "--bind", f"127.0.0.1:{args.port}",
                     "--access-logfile", "-",
                 ],
@@ -410,7 +406,6 @@ def main() -> None:
         "writers": args.writers,
         "write_rate_target": args.write_rate,
         "web_workers": args.web_workers,
-        "threads": args.threads,
         "projection_workers": args.projection_workers,
         "warmup_s": args.warmup,
         "warmup_failures": warm_failures,
