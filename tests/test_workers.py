@@ -53,7 +53,9 @@ def child_env() -> dict[str, str]:
 
 
 def start_worker(*args: str) -> subprocess.Popen:
-    return subprocess.Popen(
+    """A running worker: returns once it says it started (its SIGTERM handler is in place),
+    so a test that stops it quickly never kills a process that is still starting."""
+    proc = subprocess.Popen(
         [sys.executable, "manage.py", "run_projections", "--loop", "--json", *args],
         cwd=ROOT,
         env=child_env(),
@@ -61,6 +63,9 @@ def start_worker(*args: str) -> subprocess.Popen:
         stderr=subprocess.PIPE,
         text=True,
     )
+    first = proc.stdout.readline()
+    assert json.loads(first)["started"] is True, (first, proc.poll())
+    return proc
 
 
 def folded_total() -> int:

@@ -97,9 +97,13 @@ class Command(BaseCommand):
                 self.stdout.write(describe(result))
             self.stdout.flush()
 
-        if not as_json:
+        # One line once the signal handlers are in place: from here SIGTERM finishes the
+        # cycle and exits 0 (before it, the process is still starting and simply dies).
+        if as_json:
+            self.stdout.write(json.dumps({"started": True, "shards": shard_list(shards), "poll": options["poll"]}))
+        else:
             self.stdout.write(f"projection worker: shards {shard_list(shards)}, poll {options['poll']}s")
-            self.stdout.flush()
+        self.stdout.flush()
         stats = run_loop(
             poll=options["poll"],
             shards=shards,
