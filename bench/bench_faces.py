@@ -114,7 +114,7 @@ def child(entries: int) -> dict:
     django.setup()
     from django.core.management import call_command
 
-    from memory.longterm import viewer_faces
+    from memory.engine.longterm.reader import viewer_faces
 
     call_command("migrate", verbosity=0)
     started = time.perf_counter()

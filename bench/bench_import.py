@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from memory.schema import OMNIA_V1_DDL  # noqa: E402  (pure module, no Django needed)
+from memory.worlds.ddl import OMNIA_V1_DDL  # noqa: E402  (pure module, no Django needed)
 
 ENTITIES = 200
 

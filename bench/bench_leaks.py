@@ -17,7 +17,7 @@ its measured rate when it did not scan everything (the output says which).
 
 `--db` stores the generated world (objects, attributes, ACLs, and the lines as v1 buffer rows
 of their viewers) in a fresh database (DATABASE_URL, else a temporary SQLite file) and times
-`memory.scan.scan_world`: every viewer's prompt context rendered and scanned, one automaton for
+`memory.engine.leaks.world_scan.scan_world`: every viewer's prompt context rendered and scanned, one automaton for
 the world. It then scans the same prompt texts again with the automaton alone and with the
 one-regex-per-pattern baseline, for the MB/s ratio on real prompts.
 """
@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from memory.leaks import (  # noqa: E402
+from memory.engine.leaks.scanner import (  # noqa: E402
     LeakWorld,
     PrivateValue,
     build_leak_index,
@@ -449,7 +449,7 @@ def run_db(args: argparse.Namespace) -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         _django(tmp)
-        from memory.scan import leak_world, scan_world
+        from memory.engine.leaks.world_scan import leak_world, scan_world
 
         rng = random.Random(args.seed)
         world, ids = make_world(rng, args.entities)

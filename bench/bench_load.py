@@ -156,7 +156,7 @@ if "locust" in sys.modules:
 SETUP = """
 import json
 from django.contrib.auth.models import Group, User
-from memory.auth import issue_token
+from memory.web.auth import issue_token
 from memory.models import BufferEntry, ObjectType, WorldObject
 reader = User.objects.create_user("reader", password="reader-pw")
 reader.groups.add(Group.objects.get(name="readers"))
@@ -187,7 +187,7 @@ print(json.dumps({
 CHECK = """
 import json, sys
 from memory.models import BufferEntry, MemorySession
-from memory.workers import projection_status
+from memory.engine.projections.worker import projection_status
 ids = [line for line in open(sys.argv[1]).read().split() if line]
 present = set()
 for start in range(0, len(ids), 1000):
@@ -234,7 +234,7 @@ def wait_http(url: str, seconds: float = 30) -> None:
 def wait_lag_zero(env: dict[str, str], seconds: float = 120) -> float:
     started = time.monotonic()
     while time.monotonic() - started < seconds:
-        out = manage(env, "shell", "-c", "from memory.workers import projection_status as p; print(p()['lag_rows'])")
+        out = manage(env, "shell", "-c", "from memory.engine.projections.worker import projection_status as p; print(p()['lag_rows'])")
         if out.stdout.strip().splitlines()[-1] == "0":
             return time.monotonic() - started
         time.sleep(0.5)

@@ -85,7 +85,7 @@ class Store:
     scene rows between them and, now and then, a world-time gap that cuts an episode."""
 
     def __init__(self, seed: int = 7) -> None:
-        from memory.rows import shard_of
+        from memory.engine.shards import shard_of
 
         self.rng = random.Random(seed)
         self.count = 0
@@ -181,7 +181,7 @@ class Store:
 
 def plain_read(order: str) -> float:
     """The floor: every row's fold columns in one ordered read, each intent JSON-parsed."""
-    from memory.projections import FOLD_COLUMNS
+    from memory.engine.projections.rows import FOLD_COLUMNS
 
     started = time.perf_counter()
     if connection.vendor == "postgresql":
@@ -214,8 +214,7 @@ def timed(fn, repeat: int = 5):
 def measure(store: Store, label: str, figures: dict) -> None:
     from django.db import transaction
 
-    from memory import doors
-    from memory.projections import rebuild, run_cycle
+    from memory.engine.projections import doors, rebuild, run_cycle
 
     size = store.count
     with PeakRss() as rss:
@@ -294,7 +293,7 @@ def main() -> None:
         settings_dict["NAME"] = name
     try:
         call_command("migrate", verbosity=0)
-        from memory.rows import ensure_shards
+        from memory.engine.shards import ensure_shards
 
         ensure_shards()
         store = Store()

@@ -96,7 +96,7 @@ def build_store(rows: int, viewer_rows: int, owners: int, seed: int = 11) -> Non
     """World, entities, and `rows` buffer rows of which `viewer_rows` belong to the viewer."""
     from django.db import connection
 
-    from memory.rows import shard_of
+    from memory.engine.shards import shard_of
 
     rng = random.Random(seed)
     others = [f"npc-{i:04d}" for i in range(owners)]

@@ -76,10 +76,10 @@ def main() -> None:
     from django.core.management import call_command
     from django.db import connection
 
+    from memory.engine.projections import verify
+    from memory.engine.projections.worker import projection_status
+    from memory.engine.shards import ensure_shards, shard_count
     from memory.models import Episode, MemorySession
-    from memory.projections import verify
-    from memory.rows import ensure_shards, shard_count
-    from memory.workers import projection_status
 
     call_command("migrate", verbosity=0)
     ensure_shards()

@@ -1,6 +1,6 @@
 """The admin door: entities with their aliases as an editable table; everything else read-only.
 
-Alias writes go through memory.services (validation, AliasChange history, AuditLog), never by
+Alias writes go through memory.web.services (validation, AliasChange history, AuditLog), never by
 saving aliases_json directly; the entity row itself is never saved from here.
 """
 
@@ -14,9 +14,9 @@ from django.forms import formset_factory
 from django.http import HttpRequest, HttpResponseRedirect
 from django.utils.html import format_html
 
-from memory import selectors, services
-from memory.aliases import AliasesJsonError, parse_aliases_json
-from memory.auth import hash_token
+from memory.engine.aliases import AliasesJsonError, parse_aliases_json
+from memory.engine.buffer.rendered import render_entry
+from memory.engine.knowledge import viewer_of
 from memory.models import (
     AliasChange,
     ApiToken,
@@ -26,6 +26,8 @@ from memory.models import (
     Entity,
     ObjectType,
 )
+from memory.web import selectors, services
+from memory.web.auth import hash_token
 
 
 class AliasForm(forms.Form):
@@ -161,7 +163,7 @@ class EntityAdmin(admin.ModelAdmin):
                 messages.success(request, f"Aliases of {obj.id} saved.")
                 return HttpResponseRedirect(request.path)
             request.method = "GET"  # re-render the page with the table's errors, saving nothing
-        viewer = selectors.viewer_of(obj)
+        viewer = viewer_of(obj)
         extra_context = {
             **(extra_context or {}),
             "alias_formset": formset,
@@ -204,7 +206,7 @@ class BufferEntryAdmin(admin.ModelAdmin):
 
     @admin.display(description="rendered line (as the owner reads it)")
     def rendered_line(self, obj: BufferEntry) -> str:
-        rendered = selectors.render_entry(obj, selectors.viewer_of(obj.owner))
+        rendered = render_entry(obj, viewer_of(obj.owner))
         return (
             rendered.line
             if rendered.line is not None

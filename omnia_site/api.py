@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from ninja import NinjaAPI
 
-from memory.api import install_error_handlers
-from memory.api import router as memory_router
+from memory.web.api import install_error_handlers
+from memory.web.api import router as memory_router
 
 api = NinjaAPI(
     title="Omnia Memory Inspector API",

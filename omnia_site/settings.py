@@ -79,8 +79,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
-    "memory.middleware.DatabaseUnavailableMiddleware",
-    "memory.middleware.ContentSecurityPolicyMiddleware",
+    "memory.web.middleware.DatabaseUnavailableMiddleware",
+    "memory.web.middleware.ContentSecurityPolicyMiddleware",
 ]
 
 ROOT_URLCONF = "omnia_site.urls"

@@ -4,8 +4,8 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from memory.health import healthz
-from memory.throttle import ThrottledLoginView
+from memory.web.health import healthz
+from memory.web.throttle import ThrottledLoginView
 from omnia_site.api import api
 
 urlpatterns = [
@@ -14,5 +14,5 @@ urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/", api.urls),
-    path("", include("memory.urls")),
+    path("", include("memory.web.urls")),
 ]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-import memory.abstract as abstract_module
-from memory.abstract import AbstractConflict, AbstractError, abstract
+import memory.engine.abstract as abstract_module
+from memory.engine.abstract import AbstractConflict, AbstractError, abstract
+from memory.engine.shards import generation_of, now_us
 from memory.models import AbstractionEdge, BufferEntry, LedgerEntry
-from memory.rows import generation_of, now_us
 from tests.test_projections import write
 
 

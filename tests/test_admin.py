@@ -4,8 +4,8 @@ import json
 
 import pytest
 
+from memory.engine.write_door import remember
 from memory.models import AliasChange, AuditLog, WorldObject
-from memory.rows import remember
 
 
 @pytest.fixture

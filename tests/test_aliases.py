@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memory.aliases import (
+from memory.engine.aliases import (
     UNFAMILIAR,
     AliasesJsonError,
     ViewerView,

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from memory.auth import hash_token, issue_token
+from memory.engine.write_door import remember
 from memory.models import AliasChange, ApiToken, AuditLog, BufferEntry, WorldObject
-from memory.rows import remember
+from memory.web.auth import hash_token, issue_token
 
 CHEST_LINE = "[12:03:00 PM] the hooded figure opened the wooden chest (Outcome: Succeeded)"
 CHEST = {
@@ -315,7 +315,7 @@ def test_openapi_documents_error_shape(client) -> None:
 
 @pytest.fixture
 def demo(db):
-    from memory.projections import run_cycle
+    from memory.engine.projections import run_cycle
     from memory.worlds import load_demo
 
     load_demo()
@@ -476,17 +476,6 @@ def test_prompt_and_leaks_twins(client, demo, reader, reader_token) -> None:
     # the page and its JSON twin agree
     client.force_login(reader)
     assert client.get("/leaks.json").json()["items"] == leaks["items"]
-
-
-def test_engine_part_missing_is_503_in_the_error_shape(
-    client, cast, reader_token, monkeypatch
-) -> None:
-    from memory import selectors
-
-    real = selectors.engine_module
-    monkeypatch.setattr(selectors, "engine_module", lambda n: None if n == "scan" else real(n))
-    body = assert_error(client.get("/api/leaks", headers=bearer(reader_token)), 503, "unavailable")
-    assert body["detail"] == "not available yet: memory.scan missing"
 
 
 def test_abstract_door_lands_once_and_conflicts_on_stale_generation(

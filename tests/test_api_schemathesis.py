@@ -15,8 +15,8 @@ schema = schemathesis.openapi.from_wsgi("/api/openapi.json", application)
 
 @pytest.fixture
 def token(cast, django_user_model) -> str:
-    from memory.auth import issue_token
-    from memory.rows import remember
+    from memory.engine.write_door import remember
+    from memory.web.auth import issue_token
 
     remember(
         "alice",

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory.aliases import ViewerView, parse_aliases_json
-from memory.buffer import (
+from memory.engine.aliases import ViewerView, parse_aliases_json
+from memory.engine.buffer import (
     Undeliverable,
     entity_tag_ids,
     hydrate,

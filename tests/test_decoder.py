@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from memory.decoder import (
+from memory.engine.decoder import (
     AmbiguousLabel,
     DecoderAnswerError,
     DeterministicDecoder,

@@ -6,10 +6,12 @@ import hashlib
 
 import pytest
 
-from memory.doors import DoorError, digest, episodes, sessions
+from memory.engine.cursor import BadCursor
+from memory.engine.errors import NotFound
+from memory.engine.projections import run_cycle
+from memory.engine.projections.doors import digest, episodes, sessions
+from memory.engine.write_door import retract
 from memory.models import Attribute, AttributeAcl, WorldObject
-from memory.projections import run_cycle
-from memory.rows import retract
 from tests.test_projections import at, count_rows, write
 
 EMPTY_HASH = hashlib.sha256(b"").hexdigest()
@@ -49,14 +51,14 @@ def test_sessions_virgin_store_answers_an_empty_page(db):
 
 def test_doors_refuse_an_unknown_viewer(db):
     for door in (sessions, digest, episodes):
-        with pytest.raises(DoorError, match="no entity with id 'nobody'"):
+        with pytest.raises(NotFound, match="no entity with id 'nobody'"):
             door("nobody")
 
 
 def test_doors_refuse_a_malformed_cursor(cast):
-    with pytest.raises(DoorError, match="malformed cursor"):
+    with pytest.raises(BadCursor, match="malformed cursor"):
         sessions("alice", before="%%%")
-    with pytest.raises(DoorError, match="malformed cursor"):
+    with pytest.raises(BadCursor, match="malformed cursor"):
         episodes("alice", before="WyJ4Il0")  # ["x"]: not an ordinal
 
 

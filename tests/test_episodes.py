@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from memory import episodes
+from memory.engine.projections import episodes, rebuild, run_cycle
 from memory.models import Episode
-from memory.projections import rebuild, run_cycle
 from tests.test_projections import at, episode_rows, write
 
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from memory.export import ExportError, export_omnia
 from memory.models import WorldObject
-from memory.services import set_alias
+from memory.web.services import set_alias
 from memory.worlds import import_omnia
+from memory.worlds.export import ExportError, export_omnia
 from tests.conftest import FIXTURES
 from tests.test_worlds import table_rows
 

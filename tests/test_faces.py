@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory.faces import (
+from memory.engine.longterm.faces import (
     FaceRow,
     Faces,
     FacesError,
@@ -19,7 +19,7 @@ from memory.faces import (
     resolve_bare_slug,
     search,
 )
-from memory.shadowing import EntryHeader, shadow_key_of
+from memory.engine.longterm.shadowing import EntryHeader, shadow_key_of
 
 # No deadline: timings belong in bench/, never in assertions (and CI machines are noisy).
 PROPERTY = settings(deadline=None)

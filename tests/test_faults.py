@@ -19,10 +19,10 @@ import textwrap
 
 import pytest
 
-from memory.abstract import abstract
+from memory.engine.abstract import abstract
+from memory.engine.projections import run_cycle
+from memory.engine.shards import generation_of
 from memory.models import AbstractionEdge, BufferEntry, LedgerEntry, MemorySession
-from memory.projections import run_cycle
-from memory.rows import generation_of
 from tests.test_projections import write
 from tests.test_workers import ROOT, child_env
 
@@ -44,8 +44,8 @@ KILLED_MID_ABSTRACT = """
 import time
 import django
 django.setup()
-from memory import abstract as mod
-from memory.rows import generation_of
+from memory.engine import abstract as mod
+from memory.engine.shards import generation_of
 
 def stall(*args, **kwargs):
     # The rollup is written and the members are marked, all uncommitted: die here.

@@ -11,9 +11,9 @@ from django.db import OperationalError, connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import include, path
 
-from memory.health import healthz
-from memory.projections import run_cycle
-from memory.rows import shard_count
+from memory.engine.projections import run_cycle
+from memory.engine.shards import shard_count
+from memory.web.health import healthz
 from tests.test_projections import write
 
 urlpatterns = [
@@ -91,7 +91,7 @@ def test_database_unreachable_is_a_503_json_then_recovers_without_restart(client
 
 @pytest.mark.django_db(transaction=True)
 def test_database_unreachable_pages_and_api_say_503_then_recover(client, monkeypatch, cast, django_user_model):
-    from memory.auth import issue_token
+    from memory.web.auth import issue_token
 
     user = django_user_model.objects.create_user("reader", password="pw")
     raw = issue_token(user, "ci")[1]

@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from memory.intents import IntentError, IntentV1, IntentV2, Outcome, parse_intent, parse_outcome
+from memory.engine.intents import (
+    IntentError,
+    IntentV1,
+    IntentV2,
+    Outcome,
+    parse_intent,
+    parse_outcome,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "omnia"
 

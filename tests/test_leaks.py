@@ -10,7 +10,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory.leaks import (
+from memory.engine.leaks.scanner import (
     Finding,
     LeakWorld,
     PrivateValue,

@@ -14,7 +14,9 @@ from django.core.management.base import CommandError
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from memory.longterm import (
+from memory.engine.errors import NotFound
+from memory.engine.knowledge import get_viewer
+from memory.engine.longterm.reader import (
     get_long_term_entry,
     index_lines,
     resolve_slug,
@@ -22,7 +24,6 @@ from memory.longterm import (
     viewer_faces,
 )
 from memory.models import LedgerEntry
-from memory.selectors import NotFound, get_viewer
 from memory.worlds import import_omnia, load_demo, load_world
 
 INSPECTOR = "5b0e6c1a-3f2d-4e8b-9a71-c4d2e8f90a13"

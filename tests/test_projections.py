@@ -19,8 +19,26 @@ from django.test.utils import CaptureQueriesContext
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memory import episodes, projections
-from memory.abstract import AbstractConflict, abstract
+from memory.engine import projections
+from memory.engine.abstract import AbstractConflict, abstract
+from memory.engine.projections import (
+    MEMORY_PROJECTION_NAMES,
+    MEMORY_PROJECTIONS,
+    Projection,
+    episodes,
+    rebuild,
+    run_cycle,
+    verify,
+)
+from memory.engine.projections.rows import FOLD_COLUMNS, FoldRow
+from memory.engine.projections.sessions import (
+    SessionState,
+    fold_session,
+    session_hash,
+    session_key_of,
+)
+from memory.engine.shards import generation_of
+from memory.engine.write_door import remember, retract
 from memory.models import (
     AbstractionEdge,
     BufferEntry,
@@ -30,19 +48,6 @@ from memory.models import (
     OwnerState,
     ProjectionShard,
 )
-from memory.projections import (
-    MEMORY_PROJECTION_NAMES,
-    MEMORY_PROJECTIONS,
-    FoldRow,
-    Projection,
-    fold_session,
-    rebuild,
-    run_cycle,
-    session_hash,
-    session_key_of,
-    verify,
-)
-from memory.rows import generation_of, remember, retract
 
 BASE = "2026-07-06T12:00:00.000Z"
 NOON = datetime(2026, 7, 6, 12, 0, tzinfo=UTC)
@@ -233,7 +238,7 @@ def test_session_hash_is_sha256_of_canonical_encoding():
 
 
 def test_registry_is_closed_and_names_session_with_fold_and_door():
-    from memory import doors
+    from memory.engine.projections import doors
 
     assert frozenset({"session"}) == MEMORY_PROJECTION_NAMES
     assert MEMORY_PROJECTIONS["session"].fold is fold_session
@@ -250,7 +255,7 @@ def test_registry_refuses_a_projection_without_fold_or_door():
 
 
 def test_session_state_carries_no_author_and_no_stability():
-    fields = set(projections.SessionState._fields) | {f.name for f in MemorySession._meta.fields}
+    fields = set(SessionState._fields) | {f.name for f in MemorySession._meta.fields}
     assert not {"author", "author_id", "actor_id", "stability"} & fields
 
 
@@ -590,7 +595,12 @@ def test_abstract_does_not_move_the_fold(cast):
 
 
 def test_summary_is_keyed_by_hash_and_goes_stale_when_the_session_moves(cast):
-    from memory.summaries import NoSummarizer, store_summary, summarize, summary_for
+    from memory.engine.projections.summaries import (
+        NoSummarizer,
+        store_summary,
+        summarize,
+        summary_for,
+    )
 
     write("alice", 0, conversation="c1")
     run_cycle()
@@ -616,7 +626,7 @@ def test_summary_is_keyed_by_hash_and_goes_stale_when_the_session_moves(cast):
 
 
 def test_summaries_for_a_page_of_sessions_is_one_query(cast, django_assert_num_queries):
-    from memory.summaries import store_summary, summaries_for
+    from memory.engine.projections.summaries import store_summary, summaries_for
 
     write("alice", 0, conversation="c1")
     write("alice", 1, conversation="c2")
@@ -645,7 +655,7 @@ def test_summaries_for_a_page_of_sessions_is_one_query(cast, django_assert_num_q
 def test_cycle_read_is_an_index_range_seek_not_a_shard_scan(db):
     if connection.vendor != "sqlite":
         pytest.skip("the plan text checked here is SQLite's")
-    sql = (f"EXPLAIN QUERY PLAN SELECT {projections.FOLD_COLUMNS} FROM buffer_entries "
+    sql = (f"EXPLAIN QUERY PLAN SELECT {FOLD_COLUMNS} FROM buffer_entries "
            "WHERE shard = %s AND (created_at, id) > (%s, %s) ORDER BY shard, created_at, id LIMIT %s")
     with connection.cursor() as cursor:
         cursor.execute(sql, (0, 1, "x", 10))

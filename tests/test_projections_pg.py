@@ -10,10 +10,10 @@ from collections.abc import Callable
 import pytest
 from django.db import connection, connections
 
-from memory.abstract import AbstractConflict, abstract
+from memory.engine.abstract import AbstractConflict, abstract
+from memory.engine.projections import rebuild, run_cycle
+from memory.engine.shards import generation_of
 from memory.models import AbstractionEdge, LedgerEntry
-from memory.projections import rebuild, run_cycle
-from memory.rows import generation_of
 from tests.test_projections import episode_rows, session_rows, write
 
 pytestmark = [

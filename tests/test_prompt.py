@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from memory.prompt import PromptContext, Section, prompt_context
-from memory.selectors import get_viewer
+from memory.engine.knowledge import get_viewer
+from memory.engine.prompt import PromptContext, Section, prompt_context
 from memory.worlds import import_omnia, load_demo, load_world
 from tests.conftest import FIXTURES
 

@@ -6,8 +6,8 @@ import pytest
 from django.apps import apps
 from django.db import connection
 
-from memory.auth import issue_token
-from memory.rows import remember
+from memory.engine.write_door import remember
+from memory.web.auth import issue_token
 
 
 def snapshot() -> dict[str, list]:
@@ -47,7 +47,7 @@ def world(cast, django_user_model):
         },
         timestamp="2026-07-06T12:05:00.000Z",
     ).entry
-    projections = pytest.importorskip("memory.projections")
+    projections = pytest.importorskip("memory.engine.projections")
     if hasattr(projections, "run_cycle"):
         projections.run_cycle()
     staff = django_user_model.objects.create_user(
@@ -58,7 +58,7 @@ def world(cast, django_user_model):
 
 @pytest.fixture
 def demo_world(db, django_user_model):
-    from memory.projections import run_cycle
+    from memory.engine.projections import run_cycle
     from memory.worlds import load_demo
 
     load_demo()

@@ -12,11 +12,11 @@ from django.core.cache import caches
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, include, path
 
-from memory import roles
-from memory.auth import issue_token
+from memory.engine.write_door import remember
 from memory.models import AuditLog
-from memory.rows import remember
-from memory.throttle import MAX_FAILURES, THROTTLED_MESSAGE, WINDOW_SECONDS, ThrottledLoginView
+from memory.web import roles
+from memory.web.auth import issue_token
+from memory.web.throttle import MAX_FAILURES, THROTTLED_MESSAGE, WINDOW_SECONDS, ThrottledLoginView
 
 # This module doubles as a URLconf for the throttling tests: the site plus the throttled login.
 urlpatterns = [

@@ -14,17 +14,18 @@ from django.db import transaction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memory.leaks import Finding
-from memory.models import Attribute, AttributeAcl, BufferEntry, WorldObject
-from memory.prompt import prompt_context
-from memory.scan import (
+from memory.engine.errors import NotFound
+from memory.engine.knowledge import get_viewer
+from memory.engine.leaks.scanner import Finding
+from memory.engine.leaks.world_scan import (
     ScanFinding,
     leak_counts,
     leak_world,
     scan_viewer,
     scan_world,
 )
-from memory.selectors import NotFound, get_viewer
+from memory.engine.prompt import prompt_context
+from memory.models import Attribute, AttributeAcl, BufferEntry, WorldObject
 from memory.worlds import import_omnia, load_demo, load_world
 from tests.conftest import FIXTURES
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory.shadowing import (
+from memory.engine.longterm.shadowing import (
     MEMORY_SEARCH_SHADOWED_TAG,
     MEMORY_SEARCH_SUPERSEDED_TAG,
     EntryHeader,

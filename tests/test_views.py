@@ -4,8 +4,8 @@ import json
 
 import pytest
 
+from memory.engine.write_door import remember
 from memory.models import AliasChange, AuditLog, WorldObject
-from memory.rows import remember
 
 CHEST_LINE = "[12:03:00 PM] the hooded figure opened the wooden chest (Outcome: Succeeded)"
 
@@ -213,29 +213,6 @@ def test_aliases_panel_shows_state_true_name_and_suggestion(staff_client, cast) 
     )  # derived from bob's PUBLIC appearance
 
 
-def test_missing_engine_module_says_so(staff_client, cast, monkeypatch) -> None:
-    from memory import selectors
-
-    real = selectors.engine_module
-    monkeypatch.setattr(
-        selectors, "engine_module", lambda name: None if name == "doors" else real(name)
-    )
-    body = staff_client.get(
-        "/viewers/alice/sessions/", headers={"HX-Request": "true"}
-    ).content.decode()
-    assert "not available yet: memory.doors missing" in body
-
-
-def test_faces_panel_without_module_says_missing(staff_client, cast) -> None:
-    from memory import selectors
-
-    body = staff_client.get(
-        "/viewers/alice/faces/", headers={"HX-Request": "true"}
-    ).content.decode()
-    if selectors.engine_module("faces") is None:
-        assert "not available yet: memory.faces missing" in body
-
-
 def test_alias_inline_edit_changes_buffer_and_history(staff_client, staff, chest) -> None:
     r = staff_client.post(
         "/viewers/alice/aliases/bob/",
@@ -341,7 +318,7 @@ def test_entry_page(staff_client, chest) -> None:
 
 @pytest.fixture
 def demo(db):
-    from memory.projections import run_cycle
+    from memory.engine.projections import run_cycle
     from memory.worlds import load_demo
 
     load_demo()
@@ -399,17 +376,6 @@ def test_faces_panel_include_shadowed_tags_and_groups_under_rollup(staff_client,
     assert "shadowed by" in page
 
 
-def test_faces_panel_says_when_longterm_is_missing(staff_client, cast, monkeypatch) -> None:
-    from memory import selectors
-
-    real = selectors.engine_module
-    monkeypatch.setattr(
-        selectors, "engine_module", lambda name: None if name == "longterm" else real(name)
-    )
-    body = fragment(staff_client, "/viewers/alice/faces/")
-    assert '<p class="missing">not available yet: memory.longterm missing</p>' in body
-
-
 def test_entry_page_long_term_member_names_its_rollup(staff_client, demo) -> None:
     r = staff_client.get("/viewers/npc-tobiah/entries/ltm-tobiah-01/")
     body = r.content.decode()
@@ -446,7 +412,7 @@ def test_entry_page_rollup_lists_members_and_shadowed_note(staff_client, demo) -
 
 
 def test_highlight_cuts_at_offsets_and_skips_overlaps() -> None:
-    from memory.selectors import Segment, highlight
+    from memory.web.selectors import Segment, highlight
 
     a = {"start": 4, "end": 7, "kind": "system_id"}
     b = {"start": 5, "end": 9, "kind": "unknown_name"}  # overlaps a: dropped
@@ -576,7 +542,7 @@ def test_projection_buttons_need_staff_and_post(client, reader, demo) -> None:
 
 
 def test_aliases_panel_caps_strangers_and_links_show_all(staff_client, cast, monkeypatch) -> None:
-    from memory import views
+    from memory.web import views
 
     monkeypatch.setattr(views, "ALIASES_SHOWN", 1)
     body = fragment(staff_client, "/viewers/alice/aliases/")
@@ -596,7 +562,7 @@ def test_aliases_panel_caps_strangers_and_links_show_all(staff_client, cast, mon
 def test_viewer_switch_shows_a_window_around_the_viewer(staff_client, cast, monkeypatch) -> None:
     import re
 
-    from memory import views
+    from memory.web import views
 
     for i in range(6):
         WorldObject.objects.create(id=f"npc-{i}", type="entity", world_id="tavern", aliases_json="[]")
@@ -622,7 +588,7 @@ def test_viewer_switch_shows_a_window_around_the_viewer(staff_client, cast, monk
 
 
 def test_alias_suggestions_are_derived_only_for_the_rows_shown(staff_client, cast, monkeypatch) -> None:
-    from memory import selectors, views
+    from memory.web import selectors, views
 
     for i in range(5):
         WorldObject.objects.create(id=f"npc-{i}", type="entity", world_id="tavern", aliases_json="[]")

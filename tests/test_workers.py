@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 from django.db import connection, transaction
 
+from memory.engine.projections import rebuild, run_cycle, verify
+from memory.engine.projections.worker import parse_shards, projection_status
+from memory.engine.shards import notify_written, shard_count
 from memory.models import MemorySession, ProjectionShard
-from memory.projections import rebuild, run_cycle, verify
-from memory.rows import shard_count
-from memory.workers import notify_written, parse_shards, projection_status
 from tests.test_projections import episode_rows, session_rows, write
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -204,8 +204,8 @@ KILLED_MID_BATCH = """
 import os, sys, time
 import django
 django.setup()
-from memory import projections
-original = projections.fold_batch
+from memory.engine.projections import cycle
+original = cycle.fold_batch
 calls = []
 def slow(rows, result):
     original(rows, result)
@@ -214,8 +214,8 @@ def slow(rows, result):
         # Batch 3 is folded but its transaction is still open: the parent SIGKILLs us here.
         print("mid-batch", flush=True)
         time.sleep(120)
-projections.fold_batch = slow
-projections.run_cycle(batch_size=20)
+cycle.fold_batch = slow
+cycle.run_cycle(batch_size=20)
 print("finished", flush=True)
 """
 
@@ -282,7 +282,7 @@ def test_settle_must_not_be_negative(cast):
 
 
 def test_cycle_start_rotates_the_shard_order(cast, monkeypatch):
-    from memory import projections
+    from memory.engine.projections import cycle
 
     tried: list[int] = []
 
@@ -290,7 +290,7 @@ def test_cycle_start_rotates_the_shard_order(cast, monkeypatch):
         tried.append(shard)
         return None
 
-    monkeypatch.setattr(projections, "_claim", held_by_someone_else)
+    monkeypatch.setattr(cycle, "_claim", held_by_someone_else)
     count = shard_count()
     result = run_cycle(start=count + 1)  # wraps: shard 1 first
     expected = [*range(1, count), 0]

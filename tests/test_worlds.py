@@ -14,7 +14,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
 
-from memory.aliases import resolve_alias
+from memory.engine.aliases import resolve_alias
+from memory.engine.knowledge import get_viewer
 from memory.models import (
     Attribute,
     AttributeAcl,
@@ -23,7 +24,6 @@ from memory.models import (
     WorldObject,
     WorldSource,
 )
-from memory.selectors import get_viewer
 from memory.worlds import WorldImportError, import_omnia, load_world
 from tests.conftest import FIXTURES
 

@@ -3,18 +3,79 @@
 import django.db.models.deletion
 from django.db import migrations, models
 
-from memory.schema import mirror_ddl, mirror_drop_ddl
-
-
 # omnia's tables are created by hand so their foreign keys cascade in the database itself.
+# The DDL is frozen here as it was when this migration was written: a migration must not
+# change when live code (memory/worlds/ddl.py) does.
+_TYPES = {
+    "sqlite": {"TS": "datetime", "BOOL": "bool", "BLOB": "BLOB"},
+    "postgresql": {"TS": "timestamp with time zone", "BOOL": "boolean", "BLOB": "bytea"},
+}
+
+_MIRROR_DDL = """
+CREATE TABLE objects (
+  id TEXT PRIMARY KEY, type TEXT NOT NULL, world_id TEXT, clock_iso TEXT, location_id TEXT,
+  aliases_json TEXT, connections_json TEXT, is_agent INTEGER,
+  FOREIGN KEY (world_id) REFERENCES objects(id) ON DELETE CASCADE);
+CREATE INDEX idx_objects_world ON objects(world_id, type);
+CREATE TABLE attributes (
+  object_id TEXT NOT NULL, name TEXT NOT NULL, value TEXT NOT NULL, visibility TEXT NOT NULL,
+  PRIMARY KEY (object_id, name),
+  FOREIGN KEY (object_id) REFERENCES objects(id) ON DELETE CASCADE);
+CREATE TABLE attribute_acl (
+  object_id TEXT NOT NULL, attribute_name TEXT NOT NULL, entity_id TEXT NOT NULL,
+  PRIMARY KEY (object_id, attribute_name, entity_id),
+  FOREIGN KEY (object_id, attribute_name) REFERENCES attributes(object_id, name) ON DELETE CASCADE);
+CREATE TABLE buffer_entries (
+  id TEXT PRIMARY KEY, owner_id TEXT NOT NULL, timestamp TEXT NOT NULL, location_id TEXT,
+  intent_json TEXT NOT NULL, outcome_json TEXT, pinned INTEGER DEFAULT 0,
+  created_at BIGINT NOT NULL, shard SMALLINT NOT NULL DEFAULT 0, conversation_id TEXT,
+  retracted_at {TS}, abstracted_into TEXT,
+  FOREIGN KEY (owner_id) REFERENCES objects(id) ON DELETE CASCADE);
+CREATE INDEX idx_buffer_owner_time ON buffer_entries(owner_id, timestamp, created_at, id);
+CREATE INDEX idx_buffer_fold ON buffer_entries(created_at, id);
+CREATE INDEX idx_buffer_shard_fold ON buffer_entries(shard, created_at, id);
+CREATE INDEX idx_buffer_owner_fold ON buffer_entries(owner_id, created_at, id);
+CREATE TABLE ledger_entries (
+  id TEXT PRIMARY KEY, owner_id TEXT, timestamp TEXT NOT NULL, location_id TEXT,
+  content TEXT NOT NULL, quotes_json TEXT, importance INTEGER NOT NULL, embedding {BLOB},
+  scope_id TEXT NOT NULL, slug TEXT NOT NULL, name TEXT, draft_name TEXT,
+  withheld {BOOL} NOT NULL DEFAULT FALSE, created_at BIGINT NOT NULL,
+  FOREIGN KEY (owner_id) REFERENCES objects(id) ON DELETE CASCADE);
+CREATE INDEX idx_ledger_owner ON ledger_entries(owner_id);
+CREATE INDEX idx_ledger_location ON ledger_entries(location_id);
+CREATE INDEX idx_ledger_importance ON ledger_entries(importance);
+CREATE INDEX idx_ledger_scope ON ledger_entries(scope_id, id);
+CREATE TABLE ledger_involved_entities (
+  entry_id TEXT NOT NULL, entity_id TEXT NOT NULL, PRIMARY KEY (entry_id, entity_id),
+  FOREIGN KEY (entry_id) REFERENCES ledger_entries(id) ON DELETE CASCADE);
+CREATE INDEX idx_ledger_involved_entity ON ledger_involved_entities(entity_id);
+"""
+
+_MIRROR_TABLES = (
+    "ledger_involved_entities",
+    "ledger_entries",
+    "buffer_entries",
+    "attribute_acl",
+    "attributes",
+    "objects",
+)
+
+
+
 def create_mirror_tables(apps, schema_editor):
-    for statement in mirror_ddl(schema_editor.connection.vendor):
-        schema_editor.execute(statement)
+    types = _TYPES.get(schema_editor.connection.vendor)
+    if types is None:
+        raise RuntimeError(
+            f"unsupported database vendor {schema_editor.connection.vendor!r}: use SQLite or PostgreSQL"
+        )
+    for statement in _MIRROR_DDL.format(**types).split(";"):
+        if statement.strip():
+            schema_editor.execute(statement.strip())
 
 
 def drop_mirror_tables(apps, schema_editor):
-    for statement in mirror_drop_ddl():
-        schema_editor.execute(statement)
+    for table in _MIRROR_TABLES:
+        schema_editor.execute(f"DROP TABLE IF EXISTS {table}")
 
 
 class Migration(migrations.Migration):

@@ -10,7 +10,33 @@ from __future__ import annotations
 from django.contrib.auth.management import create_permissions
 from django.db import migrations
 
-from memory.roles import GROUP_PERMISSIONS
+# Frozen here, as they were when this migration was written: a migration must not change
+# when live code does. Later changes to a role's permissions get a migration of their own.
+_READ = (
+    "memory.view_worldobject",
+    "memory.view_attribute",
+    "memory.view_bufferentry",
+    "memory.view_memorysession",
+    "memory.view_episode",
+    "memory.view_aliaschange",
+    "memory.view_auditlog",
+)
+_EDIT = _READ + (
+    "memory.change_worldobject",
+    "memory.add_aliaschange",
+    "memory.change_bufferentry",
+    "memory.add_bufferentry",
+)
+_ADMIN = _EDIT + (
+    "memory.change_memorysession",
+    "memory.delete_memorysession",
+    "memory.change_episode",
+    "memory.delete_episode",
+    "memory.add_apitoken",
+    "memory.view_apitoken",
+    "memory.delete_apitoken",
+)
+GROUP_PERMISSIONS = {"readers": _READ, "editors": _EDIT, "admins": _ADMIN}
 
 
 def create_groups(apps, schema_editor) -> None:

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from memory.rows import remember
+from memory.engine.write_door import remember
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -13,7 +13,7 @@ PANELS = ("aliases-panel", "buffer-panel", "sessions-panel", "faces-panel")
 
 @pytest.fixture
 def demo(db, django_user_model):
-    from memory.projections import run_cycle
+    from memory.engine.projections import run_cycle
     from memory.worlds import load_demo
 
     load_demo()

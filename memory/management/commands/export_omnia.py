@@ -2,9 +2,9 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand
 
-from memory.export import ERAS, ExportError, export_omnia
 from memory.management.commands._base import refuse
 from memory.models import ObjectType, WorldObject
+from memory.worlds.export import ERAS, ExportError, export_omnia
 
 
 class Command(BaseCommand):

@@ -6,9 +6,9 @@ import json
 
 from django.core.management.base import BaseCommand
 
-from memory.longterm import FacesAnswer, viewer_faces
+from memory.engine.errors import NotFound
+from memory.engine.longterm.reader import FacesAnswer, viewer_faces
 from memory.management.commands._base import refuse
-from memory.selectors import NotFound
 
 
 def faces_json(answer: FacesAnswer) -> dict:

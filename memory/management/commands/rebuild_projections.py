@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from memory.projections import rebuild, verify
+from memory.engine.projections import rebuild, verify
 
 
 class Command(BaseCommand):

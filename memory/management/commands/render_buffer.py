@@ -4,8 +4,10 @@ import json
 
 from django.core.management.base import BaseCommand
 
+from memory.engine.buffer.rendered import iter_buffer, render_entry
+from memory.engine.errors import NotFound
+from memory.engine.knowledge import get_viewer
 from memory.management.commands._base import refuse
-from memory.selectors import NotFound, get_viewer, iter_buffer, render_entry
 
 
 class Command(BaseCommand):

@@ -4,9 +4,10 @@ import json
 
 from django.core.management.base import BaseCommand
 
+from memory.engine.errors import NotFound
+from memory.engine.knowledge import get_viewer
+from memory.engine.prompt import prompt_context
 from memory.management.commands._base import refuse
-from memory.prompt import prompt_context
-from memory.selectors import NotFound, get_viewer
 
 
 class Command(BaseCommand):

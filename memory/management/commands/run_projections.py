@@ -8,8 +8,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 
-from memory.projections import CycleResult, run_cycle
-from memory.workers import (
+from memory.engine.projections import CycleResult, run_cycle
+from memory.engine.projections.worker import (
     StopFlag,
     describe,
     is_read_only_error,

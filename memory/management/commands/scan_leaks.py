@@ -7,9 +7,9 @@ import sys
 from django.core.management.base import BaseCommand
 from tqdm import tqdm
 
+from memory.engine.errors import NotFound
+from memory.engine.leaks.world_scan import CSV_HEADER, all_findings, count_viewers, scan_world
 from memory.management.commands._base import refuse
-from memory.scan import CSV_HEADER, all_findings, count_viewers, scan_world
-from memory.selectors import NotFound
 
 
 class Command(BaseCommand):

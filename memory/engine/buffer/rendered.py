@@ -1,0 +1,82 @@
+"""A stored buffer row as one viewer reads it: the rendered line, or why it cannot be shown,
+beside the facts the inspector filters on. Shared by the buffer panel, the prompt and the CLI.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from memory.engine.buffer import Undeliverable, render_stored_entry
+from memory.engine.knowledge import Viewer
+from memory.models import BufferEntry
+
+
+@dataclass(frozen=True)
+class RenderedEntry:
+    id: str
+    timestamp: str
+    created_at: int
+    line: str | None
+    undeliverable: str | None
+    intent_json: str
+    outcome_json: str | None
+    type: str | None
+    actor_id: str | None
+    target_ids: tuple[str, ...]
+    location_id: str | None
+    conversation_id: str | None
+    retracted: bool
+    abstracted_into: str | None
+
+
+def _intent_facts(intent_json: str) -> tuple[str | None, str | None, tuple[str, ...]]:
+    try:
+        intent = json.loads(intent_json)
+        targets = intent.get("targetIds") or []
+        return (
+            intent.get("type") if isinstance(intent.get("type"), str) else None,
+            intent.get("actorId") if isinstance(intent.get("actorId"), str) else None,
+            tuple(t for t in targets if isinstance(t, str)) if isinstance(targets, list) else (),
+        )
+    except (ValueError, AttributeError, TypeError):
+        return None, None, ()
+
+
+def render_entry(entry: BufferEntry, viewer: Viewer) -> RenderedEntry:
+    try:
+        line, reason = render_stored_entry(entry.timestamp, entry.intent_json, entry.outcome_json, viewer.view), None
+    except Undeliverable as exc:
+        line, reason = None, str(exc)
+    type_, actor, targets = _intent_facts(entry.intent_json)
+    return RenderedEntry(
+        id=entry.id,
+        timestamp=entry.timestamp,
+        created_at=entry.created_at,
+        line=line,
+        undeliverable=reason,
+        intent_json=entry.intent_json,
+        outcome_json=entry.outcome_json,
+        type=type_,
+        actor_id=actor,
+        target_ids=targets,
+        location_id=entry.location_id,
+        conversation_id=entry.conversation_id,
+        retracted=entry.retracted_at is not None,
+        abstracted_into=entry.abstracted_into,
+    )
+
+
+BUFFER_FIELDS = (
+    "id", "timestamp", "created_at", "intent_json", "outcome_json", "location_id",
+    "conversation_id", "retracted_at", "abstracted_into", "owner_id",
+)
+
+
+def iter_buffer(owner_id: str, *, chunk: int = 2000) -> Iterator[BufferEntry]:
+    """Every row of one owner in chronological order (ties: write order), streamed."""
+    qs = BufferEntry.objects.filter(owner_id=owner_id).only(*BUFFER_FIELDS)
+    yield from qs.order_by("timestamp", "created_at", "id").iterator(chunk_size=chunk)
+
+

@@ -1,0 +1,73 @@
+"""World and wall time: one parse, one sortable key, one way to say a time of day.
+
+World timestamps are strings in whatever ISO form their writer used (omnia writes
+`toISOString()`, `2026-07-06T12:38:00.000Z`); everything that compares or shows one goes
+through here so "12:00:00Z" and "12:00:00.500Z" are never compared as text.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+
+from django.utils import timezone
+
+
+def now_us() -> int:
+    """Wall time in microseconds: write order (`created_at`), never world time."""
+    return time.time_ns() // 1000
+
+
+def iso_now() -> str:
+    """Now, as JavaScript's `toISOString()` writes it: the form omnia stamps rows with."""
+    return timezone.now().isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def parse_timestamp(timestamp: str | None) -> datetime | None:
+    """An ISO timestamp as an aware datetime in its own offset (naive means UTC); None when it
+    names no instant."""
+    if not timestamp:
+        return None
+    try:
+        moment = datetime.fromisoformat(timestamp)
+    except (TypeError, ValueError):
+        return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def time_key(timestamp: str) -> str:
+    """A total-order key for a world timestamp: UTC, microseconds, lexicographic = chronological.
+
+    Stored timestamps are strings in whatever ISO form the writer used; comparing them raw
+    would order "12:00:00Z" after "12:00:00.500Z". Unparseable stamps sort after every real
+    one ("~" > digits), so min/max stay a total order and the fold stays deterministic.
+    """
+    # toISOString() form, by far the common case: no parse needed.
+    if (
+        len(timestamp) == 24
+        and timestamp[23] == "Z"
+        and timestamp[19] == "."
+        and timestamp[10] == "T"
+    ):
+        return timestamp[:23] + "000Z"
+    moment = parse_timestamp(timestamp)
+    if moment is None:
+        return "~" + str(timestamp)
+    moment = moment.astimezone(UTC)
+    return f"{moment:%Y-%m-%dT%H:%M:%S}.{moment.microsecond:06d}Z"
+
+
+def moment_of_key(key: str) -> datetime | None:
+    """The instant a time key names (keys are UTC with microseconds), or None if it names none."""
+    if key.startswith("~"):
+        return None
+    try:
+        return datetime.fromisoformat(key[:-1]).replace(tzinfo=UTC)
+    except ValueError:
+        return None  # toISOString-shaped but not a real time ("T25:00"): no gap evidence
+
+
+def time_of_day(moment: datetime) -> str:
+    """"12:38 PM": how the digest and the prompt say a time."""
+    hour = moment.hour % 12 or 12
+    return f"{hour}:{moment.minute:02d} {'AM' if moment.hour < 12 else 'PM'}"

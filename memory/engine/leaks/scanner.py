@@ -1,0 +1,421 @@
+"""Epistemic leak scanner (PRODUCT §7): what a viewer's text names that the viewer must not know.
+
+A finding is a whole-token occurrence, in a text rendered for viewer V, of
+- a system id of any object (`system_id`),
+- the true name of an entity V does not know by that name (`unknown_name`),
+- the value of a PRIVATE attribute V has no access to (`private_attribute`).
+
+One Aho-Corasick automaton holds every pattern of the world and serves every viewer: what is a
+leak depends on the viewer only at judging time, so nothing is rebuilt per viewer.
+
+Decisions the spec leaves open, and why:
+- Matching is case-insensitive for every pattern, ids included. Upstream's own data writes the
+  id `bob` as "Bob" ("Bob greets Charlie"); an exact-case id match would miss that leak.
+  Case is folded character by character (`str.lower` of each character), so offsets into the
+  folded text are offsets into the original.
+- Whole tokens only: the characters just outside a hit must not be word characters (Python's
+  `\\w`: alphanumeric or `_`). That is `(?<!\\w)PATTERN(?!\\w)`, which equals `\\bPATTERN\\b`
+  whenever the pattern starts and ends with a word character and stays sane when it does not.
+- Overlaps: among whole-token hits the longest wins, ties go to the leftmost; a hit
+  overlapping a winner is dropped. Then the winners are judged.
+- Labels the viewer itself uses shield: a winner overlapped by a whole-token occurrence of one
+  of the viewer's own alias labels at least as long is not a finding, so "Captain Voss" (the
+  viewer's alias) never yields a leak for the true name "Voss" inside it. Labels are looked
+  for only around winners, so they cost nothing on clean text.
+- A winner is benign when any of its meanings is legitimate for the viewer: its own true
+  name, a true name it knows (alias equals the name, case-insensitively), a private value it
+  may see, or a word declared ordinary. Otherwise the most telling meaning is reported: an id
+  written exactly as stored, then a true name, then an id in other case, then a private value.
+- The viewer enters only at judging time (which hits are benign, which labels shield), so
+  one index serves every viewer and nothing is rebuilt when a viewer changes.
+- A true name that is also a common word ("Will", "Rose") is flagged wherever the word stands
+  alone: a missed leak costs more than a false alarm. `LeakWorld.ordinary_words` silences
+  such words (and word-like ids such as a location called `cellar`) deliberately.
+- Private values with no letter in them or shorter than three characters are not patterns:
+  "85" or "yes" would match every clock and every answer.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from bisect import bisect_left
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Literal
+
+import ahocorasick
+
+from memory.engine.aliases import alias_state
+
+FindingKind = Literal["system_id", "unknown_name", "private_attribute"]
+
+MIN_PRIVATE_VALUE_LENGTH = 3
+
+
+@dataclass(frozen=True)
+class PrivateValue:
+    object_id: str
+    attribute_name: str
+    value: str
+    allowed: frozenset[str] = frozenset()
+
+    def visible_to(self, viewer_id: str) -> bool:
+        return viewer_id == self.object_id or viewer_id in self.allowed
+
+
+@dataclass(frozen=True)
+class LeakWorld:
+    object_ids: frozenset[str]
+    true_names: Mapping[str, str]
+    aliases: Mapping[str, Mapping[str, str]]
+    private_values: Sequence[PrivateValue] = ()
+    ordinary_words: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: FindingKind
+    start: int
+    end: int
+    text: str
+    entity_id: str
+    reason: str
+    attribute_name: str | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "kind": self.kind,
+            "start": self.start,
+            "end": self.end,
+            "text": self.text,
+            "entity_id": self.entity_id,
+            "attribute_name": self.attribute_name,
+            "reason": self.reason,
+        }
+
+
+# --- case folding that keeps offsets --------------------------------------------------------
+
+
+@cache
+def _fold_table() -> dict[int, str]:
+    # Only characters whose lowercase is a single character: "İ".lower() is two characters
+    # and would shift every offset after it.
+    table: dict[int, str] = {}
+    for code in range(sys.maxunicode + 1):
+        char = chr(code)
+        low = char.lower()
+        if low != char and len(low) == 1:
+            table[code] = low
+    return table
+
+
+def fold(text: str) -> str:
+    """Lowercase character by character; the result has the length of the input."""
+    if text.isascii():
+        return text.lower()
+    # str.lower() is context-sensitive (a final sigma) and may grow; the table is neither.
+    return text.translate(_fold_table())
+
+
+# --- the patterns ---------------------------------------------------------------------------
+
+
+@dataclass
+class _Pattern:
+    """One folded key and every meaning it has in the world."""
+
+    key: str
+    ids: list[str] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
+    privates: list[PrivateValue] = field(default_factory=list)
+    ordinary: bool = False
+
+
+def _private_is_pattern(value: str) -> bool:
+    return len(value) >= MIN_PRIVATE_VALUE_LENGTH and any(c.isalpha() for c in value)
+
+
+def _collect_patterns(world: LeakWorld) -> list[_Pattern]:
+    by_key: dict[str, _Pattern] = {}
+
+    def pattern(text: str) -> _Pattern | None:
+        key = fold(text)
+        if not key:
+            return None
+        found = by_key.get(key)
+        if found is None:
+            found = by_key[key] = _Pattern(key)
+        return found
+
+    for object_id in sorted(world.object_ids):
+        if (p := pattern(object_id)) is not None:
+            p.ids.append(object_id)
+    for entity_id, name in sorted(world.true_names.items()):
+        if (p := pattern(name.strip())) is not None:
+            p.names.append(entity_id)
+    for private in world.private_values:
+        value = private.value.strip()
+        if _private_is_pattern(value) and (p := pattern(value)) is not None:
+            p.privates.append(private)
+    for word in world.ordinary_words:
+        if (p := pattern(word.strip())) is not None:
+            p.ordinary = True
+    return list(by_key.values())
+
+
+def _viewer_labels(world: LeakWorld) -> dict[str, tuple[str, ...]]:
+    """Each viewer's own alias labels, folded, longest first. A self-alias is never rendered
+    (self is always "you"), so it shields nothing."""
+    labels: dict[str, tuple[str, ...]] = {}
+    for viewer_id, mapping in world.aliases.items():
+        keys = {fold(label.strip()) for target, label in mapping.items() if target != viewer_id}
+        keys.discard("")
+        labels[viewer_id] = tuple(sorted(keys, key=lambda k: (-len(k), k)))
+    return labels
+
+
+@dataclass(frozen=True)
+class LeakIndex:
+    world: LeakWorld
+    patterns: tuple[_Pattern, ...]
+    labels: Mapping[str, tuple[str, ...]]
+    automaton: ahocorasick.Automaton = field(repr=False)
+
+    @property
+    def pattern_count(self) -> int:
+        return len(self.patterns)
+
+
+def build_leak_index(world: LeakWorld) -> LeakIndex:
+    patterns = tuple(_collect_patterns(world))
+    # Keys are stored masked and fenced (see _fenced): distinct keys may mask alike
+    # ("thieves' guild", "thieves, guild"), so an automaton word carries every pattern number.
+    groups: dict[str, list[int]] = {}
+    for number, p in enumerate(patterns):
+        groups.setdefault(_fenced(p.key), []).append(number)
+    automaton = ahocorasick.Automaton()
+    for fenced, numbers in groups.items():
+        exact = len(numbers) == 1 and _NON_WORD.search(patterns[numbers[0]].key) is None
+        automaton.add_word(fenced, (len(fenced), tuple(numbers), exact))
+    if groups:
+        automaton.make_automaton()
+    return LeakIndex(world, patterns, _viewer_labels(world), automaton)
+
+
+_FENCE = "\x01"
+_NON_WORD = re.compile(r"\W")
+_ASCII_MASK = bytes(c if chr(c).isalnum() or c == ord("_") else ord(_FENCE) for c in range(256))
+
+
+def _fenced(folded: str) -> str:
+    """Every non-word character becomes one fence character, and fences go around the whole.
+
+    A fenced key can then only match where the key is a whole token (the text is fenced the
+    same way), so the automaton itself enforces the boundaries. It is also several times faster
+    on this library: inside a word the automaton idles at the root, whose one child is the fence.
+    Masking keeps lengths, so offsets survive; a hit is checked against the real key only when
+    the key had non-word characters the mask collapsed."""
+    if folded.isascii():
+        masked = folded.encode("ascii").translate(_ASCII_MASK).decode("ascii")
+    else:
+        masked = _NON_WORD.sub(_FENCE, folded)
+    return _FENCE + masked + _FENCE
+
+
+# --- scanning -------------------------------------------------------------------------------
+
+Hit = tuple[int, int, int]  # start, end, pattern number
+
+
+def _is_word(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
+def scan_text(index: LeakIndex, viewer_id: str, text: str) -> list[Finding]:
+    """Every leak in `text` for `viewer_id`, sorted by start offset."""
+    if not index.patterns:
+        return []
+    folded = fold(text)
+    patterns = index.patterns
+    hits: list[Hit] = []
+    # In the fenced text a hit ending at `end` (inclusive) spans folded[end - size + 1 : end - 1].
+    for end, (size, numbers, exact) in index.automaton.iter(_fenced(folded)):
+        start, stop = end - size + 1, end - 1
+        if exact:
+            hits.append((start, stop, numbers[0]))
+            continue
+        written = folded[start:stop]
+        for number in numbers:
+            if patterns[number].key == written:
+                hits.append((start, stop, number))
+                break
+    if not hits:
+        return []
+    labels = index.labels.get(viewer_id, ())
+
+    def shielded(start: int, end: int) -> bool:
+        return _shielded_by_find(folded, labels, start, end)
+
+    return _judge_hits(index, viewer_id, text, hits, shielded)
+
+
+def _shielded_by_find(folded: str, labels: tuple[str, ...], start: int, end: int) -> bool:
+    """Does a whole-token occurrence of one of the viewer's labels, at least as long as the
+    hit, overlap it? Only such a label can overlap within this window."""
+    for label in labels:
+        size = len(label)
+        if size < end - start:
+            break  # longest first: the rest are shorter
+        lo, hi = max(0, start - size + 1), min(len(folded), end + size - 1)
+        found = folded.find(label, lo, hi)
+        while found >= 0:
+            stop = found + size
+            if not (found > 0 and _is_word(folded[found - 1])) and not (
+                stop < len(folded) and _is_word(folded[stop])
+            ):
+                return True
+            found = folded.find(label, found + 1, hi)
+    return False
+
+
+def _judge_hits(
+    index: LeakIndex,
+    viewer_id: str,
+    text: str,
+    hits: list[Hit],
+    shielded: Callable[[int, int], bool],
+) -> list[Finding]:
+    findings = []
+    for start, end, number in _longest_leftmost(hits):
+        finding = _judge(index, viewer_id, text, start, end, index.patterns[number])
+        if finding is not None and not shielded(start, end):
+            findings.append(finding)
+    return findings
+
+
+def _longest_leftmost(hits: list[Hit]) -> list[Hit]:
+    """Winners among overlapping hits: longest first, then leftmost; sorted by start."""
+    by_start = sorted(hits)
+    if all(a[1] <= b[0] for a, b in zip(by_start, by_start[1:], strict=False)):
+        return by_start  # the usual case: nothing overlaps
+    taken: list[Hit] = []
+    starts: list[int] = []
+    for hit in sorted(hits, key=lambda h: (h[0] - h[1], h[0], h[2])):
+        start, end, _ = hit
+        # Winners never overlap, so only the neighbours by start can collide.
+        i = bisect_left(starts, start)
+        if i > 0 and taken[i - 1][1] > start:
+            continue
+        if i < len(taken) and taken[i][0] < end:
+            continue
+        taken.insert(i, hit)
+        starts.insert(i, start)
+    return taken
+
+
+def _judge(
+    index: LeakIndex, viewer_id: str, text: str, start: int, end: int, p: _Pattern
+) -> Finding | None:
+    world = index.world
+    viewer_aliases = world.aliases.get(viewer_id, {})
+    if p.ordinary:
+        return None
+    for entity_id in p.names:
+        if entity_id == viewer_id:
+            return None
+        if alias_state(viewer_aliases.get(entity_id), world.true_names[entity_id]) == "known":
+            return None
+    if any(private.visible_to(viewer_id) for private in p.privates):
+        return None
+
+    written = text[start:end]
+    exact_ids = [object_id for object_id in p.ids if object_id == written]
+    if exact_ids:
+        return _id_finding(start, end, written, exact_ids[0])
+    if p.names:
+        entity_id = p.names[0]
+        label = viewer_aliases.get(entity_id)
+        if label is None:
+            reason = f"{viewer_id} has no alias for {entity_id}; '{written}' is its true name"
+        else:
+            reason = f"{viewer_id} knows {entity_id} only as '{label}'"
+        return Finding("unknown_name", start, end, written, entity_id, reason)
+    if p.ids:
+        return _id_finding(start, end, written, p.ids[0])
+    private = min(p.privates, key=lambda v: (v.object_id, v.attribute_name))
+    reason = (
+        f"private attribute '{private.attribute_name}' of {private.object_id}; "
+        f"{viewer_id} has no access"
+    )
+    return Finding(
+        "private_attribute", start, end, written, private.object_id, reason, private.attribute_name
+    )
+
+
+def _id_finding(start: int, end: int, written: str, object_id: str) -> Finding:
+    return Finding(
+        "system_id", start, end, written, object_id, f"system id of object '{object_id}'"
+    )
+
+
+# --- the naive baseline ---------------------------------------------------------------------
+
+
+def _token_regex(key: str) -> re.Pattern[str]:
+    return re.compile(r"(?<!\w)" + re.escape(key) + r"(?!\w)")
+
+
+@dataclass(frozen=True)
+class NaiveLeakIndex:
+    """One compiled regex per pattern (and per viewer label): the bench's baseline."""
+
+    index: LeakIndex
+    regexes: tuple[re.Pattern[str], ...]
+    label_regexes: Mapping[str, tuple[re.Pattern[str], ...]]
+
+
+def build_naive_index(world: LeakWorld) -> NaiveLeakIndex:
+    index = build_leak_index(world)
+    return NaiveLeakIndex(
+        index=index,
+        regexes=tuple(_token_regex(p.key) for p in index.patterns),
+        label_regexes={
+            viewer: tuple(_token_regex(label) for label in labels)
+            for viewer, labels in index.labels.items()
+        },
+    )
+
+
+def _all_matches(regex: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
+    # Search again from one past each match start: a pattern may overlap itself ("ha ha").
+    match = regex.search(text)
+    while match is not None:
+        yield match
+        match = regex.search(text, match.start() + 1)
+
+
+def scan_text_naive(world: LeakWorld | NaiveLeakIndex, viewer_id: str, text: str) -> list[Finding]:
+    """Same findings as `scan_text`, found by running every pattern's regex over the text.
+    Given a bare world it compiles the regexes first (slow; build_naive_index once instead)."""
+    naive = world if isinstance(world, NaiveLeakIndex) else build_naive_index(world)
+    folded = fold(text)
+    hits = [
+        (match.start(), match.end(), number)
+        for number, regex in enumerate(naive.regexes)
+        for match in _all_matches(regex, folded)
+    ]
+    if not hits:
+        return []
+    shields = [
+        match.span()
+        for regex in naive.label_regexes.get(viewer_id, ())
+        for match in _all_matches(regex, folded)
+    ]
+
+    def shielded(start: int, end: int) -> bool:
+        return any(s < end and start < e and e - s >= end - start for s, e in shields)
+
+    return _judge_hits(naive.index, viewer_id, text, hits, shielded)

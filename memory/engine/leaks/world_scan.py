@@ -1,0 +1,178 @@
+"""The leak scanner on the database (PRODUCT §7): every viewer's prompt context, scanned.
+
+`memory.engine.leaks.scanner` is pure; this module feeds it one world from the store and runs it over the
+text `memory.engine.prompt` renders for each viewer. It only reads.
+
+What the world contributes, and why:
+- System ids: every object of the world (the world itself, its locations, its entities) and
+  every location id an object stands in, even without a row of its own: v1-era omnia worlds
+  name places ("tavern-main") that no `objects` row describes, and those are ids all the same.
+- True names: `WorldKnowledge.true_name` of every entity (the first of
+  settings.OMNIA_TRUE_NAME_ATTRIBUTES it has).
+- Alias maps: every entity's, parsed as the renderer parses them (a corrupt map knows nobody).
+- Private values: every non-PUBLIC attribute of every object of the world, with its ACL.
+- Ordinary words: ids of places (non-entity objects and bare location ids) that are one plain
+  lowercase word ("cellar", "quay"). Prose names such places by the word itself ("descends the
+  stairs to the cellar"), so flagging it would be a false alarm on every such line. Entity ids
+  are never ordinary, even when they are words ("bob"): a person named by its id is exactly
+  the leak upstream's data carries ("Bob greets Charlie"). An ordinary word is silent as an id
+  only; if it is also someone's true name, the leaks module still judges that name.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from memory.engine.aliases import AliasesJsonError, parse_aliases_json
+from memory.engine.errors import NotFound
+from memory.engine.knowledge import WorldKnowledge, get_viewer, viewer_of, world_knowledge
+from memory.engine.leaks.scanner import (
+    Finding,
+    LeakIndex,
+    LeakWorld,
+    PrivateValue,
+    build_leak_index,
+    scan_text,
+)
+from memory.engine.prompt import PromptContext, prompt_context
+from memory.models import ObjectType, WorldObject
+
+FINDING_KINDS = ("system_id", "unknown_name", "private_attribute")
+CSV_HEADER = ("viewer_id", "section", "kind", "start", "end", "text", "entity_id", "reason")
+
+_PLAIN_WORD = re.compile(r"[a-z]+")
+
+
+@dataclass(frozen=True)
+class ScanFinding:
+    viewer_id: str
+    section: str
+    finding: Finding
+
+    def to_dict(self) -> dict[str, object]:
+        return {"viewer_id": self.viewer_id, "section": self.section, **self.finding.to_dict()}
+
+    def csv_row(self) -> list[object]:
+        f = self.finding
+        return [self.viewer_id, self.section, f.kind, f.start, f.end, f.text, f.entity_id, f.reason]
+
+
+@dataclass(frozen=True)
+class ViewerScan:
+    viewer_id: str
+    prompt: PromptContext
+    findings: list[ScanFinding]
+
+    def counts(self) -> dict[str, int]:
+        found = Counter(f.finding.kind for f in self.findings)
+        return {kind: found[kind] for kind in FINDING_KINDS}
+
+
+def _aliases(obj: WorldObject) -> dict[str, str]:
+    try:
+        return parse_aliases_json(obj.aliases_json)
+    except AliasesJsonError:
+        return {}
+
+
+def leak_world_from(knowledge: WorldKnowledge) -> LeakWorld:
+    objects = knowledge.objects
+    entities = [o for o in objects.values() if o.type == ObjectType.ENTITY]
+    bare_locations = {o.location_id for o in objects.values() if o.location_id} - set(objects)
+    true_names = {e.id: name for e in entities if (name := knowledge.true_name(e.id))}
+    private_values = [
+        PrivateValue(
+            object_id=object_id,
+            attribute_name=name,
+            value=attr.value,
+            allowed=frozenset(knowledge.acl.get((object_id, name), set())),
+        )
+        for object_id, attrs in sorted(knowledge.attributes.items())
+        for name, attr in sorted(attrs.items())
+        if attr.visibility != "PUBLIC"
+    ]
+    places = [o.id for o in objects.values() if o.type != ObjectType.ENTITY] + sorted(bare_locations)
+    return LeakWorld(
+        object_ids=frozenset(objects) | frozenset(bare_locations),
+        true_names=true_names,
+        aliases={e.id: _aliases(e) for e in entities},
+        private_values=tuple(private_values),
+        ordinary_words=frozenset(p for p in places if _PLAIN_WORD.fullmatch(p)),
+    )
+
+
+def _check_world(world_id: str) -> None:
+    if not WorldObject.objects.filter(pk=world_id, type=ObjectType.WORLD).exists():
+        raise NotFound(f"no world with id {world_id!r}")
+
+
+def leak_world(world_id: str) -> LeakWorld:
+    _check_world(world_id)
+    return leak_world_from(world_knowledge(world_id))
+
+
+def _scan_prompt(index: LeakIndex, viewer_id: str, prompt: PromptContext) -> ViewerScan:
+    text = prompt.text
+    findings = [
+        ScanFinding(viewer_id, prompt.section_at(f.start), f) for f in scan_text(index, viewer_id, text)
+    ]
+    return ViewerScan(viewer_id=viewer_id, prompt=prompt, findings=findings)
+
+
+def scan_viewer(viewer_id: str) -> ViewerScan:
+    viewer = get_viewer(viewer_id)
+    knowledge = world_knowledge(viewer.obj.world_id)
+    index = build_leak_index(leak_world_from(knowledge))
+    return _scan_prompt(index, viewer.id, prompt_context(viewer, knowledge))
+
+
+def _viewers_by_world(world_id: str | None, viewer_id: str | None) -> dict[str | None, list[WorldObject]]:
+    qs = WorldObject.objects.filter(type=ObjectType.ENTITY)
+    if viewer_id is not None:
+        viewer = get_viewer(viewer_id)  # NotFound for an unknown id
+        qs = qs.filter(pk=viewer.id)
+    if world_id is not None:
+        _check_world(world_id)
+        qs = qs.filter(world_id=world_id)
+    grouped: dict[str | None, list[WorldObject]] = {}
+    for obj in qs.order_by("world_id", "id"):
+        grouped.setdefault(obj.world_id, []).append(obj)
+    return grouped
+
+
+def scan_world(
+    world_id: str | None = None,
+    *,
+    viewer_id: str | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> list[ViewerScan]:
+    """Scan the prompt of every viewer (of one world, of every world, or just one viewer).
+
+    One knowledge load and one automaton per world serve all of its viewers. `progress` is
+    called with 1 after each viewer, so a caller can drive a progress bar."""
+    scans: list[ViewerScan] = []
+    for group_world, viewers in _viewers_by_world(world_id, viewer_id).items():
+        knowledge = world_knowledge(group_world)
+        index = build_leak_index(leak_world_from(knowledge))
+        for obj in viewers:
+            viewer = viewer_of(obj)
+            scans.append(_scan_prompt(index, viewer.id, prompt_context(viewer, knowledge)))
+            if progress is not None:
+                progress(1)
+    return scans
+
+
+def count_viewers(world_id: str | None = None, *, viewer_id: str | None = None) -> int:
+    return sum(len(v) for v in _viewers_by_world(world_id, viewer_id).values())
+
+
+def leak_counts(world_id: str) -> dict[str, dict[str, int]]:
+    """Per viewer of the world, how many findings of each kind its prompt holds (zeros kept)."""
+    return {scan.viewer_id: scan.counts() for scan in scan_world(world_id)}
+
+
+def all_findings(scans: Iterable[ViewerScan]) -> list[ScanFinding]:
+    return [finding for scan in scans for finding in scan.findings]

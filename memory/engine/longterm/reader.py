@@ -1,0 +1,311 @@
+"""Long-term memory read faces over the database (seed 004; PRODUCT.md §6, issue 4).
+
+The pure engine (`memory.engine.longterm.shadowing`, `memory.engine.longterm.faces`) decides what stands on which face; this
+module only feeds it from the store and hydrates bodies for the viewer. It never writes.
+
+One viewer's read is four queries: the viewer row, its layer subscriptions (in position
+order), the headers and bodies of its home and subscribed layers' entries, and the
+abstraction edges whose members are among those entries. `rows_visited` is the exact number of
+rows those queries returned, so the bench can compare it with a plain listing.
+
+The delivery probe. `buffer.hydrate` is total over strings (it renders an unknown or missing id
+as "an unfamiliar figure" rather than failing), so "tries to render the body" is defined as:
+- hydrate raises (Undeliverable carries its reason; anything else is reported by class and
+  message, because a read face must disclose, never crash);
+- the body is empty or only whitespace: there is nothing to deliver;
+- a tag names no entity (`entity@[words]` or a bare `entity@`): whoever was meant is lost, and
+  rendering it as a stranger would state something the author never wrote.
+The rendered text is kept, so each body is hydrated exactly once per read.
+
+Search matches the hydrated body (what the viewer reads), never the stored one: a stored body
+holds entity ids, and a search for an id must not reveal which entries mention it.
+"""
+
+from __future__ import annotations
+
+import gc
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from django.db import connection
+from django.db.models import QuerySet
+
+# _find_tags is the scanner hydrate itself uses; a second regex here could disagree with it.
+from memory.engine.buffer import Undeliverable, _find_tags, hydrate
+from memory.engine.errors import NotFound
+from memory.engine.knowledge import Viewer, get_viewer
+from memory.engine.longterm import faces as facelib
+from memory.engine.longterm.shadowing import (
+    MEMORY_SEARCH_SHADOWED_TAG,
+    MEMORY_SEARCH_SUPERSEDED_TAG,
+    EntryHeader,
+    shadow_key_of,
+)
+from memory.models import AbstractionEdge, LayerSubscription, LedgerEntry
+
+_ENTITY_TAG = "entity@"
+# Cheap pre-filter for a tag that names no entity: the last `entity@` of a run followed by `[`
+# or by nothing an id can start with. It may over-match (text inside a tag's words); the
+# scanner hydrate uses then decides, so only suspicious bodies pay for a second scan.
+_MAYBE_IDLESS = re.compile(r"entity@(?:\[|(?!entity@)(?![^\s\[\]@]*\[[^\[\]]*\])(?![\w-]))")
+# Rows fetched per round trip: big enough that 100k entries cost ~50 fetches, small enough
+# that a huge store never holds its whole result set twice in driver buffers.
+_CHUNK = 2000
+
+
+# Not frozen: a frozen dataclass sets each field through object.__setattr__, and a 100k-entry
+# face builds 100k of these.
+@dataclass(slots=True)
+class FaceItem:
+    id: str
+    scope: str
+    slug: str
+    title: str  # the shadow key: committed name, else the slug's last segment
+    body: str  # hydrated for the viewer; "" when undeliverable (the notes say why)
+    tags: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class FacesAnswer:
+    viewer_id: str
+    default: list[FaceItem]
+    shadowed: dict[str, str]  # shadowed id -> the home entry carrying its name
+    superseded: dict[str, str]  # member id -> rollup id
+    withheld: list[str]
+    undeliverable: dict[str, str]  # id -> reason
+    items: list[FaceItem]  # the listing: the default face, or everything on it with tags
+    rows_visited: int
+
+
+@dataclass(frozen=True, slots=True)
+class EntryAnswer:
+    item: FaceItem
+    notes: list[str]
+    rollup: str | None  # the rollup that absorbed this entry
+    members: list[str]  # what this entry absorbed, when it is a rollup (buffer and ledger ids)
+
+
+@dataclass(slots=True)
+class _Read:
+    viewer: Viewer
+    headers: list[EntryHeader]
+    by_id: dict[str, EntryHeader]
+    rendered: dict[str, str]  # id -> hydrated body (deliverable entries only)
+    faces: facelib.Faces
+    rows_visited: int
+
+
+def home_scope(entity_id: str) -> str:
+    return f"home:{entity_id}"
+
+
+def layer_scope(layer_id: str) -> str:
+    return f"layer:{layer_id}"
+
+
+def _probe(content: str, viewer: Viewer) -> tuple[str | None, str | None]:
+    """(rendered, None) when the body delivers, else (None, reason)."""
+    if not content.strip():
+        return None, "the body is empty"
+    if _ENTITY_TAG not in content:
+        # Without a tag hydrate only swaps quotes and capitalises: it cannot fail.
+        return hydrate(content, viewer.view), None
+    if _MAYBE_IDLESS.search(content) and any(not tag.id for tag in _find_tags(content)):
+        return None, "a tag names no entity (entity@ without an id)"
+    try:
+        return hydrate(content, viewer.view), None
+    except Undeliverable as exc:
+        return None, exc.reason
+    except Exception as exc:  # noqa: BLE001 - disclosed on the face, never an error page
+        return None, f"{exc.__class__.__name__}: {exc}"
+
+
+@contextmanager
+def _acyclic_burst() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a read builds its ~3 objects per entry: they
+    form no cycles (reference counting frees them), yet each generation-2 pass rescans the
+    whole growing heap, which cost ~40% of a 100k-entry read in bench/bench_faces.py.
+    Restored on exit, and left alone when the caller had already disabled it."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _raw_rows(queryset: QuerySet) -> Iterator[tuple]:
+    """The ORM's SQL, fetched in chunks straight from the cursor: no model instances, no
+    per-row converters (a third of the read time at 100k rows) and no full-result cache. Only
+    for columns whose raw driver values are already what we use (text, and a boolean read for
+    its truth)."""
+    sql, params = queryset.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        while chunk := cursor.fetchmany(_CHUNK):
+            yield from chunk
+
+
+def _read(viewer_id: str) -> _Read:
+    viewer = get_viewer(viewer_id)
+    rows = 1
+    layer_ids = list(
+        LayerSubscription.objects.filter(entity_id=viewer.id)
+        .order_by("position")
+        .values_list("layer_id", flat=True)
+    )
+    rows += len(layer_ids)
+    write_scope = home_scope(viewer.id)
+    layer_order = [layer_scope(i) for i in layer_ids]
+
+    headers: list[EntryHeader] = []
+    withheld: set[str] = set()
+    rendered: dict[str, str] = {}
+    undeliverable: dict[str, str] = {}
+    entries = LedgerEntry.objects.filter(scope_id__in=[write_scope, *layer_order]).values_list(
+        "id", "scope_id", "slug", "name", "draft_name", "withheld", "content"
+    )
+    for entry_id, scope, slug, name, draft_name, is_withheld, content in _raw_rows(entries):
+        rows += 1
+        headers.append(EntryHeader(entry_id, scope, slug, name, draft_name))
+        if is_withheld:
+            withheld.add(entry_id)
+        text, reason = _probe(content, viewer)
+        if reason is None:
+            rendered[entry_id] = text  # type: ignore[assignment]
+        else:
+            undeliverable[entry_id] = reason
+
+    edges: list[tuple[str, str]] = []
+    if headers:
+        # Rollups always land in their owner's home, so edges whose members are ledger entries
+        # of this read are the viewer's own; filtering by owner keeps the IN list off the query.
+        ids = {h.id for h in headers}
+        for member, rollup in (
+            AbstractionEdge.objects.filter(owner_id=viewer.id, member_kind="ledger")
+            .values_list("member_id", "rollup_id")
+            .iterator(chunk_size=_CHUNK)
+        ):
+            rows += 1
+            if member in ids:
+                edges.append((member, rollup))
+
+    faces = facelib.compute_faces(
+        headers, write_scope, layer_order, edges, withheld, undeliverable.get
+    )
+    return _Read(
+        viewer=viewer,
+        headers=headers,
+        by_id={h.id: h for h in headers},
+        rendered=rendered,
+        faces=faces,
+        rows_visited=rows,
+    )
+
+
+def _tags(faces: facelib.Faces, entry_id: str) -> list[str]:
+    # Two facts, two tags, in the same order as the pure engine's listing rows.
+    tags = []
+    if entry_id in faces.shadowed:
+        tags.append(MEMORY_SEARCH_SHADOWED_TAG)
+    if entry_id in faces.superseded:
+        tags.append(MEMORY_SEARCH_SUPERSEDED_TAG)
+    return tags
+
+
+def _item(read: _Read, entry_id: str, *, on_default: bool = False) -> FaceItem:
+    """`on_default`: the caller knows the entry stands on the default face, which by
+    definition carries no tags and no notes, so the lookups are skipped (100k items)."""
+    h = read.by_id[entry_id]
+    if on_default:
+        return FaceItem(h.id, h.scope, h.slug, shadow_key_of(h), read.rendered[entry_id], [], [])
+    return FaceItem(
+        id=h.id,
+        scope=h.scope,
+        slug=h.slug,
+        title=shadow_key_of(h),
+        body=read.rendered.get(entry_id, ""),
+        tags=_tags(read.faces, entry_id),
+        notes=facelib.get_by_id(read.faces, entry_id)[1],
+    )
+
+
+def _listing(read: _Read, include_shadowed: bool) -> list[FaceItem]:
+    return [
+        _item(read, row.id) for row in facelib.listing(read.faces, read.headers, include_shadowed)
+    ]
+
+
+def viewer_faces(viewer_id: str, *, include_shadowed: bool = False) -> FacesAnswer:
+    """Every face of one viewer's long-term memory. Unknown viewer -> NotFound."""
+    with _acyclic_burst():
+        read = _read(viewer_id)
+        faces = read.faces
+        default = [_item(read, i, on_default=True) for i in faces.default]
+        items = default if not include_shadowed else _listing(read, include_shadowed=True)
+    return FacesAnswer(
+        viewer_id=read.viewer.id,
+        default=default,
+        shadowed=dict(faces.shadowed),
+        superseded=dict(faces.superseded),
+        withheld=[i for i in faces.scopes if i in faces.withheld],
+        undeliverable=dict(faces.undeliverable),
+        items=items,
+        rows_visited=read.rows_visited,
+    )
+
+
+def index_lines(viewer: Viewer | str) -> list[str]:
+    """The long-term section of the prompt: `- title: body`, default face only. No ids and no
+    tags: the prompt speaks to the character, who has no use for either."""
+    with _acyclic_burst():
+        read = _read(viewer if isinstance(viewer, str) else viewer.id)
+    lines = []
+    for row in facelib.index_rows(read.faces, read.headers):
+        body = read.rendered[row.id]
+        # An imported omnia row has no name and a slug made of its id, so its title IS its id;
+        # the prompt must never carry ids, so such a row shows its body alone.
+        lines.append(f"- {body}" if row.title == row.id else f"- {row.title}: {body}")
+    return lines
+
+
+def search_long_term(
+    viewer_id: str, query: str, *, include_shadowed: bool = False
+) -> list[FaceItem]:
+    with _acyclic_burst():
+        read = _read(viewer_id)
+    hits = facelib.search(read.faces, read.headers, read.rendered, query, include_shadowed)
+    return [_item(read, row.id) for row in hits]
+
+
+def resolve_slug(viewer_id: str, slug: str, *, include_shadowed: bool = False) -> FaceItem | None:
+    with _acyclic_burst():
+        read = _read(viewer_id)
+    found = facelib.resolve_bare_slug(read.faces, read.headers, slug, include_shadowed)
+    return None if found is None else _item(read, found)
+
+
+def get_long_term_entry(viewer_id: str, entry_id: str) -> EntryAnswer:
+    """Delivery by id always proceeds, with notes for whatever keeps it off the default face.
+    An id outside the viewer's home and layers -> NotFound."""
+    with _acyclic_burst():
+        read = _read(viewer_id)
+    try:
+        _, notes = facelib.get_by_id(read.faces, entry_id)
+    except KeyError:
+        raise NotFound(f"no long-term entry {entry_id!r} for {read.viewer.id!r}") from None
+    members = list(
+        AbstractionEdge.objects.filter(rollup_id=entry_id)
+        .order_by("member_id")
+        .values_list("member_id", flat=True)
+    )
+    return EntryAnswer(
+        item=_item(read, entry_id),
+        notes=notes,
+        rollup=read.faces.superseded.get(entry_id),
+        members=members,
+    )

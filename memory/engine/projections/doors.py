@@ -1,0 +1,311 @@
+"""The read doors over the memory projections: sessions(), digest(), episodes().
+
+Every answer reports its own bound (seed 003, rule 8): `rows_visited` is the number of rows
+its queries returned — projection rows, the retracted members the live count read, the member
+and place rows a digest names. The viewer's own identity lookup is not counted.
+
+The digest hash (rule 9) saves the CALLER's tokens, never the engine's reads: a caller that
+passes the hash it already holds is told `unchanged` and handed no lines, but the door still
+read what it needed to compute that hash, and says so in rows_visited.
+
+A store never written has zero sessions: that is an answer (an empty page), never an error.
+An unknown viewer is NotFound, a bad limit or cursor InvalidInput naming the field.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import UTC
+from typing import Any
+
+from django.db import connection
+from django.db.models import Q
+
+from memory.engine.clock import parse_timestamp, time_of_day
+from memory.engine.cursor import decode_cursor, encode_cursor
+from memory.engine.errors import InvalidInput, NotFound
+from memory.engine.projections.sessions import session_key_of
+from memory.engine.shards import shard_of
+from memory.models import (
+    Attribute,
+    AttributeAcl,
+    BufferEntry,
+    Episode,
+    MemorySession,
+    ObjectType,
+    ProjectionShard,
+    WorldObject,
+)
+
+DIGEST_SESSIONS = 20
+PLACE_ATTRIBUTES = ("name", "description")
+
+
+@dataclass(frozen=True)
+class SessionItem:
+    session_key: str
+    kind: str  # "conversation" or "scene"
+    first_at: str
+    last_at: str
+    memory_count: int  # historical: every member ever written, retracted or not
+    dialogue_count: int
+    last_member_id: str
+    content_hash: str
+    live_count: int  # members not retracted, counted at read time (not a fold term)
+
+
+@dataclass(frozen=True)
+class EpisodeItem:
+    ordinal: int
+    first_at: str
+    last_at: str
+    first_member_id: str
+    last_member_id: str
+    member_count: int
+    is_open: bool
+
+
+@dataclass(frozen=True)
+class Page:
+    items: list[Any]
+    rows_visited: int
+    next_cursor: str | None
+
+
+@dataclass(frozen=True)
+class Digest:
+    lines: list[str]
+    hash: str
+    unchanged: bool
+    rows_visited: int
+
+
+def _check_viewer(viewer_id: str) -> None:
+    if not WorldObject.objects.filter(pk=viewer_id, type=ObjectType.ENTITY).exists():
+        raise NotFound(f"no entity with id {viewer_id!r}", field="viewer_id")
+
+
+# --- sessions ----------------------------------------------------------------------------------
+
+
+def _session_rows(
+    viewer_id: str, limit: int, before: str | None
+) -> tuple[list[MemorySession], str | None, int]:
+    if limit < 1:
+        raise InvalidInput("limit must be at least 1", field="limit")
+    rows = MemorySession.objects.filter(owner_id=viewer_id)
+    if before:
+        last_at, key = decode_cursor(before, (str, str), field="before", message=f"malformed cursor {before!r}")
+        rows = rows.filter(Q(last_at__lt=last_at) | Q(last_at=last_at, session_key__lt=key))
+    # One row past the page tells us whether there is a next one; it was read, so it counts.
+    fetched = list(rows.order_by("-last_at", "-session_key")[: limit + 1])
+    page = fetched[:limit]
+    next_cursor = (
+        encode_cursor([page[-1].last_at, page[-1].session_key]) if len(fetched) > limit else None
+    )
+    return page, next_cursor, len(fetched)
+
+
+def _watermark(viewer_id: str) -> tuple[int, str]:
+    mark = (
+        ProjectionShard.objects.filter(shard=shard_of(viewer_id))
+        .values_list("last_created_at", "last_id")
+        .first()
+    )
+    return mark if mark else (0, "")
+
+
+def _retracted_counts(viewer_id: str) -> tuple[dict[str, int], int]:
+    """Retracted members per session key, up to the fold's watermark: one grouped COUNT.
+
+    Live = historical − retracted. Counting only the retracted (rare) members keeps the read
+    small; stopping at the watermark keeps it consistent with the historical count it is
+    subtracted from.
+    """
+    created_at, row_id = _watermark(viewer_id)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT conversation_id, location_id, COUNT(*) FROM buffer_entries "
+            "WHERE owner_id = %s AND retracted_at IS NOT NULL "
+            "AND (created_at < %s OR (created_at = %s AND id <= %s)) "
+            "GROUP BY conversation_id, location_id",
+            (viewer_id, created_at, created_at, row_id),
+        )
+        groups = cursor.fetchall()
+    counts: dict[str, int] = {}
+    for conversation_id, location_id, n in groups:
+        key = session_key_of(conversation_id, location_id)
+        counts[key] = counts.get(key, 0) + int(n)
+    return counts, sum(counts.values())
+
+
+def _kind(session_key: str) -> str:
+    return "scene" if session_key.startswith("scene:") else "conversation"
+
+
+def sessions(viewer_id: str, *, limit: int = 50, before: str | None = None) -> Page:
+    """The viewer's sessions, newest last_at first (ties by key), with live counts."""
+    _check_viewer(viewer_id)
+    page, next_cursor, visited = _session_rows(viewer_id, limit, before)
+    retracted: dict[str, int] = {}
+    if page:
+        retracted, counted = _retracted_counts(viewer_id)
+        visited += counted
+    items = [
+        SessionItem(
+            session_key=row.session_key,
+            kind=_kind(row.session_key),
+            first_at=row.first_at,
+            last_at=row.last_at,
+            memory_count=int(row.memory_count),
+            dialogue_count=int(row.dialogue_count),
+            last_member_id=row.last_member_id,
+            content_hash=row.content_hash,
+            live_count=int(row.memory_count) - retracted.get(row.session_key, 0),
+        )
+        for row in page
+    ]
+    return Page(items=items, rows_visited=visited, next_cursor=next_cursor)
+
+
+# --- digest --------------------------------------------------------------------------------------
+
+
+def _place_names(viewer_id: str, location_ids: set[str]) -> tuple[dict[str, str], int]:
+    """What the viewer calls each place: its name, else its description, when it may see it."""
+    if not location_ids:
+        return {}, 0
+    attrs = list(
+        Attribute.objects.filter(object_id__in=location_ids, name__in=PLACE_ATTRIBUTES).values_list(
+            "object_id", "name", "value", "visibility"
+        )
+    )
+    private = [(o, n) for o, n, _v, vis in attrs if vis != "PUBLIC"]
+    allowed: set[tuple[str, str]] = set()
+    if private:
+        allowed = set(
+            AttributeAcl.objects.filter(
+                object_id__in={o for o, _ in private}, entity_id=viewer_id
+            ).values_list("object_id", "attribute_name")
+        )
+    visible: dict[str, dict[str, str]] = {}
+    for object_id, name, value, visibility in attrs:
+        if visibility == "PUBLIC" or (object_id, name) in allowed:
+            visible.setdefault(object_id, {})[name] = value
+    names = {}
+    for object_id, found in visible.items():
+        for attr in PLACE_ATTRIBUTES:
+            if found.get(attr):
+                names[object_id] = found[attr]
+                break
+    return names, len(attrs) + len(allowed)
+
+
+def _clock(timestamp: str) -> tuple[str, str]:
+    """("Jul 6", "12:38 PM") in UTC; an unparseable stamp is shown as written."""
+    moment = parse_timestamp(timestamp)
+    if moment is None:
+        return "", timestamp
+    moment = moment.astimezone(UTC)
+    return f"{moment:%b} {moment.day}", time_of_day(moment)
+
+
+def _span(first_at: str, last_at: str) -> str:
+    (first_day, first_time), (last_day, last_time) = _clock(first_at), _clock(last_at)
+    if first_day != last_day:
+        return f"from {first_day}, {first_time} to {last_day}, {last_time}"
+    if first_time == last_time:
+        return f"at {first_time}"
+    return f"from {first_time} to {last_time}"
+
+
+def _plural(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def digest_line(
+    kind: str, place: str, first_at: str, last_at: str, memories: int, spoken: int
+) -> str:
+    opening = "A conversation" if kind == "conversation" else "A scene"
+    return (
+        f"{opening} at {place} {_span(first_at, last_at)}: "
+        f"{_plural(memories, 'memory', 'memories')}, {spoken} spoken"
+    )
+
+
+def digest(
+    viewer_id: str, known_hash: str | None = None, *, limit: int = DIGEST_SESSIONS
+) -> Digest:
+    """Viewer-relative lines naming its latest sessions, oldest first, with no ids in them."""
+    _check_viewer(viewer_id)
+    page, _next, visited = _session_rows(viewer_id, limit, None)
+    page = list(reversed(page))
+    conversation_members = [
+        row.last_member_id for row in page if _kind(row.session_key) == "conversation"
+    ]
+    member_places: dict[str, str | None] = {}
+    if conversation_members:
+        member_places = dict(
+            BufferEntry.objects.filter(pk__in=conversation_members).values_list("id", "location_id")
+        )
+        visited += len(member_places)
+    places: dict[str, str | None] = {}
+    for row in page:
+        if _kind(row.session_key) == "scene":
+            places[row.session_key] = row.session_key.removeprefix("scene:") or None
+        else:
+            places[row.session_key] = member_places.get(row.last_member_id)
+    names, read = _place_names(viewer_id, {p for p in places.values() if p})
+    visited += read
+    lines = []
+    for row in page:
+        location = places[row.session_key]
+        if location is None:
+            place = "an unknown place"
+        else:
+            place = names.get(location, "an unfamiliar place")
+        lines.append(
+            digest_line(
+                _kind(row.session_key),
+                place,
+                row.first_at,
+                row.last_at,
+                int(row.memory_count),
+                int(row.dialogue_count),
+            )
+        )
+    digest_hash = hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
+    if known_hash is not None and known_hash == digest_hash:
+        return Digest(lines=[], hash=digest_hash, unchanged=True, rows_visited=visited)
+    return Digest(lines=lines, hash=digest_hash, unchanged=False, rows_visited=visited)
+
+
+# --- episodes ------------------------------------------------------------------------------------
+
+
+def episodes(viewer_id: str, *, limit: int = 50, before: str | None = None) -> Page:
+    """The viewer's episodes, newest first; the open one (if any) leads."""
+    _check_viewer(viewer_id)
+    if limit < 1:
+        raise InvalidInput("limit must be at least 1", field="limit")
+    rows = Episode.objects.filter(owner_id=viewer_id)
+    if before:
+        (ordinal,) = decode_cursor(before, (int,), field="before", message=f"malformed cursor {before!r}")
+        rows = rows.filter(ordinal__lt=ordinal)
+    fetched = list(rows.order_by("-ordinal")[: limit + 1])
+    page = fetched[:limit]
+    items = [
+        EpisodeItem(
+            ordinal=e.ordinal,
+            first_at=e.first_at,
+            last_at=e.last_at,
+            first_member_id=e.first_member_id,
+            last_member_id=e.last_member_id,
+            member_count=int(e.member_count),
+            is_open=bool(e.is_open),
+        )
+        for e in page
+    ]
+    next_cursor = encode_cursor([page[-1].ordinal]) if len(fetched) > limit else None
+    return Page(items=items, rows_visited=len(fetched), next_cursor=next_cursor)

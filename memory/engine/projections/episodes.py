@@ -1,0 +1,248 @@
+"""Episodes: per owner, bursts of memories cut by gaps in world time.
+
+Not a projection in seed 003's sense, and deliberately so: there is no closed-form fold,
+because an episode can still be open while a session never is. It is a forward-only walk over
+the same rows in the same fold order, run inside the projection cycle past the same watermark
+(so a row lands in both tiers on the same pass) and re-walked by rebuild().
+
+The rules: a row whose world time is more than the gap after the open episode's latest time
+closes that episode and opens the next; an episode also closes when the world clock passes
+its latest time plus the gap (close_expired). A row within the gap of the owner's latest
+episode joins it, even one the clock had already closed: membership is a function of the
+rows alone, so a rebuild lands the same episodes, and closing by clock is re-applied after.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, NamedTuple
+
+from django.conf import settings
+from django.db import connection
+
+from memory.engine.clock import moment_of_key, time_key
+from memory.models import Episode, WorldObject
+
+if TYPE_CHECKING:
+    from memory.engine.projections.rows import FoldRow
+
+
+def gap() -> timedelta:
+    return timedelta(minutes=int(settings.OMNIA_EPISODE_GAP_MINUTES))
+
+
+class EpisodeState(NamedTuple):
+    owner_id: str
+    ordinal: int
+    first_at: str
+    last_at: str
+    first_member_id: str
+    last_member_id: str
+    member_count: int
+    is_open: bool
+    first_key: str
+    last_key: str
+    # The instant last_key names; None when the end is unparseable (no row can cut it then).
+    last_moment: datetime | None
+
+
+def _opened(owner_id: str, ordinal: int, row: FoldRow, key: str) -> EpisodeState:
+    return EpisodeState(
+        owner_id,
+        ordinal,
+        row.timestamp,
+        row.timestamp,
+        row.id,
+        row.id,
+        1,
+        True,
+        key,
+        key,
+        moment_of_key(key),
+    )
+
+
+def step(
+    state: EpisodeState | None, row: FoldRow, gap_: timedelta | None = None
+) -> tuple[EpisodeState | None, EpisodeState]:
+    """Walk one row: returns (the episode this row closed, if any; the owner's latest episode)."""
+    key = time_key(row.timestamp)
+    if state is None:
+        return None, _opened(row.owner_id, 1, row, key)
+    first_at, first_key = (
+        (row.timestamp, key) if key < state.first_key else (state.first_at, state.first_key)
+    )
+    # Only a row later than the episode's end can be more than the gap after it, so most rows
+    # are decided by one string comparison; the rest by one parse.
+    if key > state.last_key:
+        moment = moment_of_key(key)
+        if (
+            moment is not None
+            and state.last_moment is not None
+            and moment - state.last_moment > (gap_ or gap())
+        ):
+            return state._replace(is_open=False), _opened(row.owner_id, state.ordinal + 1, row, key)
+        last_at, last_key, last_moment = row.timestamp, key, moment
+    else:
+        last_at, last_key, last_moment = state.last_at, state.last_key, state.last_moment
+    return None, EpisodeState(
+        state.owner_id,
+        state.ordinal,
+        first_at,
+        last_at,
+        state.first_member_id,
+        row.id,
+        state.member_count + 1,
+        True,
+        first_key,
+        last_key,
+        last_moment,
+    )
+
+
+def segment(rows: Sequence[FoldRow], start: EpisodeState | None = None) -> list[EpisodeState]:
+    """Every episode the rows touch (one owner's rows, fold order), the latest last."""
+    out: list[EpisodeState] = []
+    current = start
+    gap_ = gap()
+    for row in rows:
+        closed, current = step(current, row, gap_)
+        if closed is not None:
+            out.append(closed)
+    if current is not None and current is not start:
+        out.append(current)
+    return out
+
+
+def _state_of_values(values: Sequence) -> EpisodeState:
+    owner_id, ordinal, first_at, last_at, first_member_id, last_member_id, count, is_open = values
+    first_key, last_key = time_key(first_at), time_key(last_at)
+    return EpisodeState(
+        owner_id,
+        int(ordinal),
+        first_at,
+        last_at,
+        first_member_id,
+        last_member_id,
+        int(count),
+        bool(is_open),
+        first_key,
+        last_key,
+        moment_of_key(last_key),
+    )
+
+
+_COLUMNS = (
+    "owner_id",
+    "ordinal",
+    "first_at",
+    "last_at",
+    "first_member_id",
+    "last_member_id",
+    "member_count",
+    "is_open",
+)
+
+
+def _values(state: EpisodeState) -> tuple:
+    return tuple(state[:8])
+
+
+def insert_episodes(states: Sequence[EpisodeState]) -> int:
+    if not states:
+        return 0
+    table = Episode._meta.db_table
+    marks = ", ".join(["%s"] * len(_COLUMNS))
+    with connection.cursor() as cursor:
+        cursor.executemany(
+            f"INSERT INTO {table} ({', '.join(_COLUMNS)}) VALUES ({marks})",
+            [_values(s) for s in states],
+        )
+    return len(states)
+
+
+def upsert_episodes(states: Sequence[EpisodeState]) -> int:
+    if not states:
+        return 0
+    table = Episode._meta.db_table
+    marks = ", ".join(["%s"] * len(_COLUMNS))
+    updates = ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS[2:])
+    with connection.cursor() as cursor:
+        cursor.executemany(
+            f"INSERT INTO {table} ({', '.join(_COLUMNS)}) VALUES ({marks}) "
+            f"ON CONFLICT (owner_id, ordinal) DO UPDATE SET {updates}",
+            [_values(s) for s in states],
+        )
+    return len(states)
+
+
+@dataclass
+class WalkResult:
+    rows_read: int
+    written: int
+
+
+def walk_rows(rows: Sequence[FoldRow]) -> WalkResult:
+    """The incremental walk for one batch: each owner's latest episode, extended by its rows.
+
+    Reads one episode row per owner the batch touches (the newest, through the
+    (owner, ordinal) unique index); never scans the episode table.
+    """
+    by_owner: dict[str, list[FoldRow]] = {}
+    for row in rows:
+        by_owner.setdefault(row.owner_id, []).append(row)
+    latest = latest_episodes(list(by_owner))
+    changed: list[EpisodeState] = []
+    for owner_id, owner_rows in by_owner.items():
+        changed.extend(segment(owner_rows, latest.get(owner_id)))
+    return WalkResult(rows_read=len(latest), written=upsert_episodes(changed))
+
+
+def latest_episodes(owner_ids: Sequence[str]) -> dict[str, EpisodeState]:
+    """Each owner's newest episode: one descending probe per owner on the (owner, ordinal) index.
+
+    A UNION ALL of LIMIT 1 branches, not MAX() with a correlated subquery: the latter reads
+    every episode the owner has, so the cycle would slow down as the store grows.
+    """
+    table = Episode._meta.db_table
+    columns = ", ".join(_COLUMNS)
+    found: dict[str, EpisodeState] = {}
+    for start in range(0, len(owner_ids), 200):
+        chunk = owner_ids[start:start + 200]
+        branch = (f"SELECT * FROM (SELECT {columns} FROM {table} WHERE owner_id = %s "
+                  "ORDER BY ordinal DESC LIMIT 1) AS latest")
+        with connection.cursor() as cursor:
+            cursor.execute(" UNION ALL ".join([branch] * len(chunk)), chunk)
+            for values in cursor.fetchall():
+                found[values[0]] = _state_of_values(values)
+    return found
+
+
+def close_expired(world_clock_iso: str, *, world_id: str | None = None) -> int:
+    """Close every open episode whose latest time plus the gap the world clock has passed.
+
+    With world_id, only episodes of that world's entities (each world keeps its own clock).
+    Returns how many closed.
+    """
+    clock = time_key(world_clock_iso)
+    if clock.startswith("~"):
+        raise ValueError(f"world clock {world_clock_iso!r} is not an ISO timestamp")
+    open_episodes = Episode.objects.filter(is_open=True)
+    if world_id is not None:
+        owners = WorldObject.objects.filter(world_id=world_id).values("id")
+        open_episodes = open_episodes.filter(owner_id__in=owners)
+    now = moment_of_key(clock)
+    expired = [
+        e.pk
+        for e in open_episodes.only("pk", "last_at")
+        if (end := moment_of_key(time_key(e.last_at))) is not None and now - end > gap()
+    ]
+    for start in range(0, len(expired), 500):
+        Episode.objects.filter(pk__in=expired[start : start + 500]).update(is_open=False)
+    return len(expired)
+
+
+def for_owner(owner_id: str) -> Iterable[Episode]:
+    return Episode.objects.filter(owner_id=owner_id).order_by("ordinal")

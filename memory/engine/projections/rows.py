@@ -1,0 +1,93 @@
+"""The canonical row as the fold sees it, and the two ways the fold reads canonical rows:
+forward from a shard's watermark (the cycle) and every row owner by owner (rebuild, verify).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, NamedTuple
+
+from django.db import connection
+
+CYCLE_BATCH = 2000
+REBUILD_BATCH = 10000
+
+
+class FoldRow(NamedTuple):
+    id: str
+    owner_id: str
+    timestamp: str
+    location_id: str | None
+    conversation_id: str | None
+    intent_json: str
+    created_at: int
+    shard: int
+
+
+FOLD_COLUMNS = (
+    "id, owner_id, timestamp, location_id, conversation_id, intent_json, created_at, shard"
+)
+
+
+def fetch(sql: str, params: Sequence[Any]) -> list[tuple]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def rows_after(shard: int, created_at: int, row_id: str, limit: int) -> list[FoldRow]:
+    """Rows of one shard strictly past a watermark, in fold order: an idx_buffer_shard_fold seek."""
+    # A row-value comparison, not "a > x OR (a = x AND b > y)": both SQLite and PostgreSQL
+    # turn it into an index range start, where the OR form filters the whole shard.
+    sql = (
+        f"SELECT {FOLD_COLUMNS} FROM buffer_entries "
+        "WHERE shard = %s AND (created_at, id) > (%s, %s) "
+        "ORDER BY shard, created_at, id LIMIT %s"
+    )
+    return [FoldRow(*r) for r in fetch(sql, (shard, created_at, row_id, limit))]
+
+
+def iter_rows_owner_major(batch: int = REBUILD_BATCH) -> Iterator[FoldRow]:
+    """Every row, owner by owner, each owner's rows in (created_at, id) order.
+
+    Keyset batches over idx_buffer_owner_fold: memory stays flat however many rows the store
+    holds, and a session's rows (which never span owners) still arrive in fold order.
+    """
+    after: tuple[str, int, str] | None = None
+    while True:
+        if after is None:
+            sql = (
+                f"SELECT {FOLD_COLUMNS} FROM buffer_entries "
+                "ORDER BY owner_id, created_at, id LIMIT %s"
+            )
+            params: tuple = (batch,)
+        else:
+            owner, created_at, row_id = after
+            sql = (
+                f"SELECT {FOLD_COLUMNS} FROM buffer_entries "
+                "WHERE (owner_id, created_at, id) > (%s, %s, %s) "
+                "ORDER BY owner_id, created_at, id LIMIT %s"
+            )
+            params = (owner, created_at, row_id, batch)
+        rows = fetch(sql, params)
+        for r in rows:
+            yield FoldRow(*r)
+        if len(rows) < batch:
+            return
+        last = rows[-1]
+        after = (last[1], last[6], last[0])
+
+
+def by_owner(rows: Iterable[FoldRow]) -> Iterator[tuple[str, list[FoldRow]]]:
+    owner: str | None = None
+    group: list[FoldRow] = []
+    for row in rows:
+        if row.owner_id != owner:
+            if group:
+                yield owner, group  # type: ignore[misc]
+            owner, group = row.owner_id, []
+        group.append(row)
+    if group:
+        yield owner, group  # type: ignore[misc]
+
+

@@ -1,0 +1,214 @@
+"""The session projection: one row per (owner, session key), folded from canonical rows.
+
+Exact terms only (seed 003): first_at (min world time), last_at (max), memory_count and
+dialogue_count (historical sums: a retracted row still happened and still counts),
+last_member_id (the last row in fold order), plus a content hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple
+
+from django.db import connection
+from django.db.models import Q
+
+from memory.engine.clock import time_key
+from memory.engine.projections.rows import FoldRow
+from memory.models import MemorySession
+
+# Projection rows are looked up by (owner, session_key) through the unique index, a bounded
+# number of pairs per statement so the statement stays an index probe per pair.
+LOOKUP_CHUNK = 200
+
+
+def session_key_of(conversation_id: str | None, location_id: str | None) -> str:
+    if conversation_id:
+        return conversation_id
+    return f"scene:{location_id or ''}"
+
+
+def is_dialogue(intent_json: str) -> bool:
+    # Only the intent's type matters to the fold. Most rows are not dialogue and say so
+    # without a parse: the literal cannot be absent unless it is \u-escaped.
+    if '"dialogue"' not in intent_json and "\\u" not in intent_json:
+        return False
+    try:
+        intent = json.loads(intent_json)
+    except ValueError:
+        return False  # undeliverable: still a memory, never a dialogue
+    return isinstance(intent, dict) and intent.get("type") == "dialogue"
+
+
+class SessionState(NamedTuple):
+    owner_id: str
+    session_key: str
+    first_at: str
+    last_at: str
+    memory_count: int
+    dialogue_count: int
+    last_member_id: str
+    # Derived from first_at/last_at, never stored: recomputed when a row is loaded.
+    first_key: str
+    last_key: str
+
+
+SESSION_FIELDS = ("first_at", "last_at", "memory_count", "dialogue_count", "last_member_id")
+
+
+def fold_session(state: SessionState | None, row: FoldRow) -> SessionState:
+    """Fold one canonical row into its session. Callers feed rows in (created_at, id) order."""
+    key = time_key(row.timestamp)
+    spoken = 1 if is_dialogue(row.intent_json) else 0
+    if state is None:
+        return SessionState(
+            row.owner_id,
+            session_key_of(row.conversation_id, row.location_id),
+            row.timestamp,
+            row.timestamp,
+            1,
+            spoken,
+            row.id,
+            key,
+            key,
+        )
+    first_at, first_key = (
+        (row.timestamp, key) if key < state.first_key else (state.first_at, state.first_key)
+    )
+    last_at, last_key = (
+        (row.timestamp, key) if key > state.last_key else (state.last_at, state.last_key)
+    )
+    return SessionState(
+        state.owner_id,
+        state.session_key,
+        first_at,
+        last_at,
+        state.memory_count + 1,
+        state.dialogue_count + spoken,
+        row.id,
+        first_key,
+        last_key,
+    )
+
+
+def session_hash(state: SessionState | MemorySession) -> str:
+    """sha256 over a canonical encoding of the row's identity and exact terms."""
+    payload = [
+        state.owner_id,
+        state.session_key,
+        state.first_at,
+        state.last_at,
+        int(state.memory_count),
+        int(state.dialogue_count),
+        state.last_member_id,
+    ]
+    encoded = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(encoded.encode("utf-8")).hexdigest()
+
+
+def state_of(row: MemorySession | Sequence[Any]) -> SessionState:
+    """A stored session row back as fold state (the inverse of writing it)."""
+    if isinstance(row, MemorySession):
+        values = (
+            row.owner_id,
+            row.session_key,
+            row.first_at,
+            row.last_at,
+            row.memory_count,
+            row.dialogue_count,
+            row.last_member_id,
+        )
+    else:
+        values = tuple(row[:7])
+    owner_id, key, first_at, last_at, memory_count, dialogue_count, last_member_id = values
+    return SessionState(
+        owner_id,
+        key,
+        first_at,
+        last_at,
+        int(memory_count),
+        int(dialogue_count),
+        last_member_id,
+        time_key(first_at),
+        time_key(last_at),
+    )
+
+
+SESSION_COLUMNS = (
+    "owner_id",
+    "session_key",
+    "first_at",
+    "last_at",
+    "memory_count",
+    "dialogue_count",
+    "last_member_id",
+    "content_hash",
+)
+
+
+def session_values(state: SessionState) -> tuple:
+    return (
+        state.owner_id,
+        state.session_key,
+        state.first_at,
+        state.last_at,
+        state.memory_count,
+        state.dialogue_count,
+        state.last_member_id,
+        session_hash(state),
+    )
+
+
+def upsert_sessions(states: Sequence[SessionState]) -> int:
+    if not states:
+        return 0
+    table = MemorySession._meta.db_table
+    columns = ", ".join(SESSION_COLUMNS)
+    marks = ", ".join(["%s"] * len(SESSION_COLUMNS))
+    updates = ", ".join(f"{c} = excluded.{c}" for c in SESSION_COLUMNS[2:])
+    sql = (
+        f"INSERT INTO {table} ({columns}) VALUES ({marks}) "
+        f"ON CONFLICT (owner_id, session_key) DO UPDATE SET {updates}"
+    )
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, [session_values(s) for s in states])
+    return len(states)
+
+
+def insert_sessions(states: Sequence[SessionState]) -> int:
+    if not states:
+        return 0
+    table = MemorySession._meta.db_table
+    columns = ", ".join(SESSION_COLUMNS)
+    marks = ", ".join(["%s"] * len(SESSION_COLUMNS))
+    with connection.cursor() as cursor:
+        cursor.executemany(
+            f"INSERT INTO {table} ({columns}) VALUES ({marks})",
+            [session_values(s) for s in states],
+        )
+    return len(states)
+
+
+def load_sessions(pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], SessionState]:
+    """Stored sessions for exactly these (owner, key) pairs, through the unique index."""
+    found: dict[tuple[str, str], SessionState] = {}
+    pending = sorted(set(pairs))
+    for start in range(0, len(pending), LOOKUP_CHUNK):
+        chunk = pending[start : start + LOOKUP_CHUNK]
+        where = Q()
+        for owner_id, key in chunk:
+            where |= Q(owner_id=owner_id, session_key=key)
+        for row in MemorySession.objects.filter(where).values_list(*SESSION_COLUMNS[:7]):
+            found[(row[0], row[1])] = state_of(row)
+    return found
+
+
+
+def fold_owner(rows: Sequence[FoldRow]) -> dict[str, SessionState]:
+    sessions: dict[str, SessionState] = {}
+    for row in rows:
+        key = session_key_of(row.conversation_id, row.location_id)
+        sessions[key] = fold_session(sessions.get(key), row)
+    return sessions

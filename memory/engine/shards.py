@@ -1,0 +1,99 @@
+"""Shards and generations: the bookkeeping every write takes part in (seed 003, rule 5).
+
+Owners are spread over OMNIA_PROJECTION_SHARDS shards by a stable hash. A write holds its
+shard's row lock while it takes a `created_at`, so (created_at, id) is commit order within a
+shard and a fold reading forward from a watermark never skips a row that committed late. An
+owner's generation counts its writes; abstract() pins it.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+from django.conf import settings
+from django.db import connection
+
+from memory.engine.clock import now_us
+from memory.models import OwnerState, ProjectionShard, WorldObject
+
+# The PostgreSQL channel a writer NOTIFYs and projection workers LISTEN on.
+CHANNEL = "omnia_memory"
+
+
+def shard_count() -> int:
+    return max(1, int(settings.OMNIA_PROJECTION_SHARDS))
+
+
+def shard_of(owner_id: str, shards: int | None = None) -> int:
+    # crc32 is stable across processes (unlike hash()), so every worker agrees.
+    return zlib.crc32(owner_id.encode("utf-8")) % (shards or shard_count())
+
+
+def ensure_shards() -> None:
+    existing = set(ProjectionShard.objects.values_list("shard", flat=True))
+    missing = [ProjectionShard(shard=s) for s in range(shard_count()) if s not in existing]
+    if missing:
+        ProjectionShard.objects.bulk_create(missing, ignore_conflicts=True)
+
+
+def claim_created_at(shard: int, count: int = 1) -> int:
+    """Lock the shard and hand out `count` strictly increasing write times; returns the first.
+
+    Must run inside the writer's transaction: the lock is held until it commits. One
+    UPDATE … RETURNING both takes the row lock and advances the counter (PostgreSQL re-reads
+    the row a concurrent writer just committed before applying it), so a write pays one round
+    trip for its place in the commit order, not a SELECT FOR UPDATE and an UPDATE.
+    """
+    greatest = "GREATEST" if connection.vendor == "postgresql" else "MAX"
+    sql = (
+        f"UPDATE {ProjectionShard._meta.db_table} "
+        f"SET last_assigned_at = {greatest}(%s, last_assigned_at + 1) + %s "
+        "WHERE shard = %s RETURNING last_assigned_at"
+    )
+    for _attempt in (1, 2):
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [now_us(), count - 1, shard])
+            row = cursor.fetchone()
+        if row is not None:
+            return row[0] - (count - 1)
+        ensure_shards()  # a store migrated before its shard rows were made: make them once
+    raise RuntimeError(f"projection shard {shard} could not be created")
+
+
+def bump_generation(owner_id: str) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {OwnerState._meta.db_table} SET generation = generation + 1 "
+            "WHERE owner_id = %s RETURNING generation",
+            [owner_id],
+        )
+        row = cursor.fetchone()
+    if row is not None:
+        return row[0]
+    OwnerState.objects.create(owner_id=owner_id, generation=1)
+    return 1
+
+
+def generation_of(owner_id: str) -> int:
+    state = OwnerState.objects.filter(owner_id=owner_id).first()
+    return state.generation if state else 0
+
+
+def world_clock_for(owner: WorldObject) -> str | None:
+    if owner.world_id is None:
+        return None
+    return WorldObject.objects.filter(pk=owner.world_id).values_list("clock_iso", flat=True).first()
+
+
+
+
+def notify_written() -> None:
+    """Tell listening workers that rows were written. Call inside the writer's transaction.
+
+    PostgreSQL delivers a NOTIFY only when its transaction commits (a rolled-back write wakes
+    nobody) and folds duplicates within one transaction, so calling it per row is cheap.
+    Elsewhere it does nothing: SQLite workers poll.
+    """
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(f"NOTIFY {CHANNEL}")

@@ -1,0 +1,116 @@
+"""The one write door for canonical memory rows: remember, retract (seed 000 §4).
+
+Every write for an owner happens under its shard's row lock (memory.engine.shards), which
+makes (created_at, id) the commit order within a shard, and bumps the owner's generation,
+which abstract() pins.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import connection, transaction
+from django.utils import timezone
+from ulid import ULID
+
+from memory.engine.clock import iso_now
+from memory.engine.intents import IntentV1, IntentV2, Outcome, parse_intent, parse_outcome
+from memory.engine.shards import bump_generation, claim_created_at, shard_of
+from memory.models import BufferEntry, ObjectType, ProjectionShard, WorldObject
+
+
+class MemoryWriteError(ValueError):
+    """A write refused for its input (unknown owner, invalid intent…); nothing was written."""
+
+
+class UnknownOwner(MemoryWriteError):
+    """The owner is not an entity of any loaded world (a 404 to the API, not a 422)."""
+
+
+@dataclass(frozen=True)
+class _Owner:
+    location_id: str | None
+    world_clock: str | None
+
+
+# The owner and its world's clock in one round trip, as fixed SQL: this runs on every write,
+# and compiling the equivalent annotated ORM query cost more CPU than the query itself.
+_OWNER_SQL = (
+    f"SELECT o.location_id, w.clock_iso FROM {WorldObject._meta.db_table} o "
+    f"LEFT JOIN {WorldObject._meta.db_table} w ON w.id = o.world_id "
+    "WHERE o.id = %s AND o.type = %s"
+)
+
+
+def _owner_with_clock(owner_id: str) -> _Owner | None:
+    with connection.cursor() as cursor:
+        cursor.execute(_OWNER_SQL, [owner_id, ObjectType.ENTITY.value])
+        row = cursor.fetchone()
+    return _Owner(location_id=row[0], world_clock=row[1]) if row else None
+
+
+@dataclass(frozen=True)
+class Remembered:
+    entry: BufferEntry
+    generation: int
+
+
+def remember(
+    owner_id: str,
+    intent: dict[str, Any] | str | IntentV1 | IntentV2,
+    *,
+    timestamp: str | None = None,
+    location_id: str | None = None,
+    outcome: dict[str, Any] | str | Outcome | None = None,
+    conversation_id: str | None = None,
+    entry_id: str | None = None,
+    pinned: int = 0,
+) -> Remembered:
+    """Write one memory row for `owner_id`; validated here, at the door (seed 000 §4)."""
+    owner = _owner_with_clock(owner_id)
+    if owner is None:
+        raise UnknownOwner(f"owner {owner_id!r} is not an entity of any loaded world")
+    parsed = intent if isinstance(intent, IntentV1 | IntentV2) else parse_intent(intent)
+    parsed_outcome = outcome if isinstance(outcome, Outcome) or outcome is None else parse_outcome(outcome)
+    if entry_id is not None and BufferEntry.objects.filter(pk=entry_id).exists():
+        raise MemoryWriteError(f"a memory with id {entry_id!r} already exists")
+    if timestamp is None:
+        timestamp = owner.world_clock or iso_now()
+    shard = shard_of(owner_id)
+    # No savepoint: inside a caller's transaction (the audited service) a failure here fails
+    # the whole write anyway, and a savepoint is two more round trips per row.
+    with transaction.atomic(savepoint=False):
+        created_at = claim_created_at(shard)
+        entry = BufferEntry.objects.create(
+            id=entry_id or str(ULID()),
+            owner_id=owner_id,
+            timestamp=timestamp,
+            location_id=location_id if location_id is not None else owner.location_id,
+            intent_json=parsed.model_dump_json(exclude_none=True),
+            outcome_json=parsed_outcome.model_dump_json() if parsed_outcome else None,
+            pinned=pinned,
+            created_at=created_at,
+            shard=shard,
+            conversation_id=conversation_id,
+        )
+        generation = bump_generation(owner_id)
+        # Local import: workers -> projections -> rows. Wakes LISTENing workers on commit.
+        from memory.engine.shards import notify_written
+
+        notify_written()
+    return Remembered(entry=entry, generation=generation)
+
+
+def retract(entry_id: str) -> BufferEntry:
+    """Mark a memory retracted; the row stays (it still happened, and still counts)."""
+    with transaction.atomic():
+        entry = BufferEntry.objects.select_for_update().filter(pk=entry_id).first()
+        if entry is None:
+            raise MemoryWriteError(f"no memory with id {entry_id!r}")
+        if entry.retracted_at is None:
+            ProjectionShard.objects.select_for_update().filter(shard=entry.shard).first()
+            entry.retracted_at = timezone.now()
+            entry.save(update_fields=["retracted_at"])
+            bump_generation(entry.owner_id)
+    return entry

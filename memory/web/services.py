@@ -1,0 +1,280 @@
+"""Writes called by the views, the API and the admin: each in one transaction, each audited."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from django.db import transaction
+from django.db.models import Q
+
+from memory.engine.aliases import (
+    AliasesJsonError,
+    dump_aliases_json,
+    parse_aliases_json,
+    validate_alias_label,
+)
+from memory.models import AliasChange, AuditLog, ObjectType, WorldObject
+
+
+class AliasRefused(ValueError):
+    """An alias write refused for its input; nothing was written."""
+
+    def __init__(self, errors: list[str], field: str = "label") -> None:
+        super().__init__("; ".join(errors))
+        self.errors = errors
+        self.field = field
+
+
+class ViewerMissing(LookupError):
+    pass
+
+
+@dataclass
+class AliasResult:
+    viewer_id: str
+    target_id: str
+    before: str | None
+    after: str | None
+    warnings: list[str] = field(default_factory=list)
+    changed: bool = True
+
+
+def world_ids(viewer: WorldObject) -> set[str]:
+    world_id = viewer.world_id or viewer.id
+    return set(
+        WorldObject.objects.filter(Q(pk=world_id) | Q(world_id=world_id)).values_list(
+            "id", flat=True
+        )
+    )
+
+
+def entity_ids_of_world(viewer: WorldObject) -> set[str]:
+    world_id = viewer.world_id or viewer.id
+    return set(
+        WorldObject.objects.filter(world_id=world_id, type=ObjectType.ENTITY).values_list(
+            "id", flat=True
+        )
+    )
+
+
+def check_alias(viewer: WorldObject, target_id: str, label: str) -> tuple[list[str], list[str]]:
+    """(errors, warnings) for this alias, checked against the viewer's world and every id held."""
+    ids = world_ids(viewer)
+    errors, warnings = validate_alias_label(
+        label, viewer_id=viewer.id, target_id=target_id, all_ids=ids
+    )
+    if target_id in ids and target_id not in entity_ids_of_world(viewer):
+        errors.append(f"target {target_id!r} is not an entity")
+    stripped = label.strip()
+    if stripped and stripped not in ids and WorldObject.objects.filter(pk=stripped).exists():
+        errors.append(f"label {label!r} is a system id")
+    if not stripped:
+        errors.append("label must not be empty (delete the alias instead)")
+    if any(ord(c) < 32 or 0xD800 <= ord(c) <= 0xDFFF for c in label):
+        errors.append("label contains control characters")
+    if len(label) > 200:
+        errors.append("label is longer than 200 characters")
+    return errors, [w for w in warnings if "label is empty" not in w]
+
+
+def _locked_viewer(viewer_id: str) -> tuple[WorldObject, dict[str, str]]:
+    viewer = (
+        WorldObject.objects.select_for_update().filter(pk=viewer_id, type=ObjectType.ENTITY).first()
+    )
+    if viewer is None:
+        raise ViewerMissing(f"no entity with id {viewer_id!r}")
+    try:
+        aliases = parse_aliases_json(viewer.aliases_json)
+    except AliasesJsonError as exc:
+        raise AliasRefused(
+            [f"the viewer's aliases_json is corrupt: {exc}"], field="aliases_json"
+        ) from None
+    return viewer, aliases
+
+
+def _record(
+    viewer_id: str, target_id: str, before: str | None, after: str | None, user, source: str
+) -> None:
+    actor = user if getattr(user, "is_authenticated", False) else None
+    AliasChange.objects.create(
+        viewer_id=viewer_id,
+        target_id=target_id,
+        before=before,
+        after=after,
+        changed_by=actor,
+        source=source,
+    )
+    AuditLog.objects.create(
+        actor=actor,
+        action="alias.delete" if after is None else "alias.set",
+        target=f"{viewer_id}->{target_id}",
+        before_json=json.dumps({"label": before}),
+        after_json=json.dumps({"label": after}),
+    )
+
+
+def set_alias(
+    viewer_id: str, target_id: str, label: str, *, user=None, source: str = ""
+) -> AliasResult:
+    """Set what `viewer_id` calls `target_id`; refused (AliasRefused) on any validation error."""
+    with transaction.atomic():
+        viewer, aliases = _locked_viewer(viewer_id)
+        errors, warnings = check_alias(viewer, target_id, label)
+        if errors:
+            raise AliasRefused(errors)
+        label = label.strip()
+        before = aliases.get(target_id)
+        if before == label:
+            return AliasResult(viewer_id, target_id, before, label, warnings, changed=False)
+        aliases[target_id] = label
+        viewer.aliases_json = dump_aliases_json(aliases)
+        viewer.save(update_fields=["aliases_json"])
+        _record(viewer_id, target_id, before, label, user, source)
+    return AliasResult(viewer_id, target_id, before, label, warnings)
+
+
+def delete_alias(viewer_id: str, target_id: str, *, user=None, source: str = "") -> AliasResult:
+    """Forget `viewer_id`'s alias for `target_id`; deleting an absent alias changes nothing."""
+    with transaction.atomic():
+        viewer, aliases = _locked_viewer(viewer_id)
+        before = aliases.pop(target_id, None)
+        if before is None:
+            return AliasResult(viewer_id, target_id, None, None, changed=False)
+        viewer.aliases_json = dump_aliases_json(aliases)
+        viewer.save(update_fields=["aliases_json"])
+        _record(viewer_id, target_id, before, None, user, source)
+    return AliasResult(viewer_id, target_id, before, None)
+
+
+# --- memories through the API: the engine's write door, plus the audit row ------------------
+
+
+def remember_memory(owner_id: str, *, user=None, **kwargs):
+    """memory.engine.write_door.remember and its AuditLog row, in one transaction."""
+    from memory.engine.write_door import remember
+
+    with transaction.atomic():
+        done = remember(owner_id, **kwargs)
+        AuditLog.objects.create(
+            actor=user if getattr(user, "is_authenticated", False) else None,
+            action="memory.remember",
+            target=f"{owner_id}/{done.entry.id}",
+            after_json=json.dumps(
+                {"intent": done.entry.intent_json, "timestamp": done.entry.timestamp}
+            ),
+        )
+    return done
+
+
+def retract_memory(entry_id: str, *, user=None):
+    """memory.engine.write_door.retract and its AuditLog row, in one transaction."""
+    from memory.engine.write_door import retract
+
+    with transaction.atomic():
+        entry = retract(entry_id)
+        AuditLog.objects.create(
+            actor=user if getattr(user, "is_authenticated", False) else None,
+            action="memory.retract",
+            target=f"{entry.owner_id}/{entry.id}",
+            after_json=json.dumps({"retracted_at": entry.retracted_at.isoformat()}),
+        )
+    return entry
+
+
+# --- who may write ----------------------------------------------------------------------------
+
+
+def _role_check(name: str, user) -> bool | None:
+    """memory.web.roles' answer when that module (owned elsewhere) exists yet, else None."""
+    import importlib.util
+
+    if importlib.util.find_spec("memory.web.roles") is None:
+        return None
+    import memory.web.roles
+
+    check = getattr(memory.web.roles, name, None)
+    return None if check is None else bool(check(user))
+
+
+def can_edit(user) -> bool:
+    answer = _role_check("can_edit", user)
+    if answer is not None:
+        return answer
+    return bool(getattr(user, "is_active", False) and getattr(user, "is_staff", False))
+
+
+def can_admin(user) -> bool:
+    answer = _role_check("can_admin", user)
+    if answer is not None:
+        return answer
+    return bool(getattr(user, "is_active", False) and getattr(user, "is_superuser", False))
+
+
+# --- projection and abstraction doors ---------------------------------------------------------
+
+
+def _audit(user, action: str, target: str, after: dict) -> None:
+    AuditLog.objects.create(
+        actor=user if getattr(user, "is_authenticated", False) else None,
+        action=action,
+        target=target,
+        after_json=json.dumps(after, default=str),
+    )
+
+
+def run_cycle(*, user=None) -> dict:
+    """One incremental projection cycle over every shard; returns what it did."""
+    from memory.engine.projections import run_cycle as cycle
+
+    result = cycle()
+    done = {**result.as_dict(), "shards_skipped": list(result.shards_skipped)}
+    _audit(user, "projections.cycle", "projections", done)
+    return done
+
+
+def rebuild_projections(*, user=None) -> dict:
+    """The full rebuild door: every session and episode row re-folded from the buffer."""
+    from memory.engine.projections import rebuild
+
+    result = rebuild()
+    done = {
+        "rows_folded": result.rows_folded,
+        "sessions": result.sessions,
+        "episodes": result.episodes,
+    }
+    _audit(user, "projections.rebuild", "projections", done)
+    return done
+
+
+def verify_projections() -> dict:
+    """Fold everything afresh in memory and compare with the stored rows (writes nothing)."""
+    from memory.engine.projections import verify
+
+    return verify().as_dict()
+
+
+def abstract_memories(
+    owner_id: str,
+    member_ids: list[str],
+    *,
+    name: str,
+    body: str,
+    slug: str | None,
+    expected_generation: int,
+    user=None,
+):
+    """memory.engine.abstract.abstract and its AuditLog row, in one transaction."""
+    from memory.engine.abstract import abstract
+
+    with transaction.atomic():
+        rollup = abstract(
+            owner_id,
+            member_ids,
+            name=name,
+            body=body,
+            slug=slug,
+            expected_generation=expected_generation,
+        )
+        _audit(user, "memory.engine.abstract", f"{owner_id}/{rollup.id}", {"members": member_ids})
+    return rollup
