@@ -6,7 +6,9 @@ import pytest
 
 import memory.engine.abstract as abstract_module
 from memory.engine.abstract import AbstractConflict, AbstractError, abstract
-from memory.engine.shards import generation_of, now_us
+from memory.engine.clock import now_us
+from memory.engine.errors import NotFound
+from memory.engine.shards import generation_of
 from memory.models import AbstractionEdge, BufferEntry, LedgerEntry
 from tests.test_projections import write
 
@@ -137,7 +139,7 @@ def test_abstract_refuses_malformed_requests(cast):
         call = {"name": "n", "body": "b", "expected_generation": generation_of("alice"), **kwargs}
         with pytest.raises(AbstractError, match=message):
             abstract("alice", **call)
-    with pytest.raises(AbstractError, match="not an entity"):
+    with pytest.raises(NotFound, match="not an entity"):
         abstract("ghost", [a], name="n", body="b", expected_generation=0)
 
 

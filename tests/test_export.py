@@ -11,7 +11,7 @@ from django.core.management import call_command
 from memory.models import WorldObject
 from memory.web.services import set_alias
 from memory.worlds import import_omnia
-from memory.worlds.export import ExportError, export_omnia
+from memory.worlds.export import UnknownWorld, export_omnia
 from tests.conftest import FIXTURES
 from tests.test_worlds import table_rows
 
@@ -68,7 +68,7 @@ def test_export_omnia_carries_an_edited_alias_back_to_the_game(tmp_path):
 
 @pytest.mark.django_db
 def test_export_omnia_refuses_an_unknown_world(tmp_path):
-    with pytest.raises(ExportError, match="no world with id 'nowhere'"):
+    with pytest.raises(UnknownWorld, match="no world with id 'nowhere'"):
         export_omnia("nowhere", tmp_path / "x.sqlite")
     assert not (tmp_path / "x.sqlite").exists()
     assert WorldObject.objects.count() == 0

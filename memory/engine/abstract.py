@@ -20,6 +20,7 @@ from django.utils.text import slugify
 from ulid import ULID
 
 from memory.engine.clock import iso_now, now_us
+from memory.engine.errors import Conflict, InvalidInput, NotFound
 from memory.engine.shards import bump_generation, world_clock_for
 from memory.models import (
     AbstractionEdge,
@@ -31,11 +32,11 @@ from memory.models import (
 )
 
 
-class AbstractError(ValueError):
-    """The request itself is wrong (no members, unknown owner…); nothing was written."""
+class AbstractError(InvalidInput):
+    """The request itself is wrong (no members, a name missing…); nothing was written."""
 
 
-class AbstractConflict(AbstractError):
+class AbstractConflict(Conflict):
     """The store moved under the caller (stale generation, member absorbed or foreign)."""
 
 
@@ -73,24 +74,26 @@ def _resolve_members(owner_id: str, member_ids: Sequence[str]) -> list[Member]:
     members: list[Member] = []
     for member_id in member_ids:
         if member_id in absorbed:
-            raise AbstractConflict(f"member {member_id!r} is already absorbed into a rollup")
+            raise AbstractConflict(f"member {member_id!r} is already absorbed into a rollup", field="member_ids")
         if member_id in buffer_rows:
             row = buffer_rows[member_id]
             if row["owner_id"] != owner_id:
-                raise AbstractConflict(f"member {member_id!r} belongs to another owner")
+                raise AbstractConflict(f"member {member_id!r} belongs to another owner", field="member_ids")
             if row["abstracted_into"]:
                 raise AbstractConflict(
-                    f"member {member_id!r} is already absorbed into {row['abstracted_into']!r}"
+                    f"member {member_id!r} is already absorbed into {row['abstracted_into']!r}",
+                    field="member_ids",
                 )
             members.append(Member(member_id, "buffer"))
         elif member_id in ledger_rows:
             if ledger_rows[member_id]["scope_id"] != home_scope(owner_id):
                 raise AbstractConflict(
-                    f"member {member_id!r} lives outside {home_scope(owner_id)!r}"
+                    f"member {member_id!r} lives outside {home_scope(owner_id)!r}",
+                    field="member_ids",
                 )
             members.append(Member(member_id, "ledger"))
         else:
-            raise AbstractConflict(f"member {member_id!r} does not exist")
+            raise AbstractConflict(f"member {member_id!r} does not exist", field="member_ids")
     return members
 
 
@@ -151,25 +154,28 @@ def abstract(
     transaction, or nothing."""
     members_wanted = list(member_ids)
     if not members_wanted:
-        raise AbstractError("a rollup needs at least one member")
+        raise AbstractError("a rollup needs at least one member", field="member_ids")
     if len(set(members_wanted)) != len(members_wanted):
-        raise AbstractError("a member is listed twice")
+        raise AbstractError("a member is listed twice", field="member_ids")
     if not name or not name.strip():
-        raise AbstractError("a rollup needs a name")
+        raise AbstractError("a rollup needs a name", field="name")
     rollup_id = rollup_id or str(ULID())
     if rollup_id in members_wanted:
-        raise AbstractError("a rollup cannot absorb itself")
+        raise AbstractError("a rollup cannot absorb itself", field="member_ids")
     owner = WorldObject.objects.filter(pk=owner_id, type=ObjectType.ENTITY).first()
     if owner is None:
-        raise AbstractError(f"owner {owner_id!r} is not an entity of any loaded world")
+        raise NotFound(
+            f"owner {owner_id!r} is not an entity of any loaded world", field="viewer_id"
+        )
     with transaction.atomic():
         generation = _lock_generation(owner_id)
         if generation != expected_generation:
             raise AbstractConflict(
-                f"owner {owner_id!r} is at generation {generation}, not {expected_generation}"
+                f"owner {owner_id!r} is at generation {generation}, not {expected_generation}",
+                field="expected_generation",
             )
         if LedgerEntry.objects.filter(pk=rollup_id).exists():
-            raise AbstractConflict(f"an entry with id {rollup_id!r} already exists")
+            raise AbstractConflict(f"an entry with id {rollup_id!r} already exists", field="id")
         members = _resolve_members(owner_id, members_wanted)
         created_at = now_us()
         rollup = _write_rollup(owner, rollup_id, name, body, slug, importance, created_at)

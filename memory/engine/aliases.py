@@ -12,6 +12,8 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from memory.engine.errors import InvalidInput
+
 UNFAMILIAR = "an unfamiliar figure"
 SELF = "you"
 
@@ -32,7 +34,7 @@ class ViewerView:
     aliases: Mapping[str, str]
 
 
-class AliasesJsonError(ValueError):
+class AliasesJsonError(InvalidInput):
     """An `aliases_json` value that is neither omnia's pair array nor a scenario object."""
 
 

@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from memory.engine.errors import InvalidInput
 from memory.engine.leaks.scanner import fold
 
 SELF_WORDS = ("I", "me", "my", "myself")
@@ -304,7 +305,7 @@ class DeterministicDecoder:
         return decode_intent(prose, actor_id, aliases, self_words=self.self_words)
 
 
-class DecoderAnswerError(ValueError):
+class DecoderAnswerError(InvalidInput):
     """The language model's answer is not the JSON the prompt asked for."""
 
 

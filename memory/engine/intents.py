@@ -13,11 +13,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from memory.engine.errors import InvalidInput
+
 V1_TYPES = ("dialogue", "action")
 V2_TYPES = ("dialogue", "action", "monologue", "thought")
 
 
-class IntentError(ValueError):
+class IntentError(InvalidInput):
     """An intent or outcome a door refuses; the message names the problem."""
 
 
@@ -52,9 +54,11 @@ def _as_object(data: str | dict[str, Any], what: str) -> dict[str, Any]:
         try:
             data = json.loads(data)
         except ValueError as exc:
-            raise IntentError(f"{what} is not JSON ({exc.args[0] if exc.args else exc})") from None
+            raise IntentError(
+                f"{what} is not JSON ({exc.args[0] if exc.args else exc})", field=what
+            ) from None
     if not isinstance(data, dict):
-        raise IntentError(f"{what} must be a JSON object, not {_json_kind(data)}")
+        raise IntentError(f"{what} must be a JSON object, not {_json_kind(data)}", field=what)
     return data
 
 
@@ -88,18 +92,19 @@ def parse_intent(data: str | dict[str, Any]) -> IntentV1 | IntentV2:
     is_v2 = "content" in obj
     allowed = V2_TYPES if is_v2 else V1_TYPES
     if "type" not in obj:
-        raise IntentError('intent: missing field "type"')
+        raise IntentError('intent: missing field "type"', field="intent")
     if kind not in allowed:
         shown = json.dumps(kind, ensure_ascii=False) if isinstance(kind, str) else repr(kind)
         era = "v2" if is_v2 else "v1"
         raise IntentError(
-            f"intent: unknown type {shown} (a {era} intent is one of {', '.join(allowed)})"
+            f"intent: unknown type {shown} (a {era} intent is one of {', '.join(allowed)})",
+            field="intent",
         )
     model = IntentV2 if is_v2 else IntentV1
     try:
         return model.model_validate(obj)
     except ValidationError as exc:
-        raise IntentError(_describe(exc, "intent")) from None
+        raise IntentError(_describe(exc, "intent"), field="intent") from None
 
 
 def parse_outcome(data: str | dict[str, Any] | None) -> Outcome | None:
@@ -110,15 +115,17 @@ def parse_outcome(data: str | dict[str, Any] | None) -> Outcome | None:
         try:
             data = json.loads(data)
         except ValueError as exc:
-            raise IntentError(f"outcome is not JSON ({exc.args[0] if exc.args else exc})") from None
+            raise IntentError(
+                f"outcome is not JSON ({exc.args[0] if exc.args else exc})", field="outcome"
+            ) from None
         if data is None:
             return None
     if not isinstance(data, dict):
-        raise IntentError(f"outcome must be a JSON object, not {_json_kind(data)}")
+        raise IntentError(f"outcome must be a JSON object, not {_json_kind(data)}", field="outcome")
     try:
         return Outcome.model_validate(data)
     except ValidationError as exc:
-        raise IntentError(_describe(exc, "outcome")) from None
+        raise IntentError(_describe(exc, "outcome"), field="outcome") from None
 
 
 # --- validating stored JSON in bulk (an import's door) ----------------------------------------------

@@ -15,17 +15,22 @@ from django.utils import timezone
 from ulid import ULID
 
 from memory.engine.clock import iso_now
+from memory.engine.errors import InvalidInput, NotFound
 from memory.engine.intents import IntentV1, IntentV2, Outcome, parse_intent, parse_outcome
 from memory.engine.shards import bump_generation, claim_created_at, shard_of
 from memory.models import BufferEntry, ObjectType, ProjectionShard, WorldObject
 
 
-class MemoryWriteError(ValueError):
-    """A write refused for its input (unknown owner, invalid intent…); nothing was written."""
+class MemoryWriteError(InvalidInput):
+    """A write refused for its input (a taken id…); nothing was written."""
 
 
-class UnknownOwner(MemoryWriteError):
-    """The owner is not an entity of any loaded world (a 404 to the API, not a 422)."""
+class UnknownOwner(NotFound):
+    """The owner is not an entity of any loaded world; nothing was written."""
+
+
+class UnknownMemory(NotFound):
+    """No memory row has that id."""
 
 
 @dataclass(frozen=True)
@@ -70,11 +75,11 @@ def remember(
     """Write one memory row for `owner_id`; validated here, at the door (seed 000 §4)."""
     owner = _owner_with_clock(owner_id)
     if owner is None:
-        raise UnknownOwner(f"owner {owner_id!r} is not an entity of any loaded world")
+        raise UnknownOwner(f"no entity with id {owner_id!r}", field="viewer_id")
     parsed = intent if isinstance(intent, IntentV1 | IntentV2) else parse_intent(intent)
     parsed_outcome = outcome if isinstance(outcome, Outcome) or outcome is None else parse_outcome(outcome)
     if entry_id is not None and BufferEntry.objects.filter(pk=entry_id).exists():
-        raise MemoryWriteError(f"a memory with id {entry_id!r} already exists")
+        raise MemoryWriteError(f"a memory with id {entry_id!r} already exists", field="id")
     if timestamp is None:
         timestamp = owner.world_clock or iso_now()
     shard = shard_of(owner_id)
@@ -107,7 +112,7 @@ def retract(entry_id: str) -> BufferEntry:
     with transaction.atomic():
         entry = BufferEntry.objects.select_for_update().filter(pk=entry_id).first()
         if entry is None:
-            raise MemoryWriteError(f"no memory with id {entry_id!r}")
+            raise UnknownMemory(f"no memory with id {entry_id!r}", field="entry_id")
         if entry.retracted_at is None:
             ProjectionShard.objects.select_for_update().filter(shard=entry.shard).first()
             entry.retracted_at = timezone.now()

@@ -25,8 +25,10 @@ from typing import Any
 from django.db import connection, transaction
 
 from memory.engine.aliases import AliasesJsonError, dump_aliases_json, parse_aliases_json
+from memory.engine.clock import now_us
+from memory.engine.errors import InvalidInput
 from memory.engine.intents import IntentError, first_invalid_row, parse_intent, parse_outcome
-from memory.engine.shards import ensure_shards, now_us, shard_count, shard_of
+from memory.engine.shards import ensure_shards, shard_count, shard_of
 from memory.models import (
     LayerSubscription,
     ObjectType,
@@ -42,12 +44,12 @@ OBJECT_TYPES = {t.value for t in ObjectType}
 VISIBILITIES = {"PUBLIC", "PRIVATE"}
 
 
-class WorldImportError(Exception):
-    """A refused way in. Nothing was written."""
+class WorldImportError(InvalidInput):
+    """A refused way in, named by file, table and row. Nothing was written."""
 
     def __init__(self, source: str, table: str, row: str, problem: str) -> None:
         self.source, self.table, self.row, self.problem = source, table, row, problem
-        super().__init__(f"{source}: table {table}, row {row}: {problem}")
+        super().__init__(f"{source}: table {table}, row {row}: {problem}", field=table)
 
 
 @dataclass

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from django.db.models import Q
 
+from memory.engine.errors import InvalidInput, NotFound
 from memory.models import (
     Attribute,
     AttributeAcl,
@@ -29,7 +30,11 @@ from memory.worlds.ddl import OMNIA_V1_DDL, OMNIA_V2_DDL
 ERAS = ("v1", "v2")
 
 
-class ExportError(Exception):
+class UnknownWorld(NotFound):
+    """No world has that id."""
+
+
+class ExportError(InvalidInput):
     pass
 
 
@@ -42,10 +47,10 @@ def export_omnia(world_id: str, path: str | Path, *, era: str | None = None) -> 
     """Write one world to `path` atomically (a temp file renamed into place)."""
     world = WorldObject.objects.filter(pk=world_id, type=ObjectType.WORLD).first()
     if world is None:
-        raise ExportError(f"no world with id {world_id!r}")
+        raise UnknownWorld(f"no world with id {world_id!r}", field="world")
     era = era or era_of(world_id)
     if era not in ERAS:
-        raise ExportError(f"unknown era {era!r}: choose v1 or v2")
+        raise ExportError(f"unknown era {era!r}: choose v1 or v2", field="era")
     path = Path(path)
     fd, tmp_name = tempfile.mkstemp(prefix=".omnia-export-", suffix=".sqlite", dir=path.parent or ".")
     os.close(fd)

@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
+from memory.engine.errors import InvalidInput
 from memory.engine.longterm.shadowing import (
     MEMORY_SEARCH_SHADOWED_TAG,
     MEMORY_SEARCH_SUPERSEDED_TAG,
@@ -72,7 +73,7 @@ class FaceRow:
     tags: tuple[str, ...] = ()
 
 
-class FacesError(ValueError):
+class FacesError(InvalidInput):
     """The headers cannot be laid out: a duplicate id, or a scope the session does not read."""
 
 

@@ -4,7 +4,7 @@ from django.core.management.base import BaseCommand
 
 from memory.management.commands._base import refuse
 from memory.models import ObjectType, WorldObject
-from memory.worlds.export import ERAS, ExportError, export_omnia
+from memory.worlds.export import ERAS, ExportError, UnknownWorld, export_omnia
 
 
 class Command(BaseCommand):
@@ -23,6 +23,6 @@ class Command(BaseCommand):
             world = worlds[0]
         try:
             counts = export_omnia(world, path, era=era)
-        except (ExportError, OSError) as exc:
+        except (ExportError, UnknownWorld, OSError) as exc:
             raise refuse(f"export refused: {exc}") from None
         self.stdout.write(f"{path}: " + ", ".join(f"{table} {n}" for table, n in counts.items()))
