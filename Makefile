@@ -33,11 +33,15 @@ run: $(STAMP)
 test: $(STAMP)
 	mkdir -p var test-artifacts
 	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(VENV)/bin/lint-imports --no-cache
 	OMNIA_TESTING=1 $(PY) manage.py makemigrations --check --dry-run -v0
 	$(PY) -m pytest -p xdist -n 2 $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(VENV)/bin/lint-imports --no-cache
 
 # Production-like server: DEBUG off, manifest static files, gunicorn.
 serve-prod: $(STAMP)
