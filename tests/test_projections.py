@@ -661,3 +661,36 @@ def test_cycle_read_is_an_index_range_seek_not_a_shard_scan(db):
         cursor.execute(sql, (0, 1, "x", 10))
         plan = " ".join(str(r[-1]) for r in cursor.fetchall())
     assert "idx_buffer_shard_fold (shard=? AND (created_at,id)>(?,?))" in plan
+
+
+# --- a backlog: the first cycle after a large import ----------------------------------------------
+
+
+def test_run_cycle_over_a_backlog_writes_each_touched_session_once(cast):
+    owners = ("alice", "bob", "charlie")
+    for i in range(60):
+        # minutes 0..59 with a 45-minute jump at i == 30: two episodes per owner
+        write(owners[i % 3], i + (45 if i >= 30 else 0), conversation=f"c{i % 2}")
+    result = run_cycle(batch_size=5)  # twelve chunks, one flush
+    assert (result.rows_folded, result.sessions_written, result.episodes_written) == (60, 6, 6)
+    # each pair and owner loaded once, though twelve chunks touched them
+    assert (result.session_rows_read, result.episode_rows_read) == (0, 0)
+    assert result.rows_visited == 60
+    incremental = (session_rows(), episode_rows())
+    rebuild()
+    assert (session_rows(), episode_rows()) == incremental
+
+
+def test_run_cycle_flush_limits_bound_each_transaction_and_fold_the_same(cast, settings):
+    settings.OMNIA_PROJECTION_SHARDS = 1  # every row in shard 0: the flushes are exact
+    owners = ("alice", "bob", "charlie")
+    for i in range(60):
+        write(owners[i % 3], i, conversation=f"c{i % 2}")
+    result = run_cycle(batch_size=5, flush_rows=20)  # three flushes of four chunks
+    assert result.rows_folded == 60
+    assert result.sessions_written == 6 * 3  # every session touched in each of the 3 flushes
+    assert result.session_rows_read == 6 * 2  # flushes 2 and 3 read what flush 1 wrote
+    assert ProjectionShard.objects.get(shard=0).last_cycle_rows == 20  # the last flush's rows
+    incremental = (session_rows(), episode_rows())
+    rebuild()
+    assert (session_rows(), episode_rows()) == incremental

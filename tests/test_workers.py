@@ -215,7 +215,7 @@ def slow(rows, result):
         print("mid-batch", flush=True)
         time.sleep(120)
 cycle.fold_batch = slow
-cycle.run_cycle(batch_size=20)
+cycle.run_cycle(batch_size=20, flush_rows=40)  # two chunks per committed flush
 print("finished", flush=True)
 """
 
@@ -236,7 +236,7 @@ def test_sigkill_mid_cycle_loses_nothing_and_folds_nothing_twice(cast):
     line = proc.stdout.readline().strip()
     assert line == "mid-batch", proc.stderr.read()
     committed_before_kill = 150 - projection_status()["lag_rows"]
-    # Two batches committed (their watermarks moved); the third is folded but uncommitted.
+    # One flush of two chunks committed (its watermark moved); the next is folded, uncommitted.
     assert 0 < committed_before_kill < 150
     proc.send_signal(signal.SIGKILL)
     proc.wait(10)

@@ -24,6 +24,11 @@ from memory.engine.projections.sessions import (
 from memory.engine.shards import ensure_shards, shard_count
 from memory.models import ProjectionShard
 
+# A flush is one transaction: it ends after this many rows or sessions held in memory (about
+# 300 bytes each), bounding both memory and how long writers on the shard wait for its lock.
+FLUSH_ROWS = 200_000
+FLUSH_SESSIONS = 100_000
+
 
 @dataclass
 class CycleResult:
@@ -54,33 +59,120 @@ def _claim(shard: int) -> ProjectionShard | None:
     return ProjectionShard.objects.select_for_update(skip_locked=True).filter(shard=shard).first()
 
 
-def fold_batch(rows: Sequence[FoldRow], result: CycleResult) -> None:
-    """Fold rows (fold order) into their stored sessions and episodes and write them back."""
-    pairs = {(r.owner_id, session_key_of(r.conversation_id, r.location_id)) for r in rows}
-    states = load_sessions(pairs)
-    result.session_rows_read += len(states)
-    touched: dict[tuple[str, str], SessionState] = {}
-    for row in rows:
-        pair = (row.owner_id, session_key_of(row.conversation_id, row.location_id))
-        state = fold_session(touched.get(pair) or states.get(pair), row)
-        touched[pair] = state
-    result.sessions_written += upsert_sessions(list(touched.values()))
+class Flush:
+    """One transaction's fold, held in memory: every session and each owner's latest episode
+    the rows touch, written back once when the flush ends.
 
-    walked = episodes.walk_rows(rows)
-    result.episode_rows_read += walked.rows_read
-    result.episodes_written += walked.written
-    result.rows_folded += len(rows)
+    A backlog (the first cycle after a large import) is read in chunks but written per flush,
+    so a session touched by many chunks is loaded once and written once; the flush limits
+    (rows and sessions held) bound memory and how long writers on the shard wait.
+    """
+
+    def __init__(self, result: CycleResult) -> None:
+        self.result = result
+        self.sessions: dict[tuple[str, str], SessionState | None] = {}
+        self.episode_start: dict[str, episodes.EpisodeState | None] = {}
+        self.episode_latest: dict[str, episodes.EpisodeState] = {}
+        self.episodes_closed: list[episodes.EpisodeState] = []
+        self.rows = 0
+        self.gap = episodes.gap()
+
+    def load(self, rows: Sequence[FoldRow]) -> None:
+        """Read the stored state of what these rows touch and this flush does not hold yet."""
+        pairs = {(r.owner_id, session_key_of(r.conversation_id, r.location_id)) for r in rows}
+        new_pairs = pairs - self.sessions.keys()
+        if new_pairs:
+            stored = load_sessions(new_pairs)
+            self.result.session_rows_read += len(stored)
+            for pair in new_pairs:
+                self.sessions[pair] = stored.get(pair)
+        new_owners = list(dict.fromkeys(r.owner_id for r in rows if r.owner_id not in self.episode_start))
+        if new_owners:
+            latest = episodes.latest_episodes(new_owners)
+            self.result.episode_rows_read += len(latest)
+            for owner_id in new_owners:
+                self.episode_start[owner_id] = latest.get(owner_id)
+                if owner_id in latest:
+                    self.episode_latest[owner_id] = latest[owner_id]
+
+    def fold(self, rows: Sequence[FoldRow]) -> None:
+        sessions, latest = self.sessions, self.episode_latest
+        for row in rows:
+            pair = (row.owner_id, session_key_of(row.conversation_id, row.location_id))
+            sessions[pair] = fold_session(sessions[pair], row)
+            closed, latest[row.owner_id] = episodes.step(latest.get(row.owner_id), row, self.gap)
+            if closed is not None:
+                self.episodes_closed.append(closed)
+        self.rows += len(rows)
+
+    def full(self, flush_rows: int, flush_sessions: int) -> bool:
+        return self.rows >= flush_rows or len(self.sessions) >= flush_sessions
+
+    def write(self) -> None:
+        touched = [s for s in self.sessions.values() if s is not None]
+        self.result.sessions_written += upsert_sessions(touched)
+        changed = self.episodes_closed + [
+            state
+            for owner_id, state in self.episode_latest.items()
+            if state is not self.episode_start.get(owner_id)
+        ]
+        self.result.episodes_written += episodes.upsert_episodes(changed)
+        self.result.rows_folded += self.rows
+
+
+def fold_batch(rows: Sequence[FoldRow], flush: Flush) -> None:
+    """Fold one chunk of rows (fold order) into the flush's sessions and episodes."""
+    flush.load(rows)
+    flush.fold(rows)
+
+
+def _fold_shard(shard: int, result: CycleResult, batch_size: int, flush_rows: int, flush_sessions: int) -> bool:
+    """One transaction under the shard's lock: fold chunks past the watermark until the shard
+    is drained or the flush is full, write back, move the watermark. False when drained
+    (or when another worker holds the shard)."""
+    with transaction.atomic():
+        claimed = _claim(shard)
+        if claimed is None:
+            result.shards_skipped.append(shard)
+            return False
+        flush = Flush(result)
+        mark = (claimed.last_created_at, claimed.last_id)
+        drained = False
+        while not flush.full(flush_rows, flush_sessions):
+            rows = rows_after(shard, *mark, batch_size)
+            if rows:
+                fold_batch(rows, flush)
+                mark = (rows[-1].created_at, rows[-1].id)
+            if len(rows) < batch_size:
+                drained = True
+                break
+        if flush.rows:
+            flush.write()
+            ProjectionShard.objects.filter(shard=shard).update(
+                last_created_at=mark[0],
+                last_id=mark[1],
+                last_cycle_at=timezone.now(),
+                last_cycle_rows=flush.rows,
+            )
+    return not drained
 
 
 def run_cycle(
-    shards: Iterable[int] | None = None, *, batch_size: int = CYCLE_BATCH, start: int = 0
+    shards: Iterable[int] | None = None,
+    *,
+    batch_size: int = CYCLE_BATCH,
+    start: int = 0,
+    flush_rows: int = FLUSH_ROWS,
+    flush_sessions: int = FLUSH_SESSIONS,
 ) -> CycleResult:
     """One forward-only pass: fold every row written past each shard's watermark.
 
-    Each batch is its own transaction under the shard's lock, so writers on that shard wait
-    at most one batch and concurrent cycles never fold a row twice. `start` rotates the
-    order (shard `start` first): workers sharing shards begin in different places instead of
-    all queueing for shard 0 and skipping in step.
+    Rows are read `batch_size` at a time; each flush (at most `flush_rows` rows or
+    `flush_sessions` sessions held) is one transaction under the shard's lock, so concurrent
+    cycles never fold a row twice and a killed cycle loses only its open flush, which the
+    next cycle folds again from the unchanged watermark. `start` rotates the order (shard
+    `start` first): workers sharing shards begin in different places instead of all
+    queueing for shard 0 and skipping in step.
     """
     ensure_shards()
     result = CycleResult()
@@ -89,23 +181,7 @@ def run_cycle(
         turn = start % len(ordered)
         ordered = ordered[turn:] + ordered[:turn]
     for shard in ordered:
-        while True:
-            with transaction.atomic():
-                claimed = _claim(shard)
-                if claimed is None:
-                    result.shards_skipped.append(shard)
-                    break
-                rows = rows_after(shard, claimed.last_created_at, claimed.last_id, batch_size)
-                if rows:
-                    fold_batch(rows, result)
-                    last = rows[-1]
-                    ProjectionShard.objects.filter(shard=shard).update(
-                        last_created_at=last.created_at,
-                        last_id=last.id,
-                        last_cycle_at=timezone.now(),
-                        last_cycle_rows=len(rows),
-                    )
-            if len(rows) < batch_size:
-                break
+        while _fold_shard(shard, result, batch_size, flush_rows, flush_sessions):
+            pass
     result.rows_visited = result.rows_folded + result.session_rows_read + result.episode_rows_read
     return result
