@@ -7,6 +7,8 @@
 
 Rows are generated at run time (bulk executemany, not remember(), for speed) into a store of
 10,000 rows, measured, then grown to --rows and measured again:
+  (0) the first cycle after an import (no projection rows, every row a backlog) vs rebuild,
+      with sessions_written beside the sessions the rebuild lands (sessions touched);
   (a) one cycle after 1,000 new rows at each size: rows_visited (with its breakdown) and time;
   (b) full rebuild of each store vs a plain ordered read + JSON parse of the same columns,
       and the rebuild's peak RSS growth at each size (memory flat as rows grow);
@@ -217,6 +219,16 @@ def measure(store: Store, label: str, figures: dict) -> None:
     from memory.engine.projections import doors, rebuild, run_cycle
 
     size = store.count
+    # The first cycle after an import: no projection rows yet, every row past a zero watermark.
+    from memory.models import Episode, MemorySession, ProjectionShard
+
+    MemorySession.objects.all().delete()
+    Episode.objects.all().delete()
+    ProjectionShard.objects.update(last_created_at=0, last_id="")
+    with PeakRss() as first_rss:
+        started = time.perf_counter()
+        first = run_cycle()
+        first_s = time.perf_counter() - started
     with PeakRss() as rss:
         started = time.perf_counter()
         rebuilt = rebuild()
@@ -241,6 +253,12 @@ def measure(store: Store, label: str, figures: dict) -> None:
         "rows": size,
         "sessions": rebuilt.sessions,
         "episodes": rebuilt.episodes,
+        "first_cycle_s": round(first_s, 3),
+        "first_cycle_vs_rebuild": round(first_s / rebuild_s, 2),
+        "first_cycle_rows_folded": first.rows_folded,
+        "first_cycle_sessions_written": first.sessions_written,
+        "first_cycle_episodes_written": first.episodes_written,
+        "first_cycle_rss_growth_mb": round(first_rss.growth_mb, 1),
         "rebuild_s": round(rebuild_s, 3),
         "rebuild_rss_growth_mb": round(rss.growth_mb, 1),
         "plain_read_parse_fold_order_s": round(read_fold_order, 3),
