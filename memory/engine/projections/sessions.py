@@ -13,7 +13,6 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 from django.db import connection
-from django.db.models import Q
 
 from memory.engine.clock import time_key
 from memory.engine.projections.rows import FoldRow
@@ -197,11 +196,17 @@ def load_sessions(pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], Ses
     pending = sorted(set(pairs))
     for start in range(0, len(pending), LOOKUP_CHUNK):
         chunk = pending[start : start + LOOKUP_CHUNK]
-        where = Q()
-        for owner_id, key in chunk:
-            where |= Q(owner_id=owner_id, session_key=key)
-        for row in MemorySession.objects.filter(where).values_list(*SESSION_COLUMNS[:7]):
-            found[(row[0], row[1])] = state_of(row)
+        # Fixed SQL, not an OR of ORM Q objects: compiling 200 Q pairs cost more CPU than the
+        # query (a quarter of a 100k-row backlog cycle).
+        where = " OR ".join(["(owner_id = %s AND session_key = %s)"] * len(chunk))
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT {', '.join(SESSION_COLUMNS[:7])} FROM {MemorySession._meta.db_table} "
+                f"WHERE {where}",
+                [value for pair in chunk for value in pair],
+            )
+            for row in cursor.fetchall():
+                found[(row[0], row[1])] = state_of(row)
     return found
 
 
