@@ -105,7 +105,7 @@ def test_resolve_alias_reproduces_every_fixture_alias(stem):
     import_omnia(FIXTURES / f"{stem}.sqlite")
     expected = jsonl(FIXTURES / f"{stem}.aliases.jsonl")
     got = [
-        {**row, "alias": resolve_alias(get_viewer(row["viewer"]).view, row["target"])} for row in expected
+        {**row, "alias": resolve_alias(get_viewer(row["viewer"]), row["target"])} for row in expected
     ]
     assert got == expected
 

@@ -126,7 +126,7 @@ def perceived_world(viewer: Viewer, knowledge: WorldKnowledge) -> Section:
         # viewer sees of each under its label tells them apart.
         lines.append("Here with you:")
     for other in present:
-        lines.append(f"- {resolve_alias(viewer.view, other.id)}")
+        lines.append(f"- {resolve_alias(viewer, other.id)}")
         # A name is known only through the alias map, never read off an attribute.
         lines += _attribute_lines(knowledge.visible_attributes(viewer.id, other.id), names, "  ")
     if not present:

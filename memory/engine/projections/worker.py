@@ -161,7 +161,7 @@ class Waker:
                 continue
             try:
                 got = list(self._listener.connection.notifies(timeout=slice_, stop_after=1))
-            except Exception as exc:  # noqa: BLE001 - the listener is optional; fall back to polling
+            except Exception as exc:  # the listener is optional; fall back to polling
                 logger.warning("listener connection lost, polling instead: %s", exc)
                 self.close()
                 continue
