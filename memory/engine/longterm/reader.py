@@ -43,6 +43,7 @@ from memory.engine.longterm.shadowing import (
     EntryHeader,
     shadow_key_of,
 )
+from memory.engine.scopes import home_scope, layer_scope
 from memory.models import AbstractionEdge, LayerSubscription, LedgerEntry
 
 _ENTITY_TAG = "entity@"
@@ -96,14 +97,6 @@ class _Read:
     rendered: dict[str, str]  # id -> hydrated body (deliverable entries only)
     faces: facelib.Faces
     rows_visited: int
-
-
-def home_scope(entity_id: str) -> str:
-    return f"home:{entity_id}"
-
-
-def layer_scope(layer_id: str) -> str:
-    return f"layer:{layer_id}"
 
 
 def _probe(content: str, viewer: Viewer) -> tuple[str | None, str | None]:
