@@ -22,7 +22,7 @@ from typing import Any
 from django.db import connection
 from django.db.models import Q
 
-from memory.engine.clock import parse_timestamp, time_of_day
+from memory.engine.clock import parse_timestamp, short_date, time_of_day
 from memory.engine.cursor import decode_cursor, encode_cursor
 from memory.engine.errors import InvalidInput, NotFound
 from memory.engine.projections.sessions import session_key_of
@@ -211,7 +211,7 @@ def _clock(timestamp: str) -> tuple[str, str]:
     if moment is None:
         return "", timestamp
     moment = moment.astimezone(UTC)
-    return f"{moment:%b} {moment.day}", time_of_day(moment)
+    return short_date(moment), time_of_day(moment)
 
 
 def _span(first_at: str, last_at: str) -> str:
