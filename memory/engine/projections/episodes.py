@@ -17,16 +17,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from django.conf import settings
 from django.db import connection
 
 from memory.engine.clock import moment_of_key, time_key
+from memory.engine.projections.rows import FoldRow
 from memory.models import Episode, WorldObject
-
-if TYPE_CHECKING:
-    from memory.engine.projections.rows import FoldRow
 
 
 def gap() -> timedelta:
