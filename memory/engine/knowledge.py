@@ -35,7 +35,7 @@ class Viewer:
 
     @classmethod
     def of(cls, id: str, aliases: Mapping[str, str]) -> Viewer:
-        """A viewer made by hand (tests, benchmarks): an unsaved entity row carries the id."""
+        """A viewer made by hand (tests, pure use): an unsaved entity row carries the id."""
         return cls(id=id, aliases=aliases, obj=WorldObject(id=id, type=ObjectType.ENTITY))
 
 
