@@ -83,7 +83,7 @@ def child_import(source: str) -> dict:
     django.setup()
     from django.core.management import call_command
 
-    from memory.worlds import import_omnia
+    from memory.worlds.omnia_import import import_omnia
 
     call_command("migrate", verbosity=0)
     started = time.perf_counter()
@@ -138,7 +138,7 @@ def main() -> None:
         kind, *rest = args.child
         result = child_copy(*rest) if kind == "copy" else child_import(*rest)
         result["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-        # A large import validates in a second process (memory.worlds._BatchValidator): its
+        # A large import validates in a second process (memory.worlds.validation.BatchValidator): its
         # peak is reported beside the importer's, not hidden.
         result["helper_peak_rss_mb"] = round(
             resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1

@@ -35,13 +35,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from memory.engine.leaks.naive import build_naive_index, scan_text_naive  # noqa: E402
 from memory.engine.leaks.scanner import (  # noqa: E402
     LeakWorld,
     PrivateValue,
     build_leak_index,
-    build_naive_index,
     scan_text,
-    scan_text_naive,
 )
 
 SYLLABLES = [

@@ -11,7 +11,6 @@ import pytest
 from memory.engine.aliases import (
     UNFAMILIAR,
     AliasesJsonError,
-    ViewerView,
     alias_state,
     derive_descriptor,
     dump_aliases_json,
@@ -19,15 +18,16 @@ from memory.engine.aliases import (
     resolve_alias,
     validate_alias_label,
 )
+from memory.engine.knowledge import Viewer
 
 FIXTURES = Path(__file__).parent / "fixtures" / "omnia"
 ERAS = ("omnia-74ffb45-tavern", "omnia-head-tavern")
 
 
-def _viewers(era: str) -> dict[str, ViewerView]:
+def _viewers(era: str) -> dict[str, Viewer]:
     with sqlite3.connect(FIXTURES / f"{era}.sqlite") as db:
         rows = db.execute("SELECT id, aliases_json FROM objects WHERE type = 'entity'").fetchall()
-    return {id_: ViewerView(id=id_, aliases=parse_aliases_json(raw)) for id_, raw in rows}
+    return {id_: Viewer.of(id=id_, aliases=parse_aliases_json(raw)) for id_, raw in rows}
 
 
 @pytest.mark.parametrize("era", ERAS)
@@ -44,7 +44,7 @@ def test_resolve_alias_matches_every_upstream_pair(era: str) -> None:
 
 
 def test_resolve_alias_ignores_self_alias_and_keeps_empty_alias() -> None:
-    viewer = ViewerView(id="alice", aliases={"alice": "the traveller", "bob": ""})
+    viewer = Viewer.of(id="alice", aliases={"alice": "the traveller", "bob": ""})
     assert resolve_alias(viewer, "alice") == "you"
     assert resolve_alias(viewer, "bob") == ""
     assert resolve_alias(viewer, "charlie") == UNFAMILIAR == "an unfamiliar figure"

@@ -316,7 +316,7 @@ def test_openapi_documents_error_shape(client) -> None:
 @pytest.fixture
 def demo(db):
     from memory.engine.projections import run_cycle
-    from memory.worlds import load_demo
+    from memory.worlds.demo import load_demo
 
     load_demo()
     run_cycle()

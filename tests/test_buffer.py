@@ -13,21 +13,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory.engine.aliases import ViewerView, parse_aliases_json
+from memory.engine.aliases import parse_aliases_json
 from memory.engine.buffer import (
     Undeliverable,
-    entity_tag_ids,
-    hydrate,
-    js_time_string,
     render_stored_entry,
     serialize_subjective_buffer_entry,
 )
+from memory.engine.buffer.jsdate import js_time_string
+from memory.engine.buffer.v2 import entity_tag_ids, hydrate
+from memory.engine.knowledge import Viewer
 
 FIXTURES = Path(__file__).parent / "fixtures" / "omnia"
 
-ALICE = ViewerView(id="alice", aliases={"bob": "the hooded figure", "charlie": "the bartender"})
-BOB = ViewerView(id="bob", aliases={"alice": "the traveller"})
-CHARLIE = ViewerView(id="charlie", aliases={"bob": "Gareth"})
+ALICE = Viewer.of(id="alice", aliases={"bob": "the hooded figure", "charlie": "the bartender"})
+BOB = Viewer.of(id="bob", aliases={"alice": "the traveller"})
+CHARLIE = Viewer.of(id="charlie", aliases={"bob": "Gareth"})
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ def _dialogue(description: str, actor: str, targets: list[str]) -> dict[str, Any
 
 def _world(
     era: str,
-) -> tuple[dict[str, ViewerView], dict[str, tuple[str, str, str | None]], list[str]]:
+) -> tuple[dict[str, Viewer], dict[str, tuple[str, str, str | None]], list[str]]:
     with sqlite3.connect(FIXTURES / f"omnia-{era}-tavern.sqlite") as db:
         # Location ids ("cellar") are ordinary words of the raw text, so only entity and world
         # ids count as ids a line must never show.
@@ -64,7 +64,7 @@ def _world(
             "SELECT id, timestamp, intent_json, outcome_json FROM buffer_entries"
         ).fetchall()
     viewers = {
-        id_: ViewerView(id_, parse_aliases_json(raw))
+        id_: Viewer.of(id_, parse_aliases_json(raw))
         for id_, kind, raw in objects
         if kind == "entity"
     }
@@ -178,7 +178,7 @@ def test_js_time_string_refuses_what_is_not_iso(timestamp: str) -> None:
 
 
 def test_serialize_subjective_buffer_entry_keeps_upstream_quirks() -> None:
-    def line(entry: Entry, viewer: ViewerView = ALICE) -> str:
+    def line(entry: Entry, viewer: Viewer = ALICE) -> str:
         return serialize_subjective_buffer_entry(entry, viewer)
 
     midnight = Entry("2026-07-06T00:00:00.000Z", _action("sleeps", "bob"))
@@ -196,7 +196,7 @@ def test_serialize_subjective_buffer_entry_keeps_upstream_quirks() -> None:
     assert line(failed_empty) == "[9:05:00 AM] the hooded figure jumps (Outcome: Failed - )"
     assert line(dialogue_outcome) == '[1:00:00 PM] the hooded figure spoke to you: "hi"'
 
-    blank = ViewerView(id="alice", aliases={"alice": "the traveller", "bob": ""})
+    blank = Viewer.of(id="alice", aliases={"alice": "the traveller", "bob": ""})
     assert (
         line(Entry("2026-07-06T12:00:00.000Z", _action("waves", "bob")), blank)
         == "[12:00:00 PM]  waves"
@@ -357,7 +357,7 @@ def test_render_stored_entry_never_shows_an_id_or_tag_to_any_viewer() -> None:
         ("", ALICE, ""),
     ],
 )
-def test_hydrate_resolves_tags_for_the_viewer(content: str, viewer: ViewerView, line: str) -> None:
+def test_hydrate_resolves_tags_for_the_viewer(content: str, viewer: Viewer, line: str) -> None:
     assert hydrate(content, viewer) == line
 
 

@@ -10,8 +10,8 @@ from django.core.management import call_command
 
 from memory.models import WorldObject
 from memory.web.services import set_alias
-from memory.worlds import import_omnia
 from memory.worlds.export import UnknownWorld, export_omnia
+from memory.worlds.omnia_import import import_omnia
 from tests.conftest import FIXTURES
 from tests.test_worlds import table_rows
 

@@ -10,15 +10,14 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memory.engine.leaks.naive import build_naive_index, scan_text_naive
 from memory.engine.leaks.scanner import (
     Finding,
     LeakWorld,
     PrivateValue,
     build_leak_index,
-    build_naive_index,
     fold,
     scan_text,
-    scan_text_naive,
 )
 
 FIXTURES = Path(__file__).parent / "fixtures" / "omnia"

@@ -24,7 +24,9 @@ from memory.engine.longterm.reader import (
     viewer_faces,
 )
 from memory.models import LedgerEntry
-from memory.worlds import import_omnia, load_demo, load_world
+from memory.worlds.demo import load_demo
+from memory.worlds.omnia_import import import_omnia
+from memory.worlds.scenario import load_world
 
 INSPECTOR = "5b0e6c1a-3f2d-4e8b-9a71-c4d2e8f90a13"
 SIGNAL_NIGHTS = "abs-tobiah-signal-nights"

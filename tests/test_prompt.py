@@ -6,7 +6,9 @@ import pytest
 
 from memory.engine.knowledge import get_viewer
 from memory.engine.prompt import PromptContext, Section, prompt_context
-from memory.worlds import import_omnia, load_demo, load_world
+from memory.worlds.demo import load_demo
+from memory.worlds.omnia_import import import_omnia
+from memory.worlds.scenario import load_world
 from tests.conftest import FIXTURES
 
 SECTION_NAMES = [

@@ -59,7 +59,7 @@ def world(cast, django_user_model):
 @pytest.fixture
 def demo_world(db, django_user_model):
     from memory.engine.projections import run_cycle
-    from memory.worlds import load_demo
+    from memory.worlds.demo import load_demo
 
     load_demo()
     run_cycle()

@@ -26,7 +26,9 @@ from memory.engine.leaks.world_scan import (
 )
 from memory.engine.prompt import prompt_context
 from memory.models import Attribute, AttributeAcl, BufferEntry, WorldObject
-from memory.worlds import import_omnia, load_demo, load_world
+from memory.worlds.demo import load_demo
+from memory.worlds.omnia_import import import_omnia
+from memory.worlds.scenario import load_world
 from tests.conftest import FIXTURES
 
 V1 = FIXTURES / "omnia-74ffb45-tavern.sqlite"

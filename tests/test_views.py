@@ -319,7 +319,7 @@ def test_entry_page(staff_client, chest) -> None:
 @pytest.fixture
 def demo(db):
     from memory.engine.projections import run_cycle
-    from memory.worlds import load_demo
+    from memory.worlds.demo import load_demo
 
     load_demo()
     run_cycle()

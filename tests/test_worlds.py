@@ -24,7 +24,10 @@ from memory.models import (
     WorldObject,
     WorldSource,
 )
-from memory.worlds import WorldImportError, import_omnia, load_world
+from memory.worlds import bulk, omnia_import, validation
+from memory.worlds.omnia_import import import_omnia
+from memory.worlds.report import WorldImportError
+from memory.worlds.scenario import load_world
 from tests.conftest import FIXTURES
 
 V1 = FIXTURES / "omnia-74ffb45-tavern.sqlite"
@@ -105,7 +108,7 @@ def test_resolve_alias_reproduces_every_fixture_alias(stem):
     import_omnia(FIXTURES / f"{stem}.sqlite")
     expected = jsonl(FIXTURES / f"{stem}.aliases.jsonl")
     got = [
-        {**row, "alias": resolve_alias(get_viewer(row["viewer"]).view, row["target"])} for row in expected
+        {**row, "alias": resolve_alias(get_viewer(row["viewer"]), row["target"])} for row in expected
     ]
     assert got == expected
 
@@ -283,9 +286,7 @@ def test_plain_sql_delete_of_an_object_cascades_in_the_database():
 
 @pytest.mark.django_db
 def test_large_first_import_builds_indexes_after_and_lands_the_same_rows(monkeypatch, tmp_path):
-    from memory import worlds
-
-    indexes_before = worlds._secondary_indexes("buffer_entries")
+    indexes_before = bulk.secondary_indexes("buffer_entries")
     assert {name for name, _sql in indexes_before} >= {
         "idx_buffer_owner_time", "idx_buffer_fold", "idx_buffer_shard_fold",
         "idx_buffer_owner_fold", "idx_buffer_owner_retracted",
@@ -302,21 +303,21 @@ def test_large_first_import_builds_indexes_after_and_lands_the_same_rows(monkeyp
     plain = buffer_rows()
     BufferEntry.objects.all().delete()
     dropped: list[str] = []
-    real = worlds._indexes_built_after
+    real = bulk.indexes_built_after
 
     @contextlib.contextmanager
     def spy(table, incoming):
-        with real(table, incoming) as bulk:
-            dropped.append(bulk)
+        with real(table, incoming) as rebuilt:
+            dropped.append(rebuilt)
             # Inside: the secondary indexes are gone while the rows go in.
-            assert worlds._secondary_indexes(table) == ([] if bulk else indexes_before)
-            yield bulk
+            assert bulk.secondary_indexes(table) == ([] if rebuilt else indexes_before)
+            yield rebuilt
 
-    monkeypatch.setattr(worlds, "BULK_INDEX_ROWS", 1)
-    monkeypatch.setattr(worlds, "_indexes_built_after", spy)
+    monkeypatch.setattr(bulk, "BULK_INDEX_ROWS", 1)
+    monkeypatch.setattr(bulk, "indexes_built_after", spy)
     import_omnia(V1)
     assert dropped == [True]
-    assert worlds._secondary_indexes("buffer_entries") == indexes_before
+    assert bulk.secondary_indexes("buffer_entries") == indexes_before
     after = table_rows()
     assert buffer_rows() == plain and len(plain) == 36
     # Not empty any more: a second import keeps the indexes (nothing dropped, nothing new).
@@ -327,17 +328,15 @@ def test_large_first_import_builds_indexes_after_and_lands_the_same_rows(monkeyp
 
 @pytest.mark.django_db
 def test_large_first_import_that_fails_keeps_its_indexes_and_writes_nothing(monkeypatch, tmp_path):
-    from memory import worlds
-
-    indexes_before = worlds._secondary_indexes("buffer_entries")
-    monkeypatch.setattr(worlds, "BULK_INDEX_ROWS", 1)
+    indexes_before = bulk.secondary_indexes("buffer_entries")
+    monkeypatch.setattr(bulk, "BULK_INDEX_ROWS", 1)
     bad = copy_fixture(tmp_path)
     mutate(bad, "UPDATE buffer_entries SET owner_id='ghost' WHERE id='entry-12'")
     before = table_rows()
     with pytest.raises(WorldImportError):
         import_omnia(bad)
     assert table_rows() == before
-    assert worlds._secondary_indexes("buffer_entries") == indexes_before
+    assert bulk.secondary_indexes("buffer_entries") == indexes_before
 
 
 @pytest.mark.django_db
@@ -345,22 +344,20 @@ def test_large_first_import_that_fails_keeps_its_indexes_and_writes_nothing(monk
 def test_large_import_validates_in_a_second_process_with_the_same_refusals(
     monkeypatch, tmp_path, case, statements, message
 ):
-    from memory import worlds
-
-    monkeypatch.setattr(worlds, "BULK_INDEX_ROWS", 1)  # the large-import path on a small file
-    monkeypatch.setattr(worlds, "BATCH", 5)  # several batches in flight
+    monkeypatch.setattr(bulk, "BULK_INDEX_ROWS", 1)  # the large-import path on a small file
+    monkeypatch.setattr(omnia_import, "BATCH", 5)  # several batches in flight
     started: list[bool] = []
-    real_init = worlds._BatchValidator.__init__
+    real_init = validation.BatchValidator.__init__
 
     def spy(self, *args, **kwargs):
         real_init(self, *args, **kwargs)
         started.append(self.pool is not None)
 
-    monkeypatch.setattr(worlds._BatchValidator, "__init__", spy)
+    monkeypatch.setattr(validation.BatchValidator, "__init__", spy)
     bad = copy_fixture(tmp_path)
     mutate(bad, *statements)
     before = table_rows()
-    indexes = worlds._secondary_indexes("buffer_entries")
+    indexes = bulk.secondary_indexes("buffer_entries")
     if case == "corrupt aliases_json":  # refused before any row is read
         with pytest.raises(WorldImportError):
             import_omnia(bad)
@@ -370,17 +367,15 @@ def test_large_import_validates_in_a_second_process_with_the_same_refusals(
     assert str(caught.value).startswith(f"{bad}: {message}")
     assert started == [True]
     assert table_rows() == before
-    assert worlds._secondary_indexes("buffer_entries") == indexes
+    assert bulk.secondary_indexes("buffer_entries") == indexes
     import_omnia(V1)  # and a clean file lands whole through the same path
     assert BufferEntry.objects.count() == 36
 
 
 @pytest.mark.django_db
 def test_large_import_reports_the_first_bad_row_in_file_order(monkeypatch, tmp_path):
-    from memory import worlds
-
-    monkeypatch.setattr(worlds, "BULK_INDEX_ROWS", 1)
-    monkeypatch.setattr(worlds, "BATCH", 5)
+    monkeypatch.setattr(bulk, "BULK_INDEX_ROWS", 1)
+    monkeypatch.setattr(omnia_import, "BATCH", 5)
     bad = copy_fixture(tmp_path)
     # An invalid intent early (validated in the other process), a missing owner later (found
     # here first, in wall time): the early one is the answer.
@@ -399,8 +394,6 @@ def test_batch_validator_falls_back_to_in_process_when_the_helper_breaks():
     from concurrent.futures import Future
     from concurrent.futures.process import BrokenProcessPool
 
-    from memory import worlds
-
     class BrokenPool:
         def __init__(self) -> None:
             self.submitted = 0
@@ -417,7 +410,7 @@ def test_batch_validator_falls_back_to_in_process_when_the_helper_breaks():
             pass
 
     good = ('{"type":"action","originalText":"x","description":"d","actorId":"a","targetIds":[]}', None)
-    validator = worlds._BatchValidator("w.sqlite", "buffer_entries", parallel=False)
+    validator = validation.BatchValidator("w.sqlite", "buffer_entries", parallel=False)
     validator.pool = BrokenPool()
     validator.submit([("r1", *good), ("r2", "{not json", None)])  # its future fails: pending
     with pytest.raises(WorldImportError) as caught:

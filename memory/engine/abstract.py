@@ -21,6 +21,7 @@ from ulid import ULID
 
 from memory.engine.clock import iso_now, now_us
 from memory.engine.errors import Conflict, InvalidInput, NotFound
+from memory.engine.scopes import home_scope
 from memory.engine.shards import bump_generation, world_clock_for
 from memory.models import (
     AbstractionEdge,
@@ -38,10 +39,6 @@ class AbstractError(InvalidInput):
 
 class AbstractConflict(Conflict):
     """The store moved under the caller (stale generation, member absorbed or foreign)."""
-
-
-def home_scope(owner_id: str) -> str:
-    return f"home:{owner_id}"
 
 
 @dataclass(frozen=True)

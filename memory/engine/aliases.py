@@ -1,7 +1,8 @@
 """Subjective aliases: who a viewer thinks everyone else is (seed 000 §1, §3).
 
-Everything here is pure: a viewer is any object with `.id` and `.aliases`, so the ORM, the
-scenario loader and the tests all hand in what they already have.
+Everything here is pure: a viewer is any `AliasHolder` (an object with `.id` and `.aliases`),
+so `memory.engine.knowledge.Viewer`, the scenario loader and the tests all hand in what they
+already have.
 """
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from memory.engine.errors import InvalidInput
@@ -20,7 +20,9 @@ SELF = "you"
 AliasState = Literal["known", "descriptor", "unknown"]
 
 
-class Viewer(Protocol):
+class AliasHolder(Protocol):
+    """Whoever holds aliases: an id and who that one thinks everyone else is."""
+
     @property
     def id(self) -> str: ...
 
@@ -28,17 +30,11 @@ class Viewer(Protocol):
     def aliases(self) -> Mapping[str, str]: ...
 
 
-@dataclass(frozen=True)
-class ViewerView:
-    id: str
-    aliases: Mapping[str, str]
-
-
 class AliasesJsonError(InvalidInput):
     """An `aliases_json` value that is neither omnia's pair array nor a scenario object."""
 
 
-def resolve_alias(viewer: Viewer, target_id: str) -> str:
+def resolve_alias(viewer: AliasHolder, target_id: str) -> str:
     """Omnia's `resolveAlias`: self is "you" (a self-alias is ignored); a present key wins even
     when its label is "" (JavaScript's `??` only falls back on a missing key)."""
     if target_id == viewer.id:

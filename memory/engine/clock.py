@@ -1,4 +1,4 @@
-"""World and wall time: one parse, one sortable key, one way to say a time of day.
+"""World and wall time: one parse, one sortable key, one way to say a time of day or a day.
 
 World timestamps are strings in whatever ISO form their writer used (omnia writes
 `toISOString()`, `2026-07-06T12:38:00.000Z`); everything that compares or shows one goes
@@ -71,3 +71,19 @@ def time_of_day(moment: datetime) -> str:
     """"12:38 PM": how the digest and the prompt say a time."""
     hour = moment.hour % 12 or 12
     return f"{hour}:{moment.minute:02d} {'AM' if moment.hour < 12 else 'PM'}"
+
+
+def short_date(moment: datetime) -> str:
+    """"Jul 6": how the digest says a day."""
+    return f"{moment:%b} {moment.day}"
+
+
+def long_date(moment: datetime) -> str:
+    """"Monday, July 6, 2026": how the prompt says a day."""
+    return f"{moment.strftime('%A')}, {moment.strftime('%B')} {moment.day}, {moment.year}"
+
+
+def wall_iso(moment: datetime, *, timespec: str = "auto") -> str:
+    """A wall-clock instant (a DateTimeField, `timezone.now()`) as the worker's status and log
+    show it: Python's ISO form with its offset. Rows are stamped with `iso_now` instead."""
+    return moment.isoformat(timespec=timespec)

@@ -1,36 +1,42 @@
 """What a viewer is, and what one world holds that a viewer may see (seed 000 §1-§2).
 
 A viewer is an entity with its parsed aliases. World knowledge is one world's objects,
-attributes and ACLs, loaded in three queries; `can_see` is the one visibility rule every
-reader (alias suggestions, prompt, leak scanner) goes through.
+attributes and ACLs, loaded in three queries; what a viewer may see of them is decided by
+`memory.engine.visibility.can_see`, the one rule every reader (alias suggestions, prompt,
+digest, leak scanner) goes through.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from django.conf import settings
 from django.db.models import Q
 
-from memory.engine.aliases import AliasesJsonError, ViewerView, parse_aliases_json
+from memory.engine.aliases import AliasesJsonError, parse_aliases_json
 from memory.engine.errors import NotFound
+from memory.engine.visibility import can_see
 from memory.models import Attribute, AttributeAcl, ObjectType, WorldObject
 
 
 @dataclass(frozen=True)
 class Viewer:
+    """An entity reading the world: its id and aliases (what the pure renderers take, as an
+    `aliases.AliasHolder`), the row they came from, and why its stored aliases could not be
+    read, if they could not."""
+
+    # id and aliases are fields, not read through `obj`: the renderers look them up per row.
+    id: str
+    aliases: Mapping[str, str]
     obj: WorldObject
-    view: ViewerView
     aliases_error: str | None = None
 
-    @property
-    def id(self) -> str:
-        return self.obj.id
-
-    @property
-    def aliases(self):
-        return self.view.aliases
+    @classmethod
+    def of(cls, id: str, aliases: Mapping[str, str]) -> Viewer:
+        """A viewer made by hand (tests, pure use): an unsaved entity row carries the id."""
+        return cls(id=id, aliases=aliases, obj=WorldObject(id=id, type=ObjectType.ENTITY))
 
 
 def viewer_of(obj: WorldObject) -> Viewer:
@@ -40,7 +46,7 @@ def viewer_of(obj: WorldObject) -> Viewer:
     except AliasesJsonError as exc:
         # A corrupt row still renders: as someone who knows nobody, with the reason shown.
         aliases, error = {}, str(exc)
-    return Viewer(obj=obj, view=ViewerView(id=obj.id, aliases=aliases), aliases_error=error)
+    return Viewer(id=obj.id, aliases=aliases, obj=obj, aliases_error=error)
 
 
 def get_viewer(viewer_id: str) -> Viewer:
@@ -75,9 +81,9 @@ class WorldKnowledge:
         return None
 
     def can_see(self, viewer_id: str, attr: Attribute) -> bool:
-        if attr.visibility == "PUBLIC" or attr.object_id == viewer_id:
-            return True
-        return viewer_id in self.acl.get((attr.object_id, attr.name), set())
+        return can_see(
+            viewer_id, attr.object_id, attr.visibility, self.acl.get((attr.object_id, attr.name), ())
+        )
 
     def visible_attributes(self, viewer_id: str, object_id: str) -> dict[str, str]:
         return {

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from memory.engine.aliases import resolve_alias
 from memory.engine.buffer.rendered import BUFFER_FIELDS, render_entry
-from memory.engine.clock import parse_timestamp, time_of_day
+from memory.engine.clock import long_date, parse_timestamp, time_of_day
 from memory.engine.knowledge import Viewer, WorldKnowledge, true_name_attributes, world_knowledge
 from memory.engine.longterm.reader import index_lines
 from memory.engine.projections.doors import digest
@@ -62,10 +62,7 @@ def _format_clock(clock_iso: str | None) -> str:
     moment = parse_timestamp(clock_iso)
     if moment is None:
         return "The time is unknown."
-    return (
-        f"It is {time_of_day(moment)} on "
-        f"{moment.strftime('%A')}, {moment.strftime('%B')} {moment.day}, {moment.year}."
-    )
+    return f"It is {time_of_day(moment)} on {long_date(moment)}."
 
 
 def _phrase(text: str) -> str:
@@ -126,7 +123,7 @@ def perceived_world(viewer: Viewer, knowledge: WorldKnowledge) -> Section:
         # viewer sees of each under its label tells them apart.
         lines.append("Here with you:")
     for other in present:
-        lines.append(f"- {resolve_alias(viewer.view, other.id)}")
+        lines.append(f"- {resolve_alias(viewer, other.id)}")
         # A name is known only through the alias map, never read off an attribute.
         lines += _attribute_lines(knowledge.visible_attributes(viewer.id, other.id), names, "  ")
     if not present:

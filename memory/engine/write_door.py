@@ -17,7 +17,7 @@ from ulid import ULID
 from memory.engine.clock import iso_now
 from memory.engine.errors import InvalidInput, NotFound
 from memory.engine.intents import IntentV1, IntentV2, Outcome, parse_intent, parse_outcome
-from memory.engine.shards import bump_generation, claim_created_at, shard_of
+from memory.engine.shards import bump_generation, claim_created_at, notify_written, shard_of
 from memory.models import BufferEntry, ObjectType, ProjectionShard, WorldObject
 
 
@@ -100,10 +100,7 @@ def remember(
             conversation_id=conversation_id,
         )
         generation = bump_generation(owner_id)
-        # Local import: workers -> projections -> rows. Wakes LISTENing workers on commit.
-        from memory.engine.shards import notify_written
-
-        notify_written()
+        notify_written()  # wakes LISTENing workers on commit
     return Remembered(entry=entry, generation=generation)
 
 

@@ -14,7 +14,7 @@ PANELS = ("aliases-panel", "buffer-panel", "sessions-panel", "faces-panel")
 @pytest.fixture
 def demo(db, django_user_model):
     from memory.engine.projections import run_cycle
-    from memory.worlds import load_demo
+    from memory.worlds.demo import load_demo
 
     load_demo()
     run_cycle()

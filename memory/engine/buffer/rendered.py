@@ -46,7 +46,7 @@ def _intent_facts(intent_json: str) -> tuple[str | None, str | None, tuple[str, 
 
 def render_entry(entry: BufferEntry, viewer: Viewer) -> RenderedEntry:
     try:
-        line, reason = render_stored_entry(entry.timestamp, entry.intent_json, entry.outcome_json, viewer.view), None
+        line, reason = render_stored_entry(entry.timestamp, entry.intent_json, entry.outcome_json, viewer), None
     except Undeliverable as exc:
         line, reason = None, str(exc)
     type_, actor, targets = _intent_facts(entry.intent_json)

@@ -40,7 +40,7 @@ from __future__ import annotations
 import re
 import sys
 from bisect import bisect_left
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Literal
@@ -48,6 +48,7 @@ from typing import Literal
 import ahocorasick
 
 from memory.engine.aliases import alias_state
+from memory.engine.visibility import PRIVATE, can_see
 
 FindingKind = Literal["system_id", "unknown_name", "private_attribute"]
 
@@ -62,7 +63,7 @@ class PrivateValue:
     allowed: frozenset[str] = frozenset()
 
     def visible_to(self, viewer_id: str) -> bool:
-        return viewer_id == self.object_id or viewer_id in self.allowed
+        return can_see(viewer_id, self.object_id, PRIVATE, self.allowed)
 
 
 @dataclass(frozen=True)
@@ -259,7 +260,7 @@ def scan_text(index: LeakIndex, viewer_id: str, text: str) -> list[Finding]:
     def shielded(start: int, end: int) -> bool:
         return _shielded_by_find(folded, labels, start, end)
 
-    return _judge_hits(index, viewer_id, text, hits, shielded)
+    return judge_hits(index, viewer_id, text, hits, shielded)
 
 
 def _shielded_by_find(folded: str, labels: tuple[str, ...], start: int, end: int) -> bool:
@@ -281,13 +282,16 @@ def _shielded_by_find(folded: str, labels: tuple[str, ...], start: int, end: int
     return False
 
 
-def _judge_hits(
+def judge_hits(
     index: LeakIndex,
     viewer_id: str,
     text: str,
     hits: list[Hit],
     shielded: Callable[[int, int], bool],
 ) -> list[Finding]:
+    """Findings among raw whole-token hits: the winners of overlaps, judged for the viewer,
+    minus those `shielded` (covered by the viewer's own labels). However hits were found (the
+    automaton here, the regexes of `memory.engine.leaks.naive`), they are judged alike."""
     findings = []
     for start, end, number in _longest_leftmost(hits):
         finding = _judge(index, viewer_id, text, start, end, index.patterns[number])
@@ -359,63 +363,3 @@ def _id_finding(start: int, end: int, written: str, object_id: str) -> Finding:
     return Finding(
         "system_id", start, end, written, object_id, f"system id of object '{object_id}'"
     )
-
-
-# --- the naive baseline ---------------------------------------------------------------------
-
-
-def _token_regex(key: str) -> re.Pattern[str]:
-    return re.compile(r"(?<!\w)" + re.escape(key) + r"(?!\w)")
-
-
-@dataclass(frozen=True)
-class NaiveLeakIndex:
-    """One compiled regex per pattern (and per viewer label): the bench's baseline."""
-
-    index: LeakIndex
-    regexes: tuple[re.Pattern[str], ...]
-    label_regexes: Mapping[str, tuple[re.Pattern[str], ...]]
-
-
-def build_naive_index(world: LeakWorld) -> NaiveLeakIndex:
-    index = build_leak_index(world)
-    return NaiveLeakIndex(
-        index=index,
-        regexes=tuple(_token_regex(p.key) for p in index.patterns),
-        label_regexes={
-            viewer: tuple(_token_regex(label) for label in labels)
-            for viewer, labels in index.labels.items()
-        },
-    )
-
-
-def _all_matches(regex: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
-    # Search again from one past each match start: a pattern may overlap itself ("ha ha").
-    match = regex.search(text)
-    while match is not None:
-        yield match
-        match = regex.search(text, match.start() + 1)
-
-
-def scan_text_naive(world: LeakWorld | NaiveLeakIndex, viewer_id: str, text: str) -> list[Finding]:
-    """Same findings as `scan_text`, found by running every pattern's regex over the text.
-    Given a bare world it compiles the regexes first (slow; build_naive_index once instead)."""
-    naive = world if isinstance(world, NaiveLeakIndex) else build_naive_index(world)
-    folded = fold(text)
-    hits = [
-        (match.start(), match.end(), number)
-        for number, regex in enumerate(naive.regexes)
-        for match in _all_matches(regex, folded)
-    ]
-    if not hits:
-        return []
-    shields = [
-        match.span()
-        for regex in naive.label_regexes.get(viewer_id, ())
-        for match in _all_matches(regex, folded)
-    ]
-
-    def shielded(start: int, end: int) -> bool:
-        return any(s < end and start < e and e - s >= end - start for s, e in shields)
-
-    return _judge_hits(naive.index, viewer_id, text, hits, shielded)

@@ -38,6 +38,7 @@ from memory.engine.leaks.scanner import (
     scan_text,
 )
 from memory.engine.prompt import PromptContext, prompt_context
+from memory.engine.visibility import PUBLIC
 from memory.models import ObjectType, WorldObject
 
 FINDING_KINDS = ("system_id", "unknown_name", "private_attribute")
@@ -92,7 +93,7 @@ def leak_world_from(knowledge: WorldKnowledge) -> LeakWorld:
         )
         for object_id, attrs in sorted(knowledge.attributes.items())
         for name, attr in sorted(attrs.items())
-        if attr.visibility != "PUBLIC"
+        if attr.visibility != PUBLIC
     ]
     places = [o.id for o in objects.values() if o.type != ObjectType.ENTITY] + sorted(bare_locations)
     return LeakWorld(

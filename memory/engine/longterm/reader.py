@@ -8,7 +8,7 @@ order), the headers and bodies of its home and subscribed layers' entries, and t
 abstraction edges whose members are among those entries. `rows_visited` is the exact number of
 rows those queries returned, so the bench can compare it with a plain listing.
 
-The delivery probe. `buffer.hydrate` is total over strings (it renders an unknown or missing id
+The delivery probe. `buffer.v2.hydrate` is total over strings (it renders an unknown or missing id
 as "an unfamiliar figure" rather than failing), so "tries to render the body" is defined as:
 - hydrate raises (Undeliverable carries its reason; anything else is reported by class and
   message, because a read face must disclose, never crash);
@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from django.db import connection
 from django.db.models import QuerySet
 
-# _find_tags is the scanner hydrate itself uses; a second regex here could disagree with it.
-from memory.engine.buffer import Undeliverable, _find_tags, hydrate
+from memory.engine.buffer import Undeliverable
+from memory.engine.buffer.v2 import find_tags, hydrate
 from memory.engine.errors import NotFound
 from memory.engine.knowledge import Viewer, get_viewer
 from memory.engine.longterm import faces as facelib
@@ -43,6 +43,7 @@ from memory.engine.longterm.shadowing import (
     EntryHeader,
     shadow_key_of,
 )
+from memory.engine.scopes import home_scope, layer_scope
 from memory.models import AbstractionEdge, LayerSubscription, LedgerEntry
 
 _ENTITY_TAG = "entity@"
@@ -98,28 +99,21 @@ class _Read:
     rows_visited: int
 
 
-def home_scope(entity_id: str) -> str:
-    return f"home:{entity_id}"
-
-
-def layer_scope(layer_id: str) -> str:
-    return f"layer:{layer_id}"
-
-
 def _probe(content: str, viewer: Viewer) -> tuple[str | None, str | None]:
     """(rendered, None) when the body delivers, else (None, reason)."""
     if not content.strip():
         return None, "the body is empty"
     if _ENTITY_TAG not in content:
         # Without a tag hydrate only swaps quotes and capitalises: it cannot fail.
-        return hydrate(content, viewer.view), None
-    if _MAYBE_IDLESS.search(content) and any(not tag.id for tag in _find_tags(content)):
+        return hydrate(content, viewer), None
+    # find_tags is the scanner hydrate itself uses; a second regex here could disagree with it.
+    if _MAYBE_IDLESS.search(content) and any(not tag.id for tag in find_tags(content)):
         return None, "a tag names no entity (entity@ without an id)"
     try:
-        return hydrate(content, viewer.view), None
+        return hydrate(content, viewer), None
     except Undeliverable as exc:
         return None, exc.reason
-    except Exception as exc:  # noqa: BLE001 - disclosed on the face, never an error page
+    except Exception as exc:  # disclosed on the face, never an error page
         return None, f"{exc.__class__.__name__}: {exc}"
 
 

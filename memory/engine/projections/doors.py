@@ -22,11 +22,12 @@ from typing import Any
 from django.db import connection
 from django.db.models import Q
 
-from memory.engine.clock import parse_timestamp, time_of_day
+from memory.engine.clock import parse_timestamp, short_date, time_of_day
 from memory.engine.cursor import decode_cursor, encode_cursor
 from memory.engine.errors import InvalidInput, NotFound
 from memory.engine.projections.sessions import session_key_of
 from memory.engine.shards import shard_of
+from memory.engine.visibility import PUBLIC, can_see
 from memory.models import (
     Attribute,
     AttributeAcl,
@@ -181,17 +182,19 @@ def _place_names(viewer_id: str, location_ids: set[str]) -> tuple[dict[str, str]
             "object_id", "name", "value", "visibility"
         )
     )
-    private = [(o, n) for o, n, _v, vis in attrs if vis != "PUBLIC"]
-    allowed: set[tuple[str, str]] = set()
+    private = [(o, n) for o, n, _v, vis in attrs if vis != PUBLIC]
+    # Only the viewer's own ACL rows are read: each names the viewer for one attribute.
+    allowed: dict[tuple[str, str], set[str]] = {}
     if private:
-        allowed = set(
-            AttributeAcl.objects.filter(
+        allowed = {
+            key: {viewer_id}
+            for key in AttributeAcl.objects.filter(
                 object_id__in={o for o, _ in private}, entity_id=viewer_id
             ).values_list("object_id", "attribute_name")
-        )
+        }
     visible: dict[str, dict[str, str]] = {}
     for object_id, name, value, visibility in attrs:
-        if visibility == "PUBLIC" or (object_id, name) in allowed:
+        if can_see(viewer_id, object_id, visibility, allowed.get((object_id, name), ())):
             visible.setdefault(object_id, {})[name] = value
     names = {}
     for object_id, found in visible.items():
@@ -208,7 +211,7 @@ def _clock(timestamp: str) -> tuple[str, str]:
     if moment is None:
         return "", timestamp
     moment = moment.astimezone(UTC)
-    return f"{moment:%b} {moment.day}", time_of_day(moment)
+    return short_date(moment), time_of_day(moment)
 
 
 def _span(first_at: str, last_at: str) -> str:

@@ -14,19 +14,17 @@ rows alone, so a rebuild lands the same episodes, and closing by clock is re-app
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from django.conf import settings
 from django.db import connection
 
 from memory.engine.clock import moment_of_key, time_key
+from memory.engine.projections.rows import FoldRow
 from memory.models import Episode, WorldObject
-
-if TYPE_CHECKING:
-    from memory.engine.projections.rows import FoldRow
 
 
 def gap() -> timedelta:
@@ -242,7 +240,3 @@ def close_expired(world_clock_iso: str, *, world_id: str | None = None) -> int:
     for start in range(0, len(expired), 500):
         Episode.objects.filter(pk__in=expired[start : start + 500]).update(is_open=False)
     return len(expired)
-
-
-def for_owner(owner_id: str) -> Iterable[Episode]:
-    return Episode.objects.filter(owner_id=owner_id).order_by("ordinal")

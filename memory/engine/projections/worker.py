@@ -31,6 +31,7 @@ from typing import Any
 from django.db import DatabaseError, connection, connections
 from django.utils import timezone
 
+from memory.engine.clock import wall_iso
 from memory.engine.projections.cycle import CycleResult, run_cycle
 from memory.engine.shards import CHANNEL, shard_count
 from memory.models import ProjectionShard
@@ -79,7 +80,7 @@ def projection_status() -> dict[str, Any]:
                 "shard": number,
                 "watermark": {"created_at": created_at, "id": row_id},
                 "rows_behind": _rows_behind(number, created_at, row_id),
-                "last_cycle_at": last_cycle_at.isoformat() if last_cycle_at else None,
+                "last_cycle_at": wall_iso(last_cycle_at) if last_cycle_at else None,
                 "last_cycle_rows": row.last_cycle_rows if row else 0,
             }
         )
@@ -161,7 +162,7 @@ class Waker:
                 continue
             try:
                 got = list(self._listener.connection.notifies(timeout=slice_, stop_after=1))
-            except Exception as exc:  # noqa: BLE001 - the listener is optional; fall back to polling
+            except Exception as exc:  # the listener is optional; fall back to polling
                 logger.warning("listener connection lost, polling instead: %s", exc)
                 self.close()
                 continue
@@ -264,7 +265,7 @@ def parse_shards(value: str | None) -> list[int] | None:
 
 def describe(result: CycleResult) -> str:
     return (
-        f"{timezone.now().isoformat(timespec='seconds')} folded {result.rows_folded} rows "
+        f"{wall_iso(timezone.now(), timespec='seconds')} folded {result.rows_folded} rows "
         f"into {result.sessions_written} sessions; skipped shards {result.shards_skipped}"
     )
 

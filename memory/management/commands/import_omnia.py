@@ -6,7 +6,8 @@ from django.core.management.base import BaseCommand
 from tqdm import tqdm
 
 from memory.management.commands._base import refuse
-from memory.worlds import WorldImportError, import_omnia
+from memory.worlds.omnia_import import import_omnia
+from memory.worlds.report import WorldImportError
 
 
 class Command(BaseCommand):

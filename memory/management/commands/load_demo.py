@@ -4,7 +4,8 @@ from django.core.management.base import BaseCommand
 
 from memory.management.commands._base import refuse
 from memory.models import WorldSource
-from memory.worlds import WorldImportError, load_demo
+from memory.worlds.demo import load_demo
+from memory.worlds.report import WorldImportError
 
 
 class Command(BaseCommand):

@@ -3,7 +3,8 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand
 
 from memory.management.commands._base import refuse
-from memory.worlds import WorldImportError, load_world
+from memory.worlds.report import WorldImportError
+from memory.worlds.scenario import load_world
 
 
 class Command(BaseCommand):

@@ -1,0 +1,268 @@
+"""Way in: an omnia SQLite world file, of either era, read into the inspector's database.
+
+Atomic: the whole file is read and validated first (streaming, for the big buffer table), rows
+are written in one transaction, and any bad row aborts everything with a message naming the
+file, the table and the row. Re-importing the same file changes nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+from django.db import connection, transaction
+
+from memory.engine.aliases import AliasesJsonError, parse_aliases_json
+from memory.engine.scopes import home_scope
+from memory.engine.shards import shard_count, shard_of
+from memory.models import ObjectType, WorldObject
+from memory.worlds import bulk
+from memory.worlds.report import ImportReport, WorldImportError
+from memory.worlds.validation import OBJECT_TYPES, VISIBILITIES, BatchValidator
+
+BATCH = 5000
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _open_omnia(path: Path) -> sqlite3.Connection:
+    source = str(path)
+    if not path.is_file():
+        raise WorldImportError(source, "-", "-", "no such file")
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    except sqlite3.DatabaseError as exc:
+        raise WorldImportError(source, "-", "-", f"not an omnia SQLite world ({exc})") from None
+    missing = {"objects", "attributes", "attribute_acl", "buffer_entries"} - tables
+    if missing:
+        conn.close()
+        raise WorldImportError(
+            source, ", ".join(sorted(missing)), "-", "table missing: not an omnia world file"
+        )
+    return conn
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+
+
+def _read_omnia_objects(conn: sqlite3.Connection, source: str) -> tuple[list[tuple], dict[str, str]]:
+    cols = _columns(conn, "objects")
+    extra = [c if c in cols else "NULL" for c in ("connections_json", "is_agent")]
+    rows = conn.execute(
+        "SELECT id, type, world_id, clock_iso, location_id, aliases_json, "
+        f"{extra[0]}, {extra[1]} FROM objects ORDER BY rowid"
+    ).fetchall()
+    worlds: dict[str, str] = {}
+    for row in rows:
+        object_id, type_, world_id = row[0], row[1], row[2]
+        where = f"id={object_id}"
+        if not isinstance(object_id, str) or not object_id:
+            raise WorldImportError(source, "objects", where, "id must be non-empty text")
+        if type_ not in OBJECT_TYPES:
+            raise WorldImportError(source, "objects", where, f"unknown object type {type_!r}")
+        try:
+            parse_aliases_json(row[5])
+        except AliasesJsonError as exc:
+            raise WorldImportError(source, "objects", where, f"aliases_json: {exc}") from None
+        if row[6] is not None:
+            try:
+                json.loads(row[6])
+            except (TypeError, ValueError):
+                raise WorldImportError(source, "objects", where, "connections_json is not JSON") from None
+        worlds[object_id] = object_id if type_ == ObjectType.WORLD else (world_id or object_id)
+    ids = set(worlds)
+    for row in rows:
+        if row[2] is not None and row[2] not in ids:
+            raise WorldImportError(source, "objects", f"id={row[0]}", f"world_id {row[2]!r} is not in the file")
+    return rows, worlds
+
+
+def import_omnia(path: str | Path, *, progress: Callable[[int], None] | None = None) -> ImportReport:
+    """Read an omnia SQLite world file (either era) into the inspector's database."""
+    path = Path(path)
+    source = str(path)
+    conn = _open_omnia(path)
+    try:
+        return _import_omnia(conn, path, source, progress)
+    except sqlite3.DatabaseError as exc:
+        raise WorldImportError(source, "-", "-", f"unreadable SQLite file ({exc})") from None
+    finally:
+        conn.close()
+
+
+def _import_omnia(conn: sqlite3.Connection, path: Path, source: str, progress) -> ImportReport:
+    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    buffer_cols = _columns(conn, "buffer_entries")
+    has_ledger = "ledger_entries" in tables
+    era = "v2" if ("pinned" in buffer_cols or has_ledger) else "v1"
+
+    object_rows, worlds = _read_omnia_objects(conn, source)
+    object_ids = set(worlds)
+    attribute_rows = []
+    for row in conn.execute("SELECT object_id, name, value, visibility FROM attributes ORDER BY rowid"):
+        where = f"object_id={row[0]}, name={row[1]}"
+        if row[0] not in object_ids:
+            raise WorldImportError(source, "attributes", where, f"object {row[0]!r} is not in the file")
+        if row[3] not in VISIBILITIES:
+            raise WorldImportError(source, "attributes", where, f"visibility {row[3]!r} is not PUBLIC or PRIVATE")
+        if not isinstance(row[2], str):
+            raise WorldImportError(source, "attributes", where, "value must be text")
+        attribute_rows.append(tuple(row))
+    attribute_keys = {(row[0], row[1]) for row in attribute_rows}
+    acl_rows = []
+    for row in conn.execute("SELECT object_id, attribute_name, entity_id FROM attribute_acl ORDER BY rowid"):
+        if (row[0], row[1]) not in attribute_keys:
+            raise WorldImportError(
+                source, "attribute_acl", f"object_id={row[0]}, attribute_name={row[1]}, entity_id={row[2]}",
+                "refers to an attribute that is not in the file",
+            )
+        acl_rows.append(tuple(row))
+
+    sha = _sha256(path)
+    world_ids = sorted(set(worlds.values()))
+    report = ImportReport(source=source, era=era, worlds=world_ids)
+    pinned_col = "pinned" if "pinned" in buffer_cols else "0"
+    shards = shard_count()
+
+    with transaction.atomic():
+        marks = bulk.lock_all_shards()
+        bulk.check_world_ownership(source, worlds)
+        report.counts.update(bulk.sync_objects(object_rows, attribute_rows, acl_rows))
+        clock = bulk.ImportClock(marks)
+        inserted = seen = 0
+        cursor = conn.execute(
+            "SELECT id, owner_id, timestamp, location_id, intent_json, outcome_json, "
+            f"{pinned_col} FROM buffer_entries ORDER BY rowid"
+        )
+        incoming = conn.execute("SELECT COUNT(*) FROM buffer_entries").fetchone()[0]
+        shard_by_owner: dict[str, int] = {}  # a handful of owners, a million rows
+        validator = BatchValidator(source, "buffer_entries", parallel=incoming >= bulk.BULK_INDEX_ROWS)
+        try:
+            with bulk.indexes_built_after("buffer_entries", incoming):
+                while batch := cursor.fetchmany(BATCH):
+                    checks: list[tuple[str, str, str | None]] = []
+                    rows = []
+                    for entry_id, owner_id, timestamp, location_id, intent_json, outcome_json, pinned in batch:
+                        problem = None
+                        if owner_id not in object_ids:
+                            problem = f"owner {owner_id!r} is not an object in the file"
+                        elif not isinstance(timestamp, str) or not timestamp:
+                            problem = "timestamp must be non-empty text"
+                        elif not isinstance(intent_json, str):
+                            problem = "intent_json must be text"
+                        if problem is not None:
+                            validator.before_error_at(checks)
+                            raise WorldImportError(source, "buffer_entries", f"id={entry_id}", problem)
+                        checks.append((entry_id, intent_json, outcome_json))
+                        shard = shard_by_owner.get(owner_id)
+                        if shard is None:
+                            shard = shard_by_owner[owner_id] = shard_of(owner_id, shards)
+                        rows.append(
+                            (entry_id, owner_id, timestamp, location_id, intent_json, outcome_json,
+                             pinned, clock.take(shard), shard)
+                        )
+                    validator.submit(checks)  # validated there while inserted here
+                    inserted += bulk.insert_ignore(
+                        "buffer_entries",
+                        ("id", "owner_id", "timestamp", "location_id", "intent_json", "outcome_json",
+                         "pinned", "created_at", "shard"),
+                        rows,
+                    )
+                    seen += len(rows)
+                    if progress:
+                        progress(len(rows))
+                validator.finish()  # every batch clean before the indexes and the commit
+        finally:
+            validator.close()
+        if seen != inserted:
+            _check_conflicting_ids(source, "buffer_entries", conn, worlds)
+        report.counts["buffer_entries"] = inserted
+        report.skipped["buffer_entries"] = seen - inserted
+        if has_ledger:
+            _import_ledger(conn, source, object_ids, clock, report, worlds)
+        bulk.advance_shards(clock.assigned)
+        bulk.record_source(world_ids, era, "sqlite", source, sha)
+    return report
+
+
+def _check_conflicting_ids(source: str, table: str, conn: sqlite3.Connection, worlds: dict[str, str]) -> None:
+    """Rows skipped on conflict must be this world's own rows (a re-import), never another's."""
+    owner_col = "owner_id"
+    cursor = conn.execute(f"SELECT id, {owner_col} FROM {table} ORDER BY rowid")
+    while batch := cursor.fetchmany(BATCH):
+        by_id = {row[0]: row[1] for row in batch}
+        marks = ", ".join(["%s"] * len(by_id))
+        with connection.cursor() as db:
+            db.execute(f"SELECT id, {owner_col} FROM {table} WHERE id IN ({marks})", list(by_id))
+            for entry_id, existing_owner in db.fetchall():
+                if existing_owner != by_id[entry_id] and (
+                    existing_owner is None or worlds.get(by_id[entry_id]) != _world_of(existing_owner)
+                ):
+                    raise WorldImportError(
+                        source, table, f"id={entry_id}",
+                        f"id already belongs to {existing_owner!r} of another world in the inspector",
+                    )
+
+
+def _world_of(object_id: str) -> str | None:
+    obj = WorldObject.objects.filter(pk=object_id).only("id", "type", "world_id").first()
+    return obj.world_id_or_self if obj else None
+
+
+def _import_ledger(conn, source, object_ids, clock: bulk.ImportClock, report: ImportReport, worlds) -> None:
+    rows = []
+    for entry_id, owner_id, timestamp, location_id, content, quotes_json, importance, embedding in conn.execute(
+        "SELECT id, owner_id, timestamp, location_id, content, quotes_json, importance, embedding "
+        "FROM ledger_entries ORDER BY rowid"
+    ):
+        where = f"id={entry_id}"
+        if owner_id not in object_ids:
+            raise WorldImportError(source, "ledger_entries", where, f"owner {owner_id!r} is not an object in the file")
+        if not isinstance(content, str):
+            raise WorldImportError(source, "ledger_entries", where, "content must be text")
+        if not isinstance(importance, int) or not 1 <= importance <= 10:
+            raise WorldImportError(source, "ledger_entries", where, f"importance {importance!r} is not 1–10")
+        if quotes_json is not None:
+            try:
+                json.loads(quotes_json)
+            except ValueError:
+                raise WorldImportError(source, "ledger_entries", where, "quotes_json is not JSON") from None
+        rows.append(
+            (entry_id, owner_id, timestamp, location_id, content, quotes_json, importance,
+             embedding, home_scope(owner_id), f"ledger/{entry_id}", clock.take(shard_of(owner_id)))
+        )
+    inserted = bulk.insert_ignore(
+        "ledger_entries",
+        ("id", "owner_id", "timestamp", "location_id", "content", "quotes_json", "importance",
+         "embedding", "scope_id", "slug", "created_at"),
+        rows,
+    )
+    if inserted != len(rows):
+        _check_conflicting_ids(source, "ledger_entries", conn, worlds)
+    ledger_ids = {row[0] for row in rows}
+    involved = []
+    for entry_id, entity_id in conn.execute(
+        "SELECT entry_id, entity_id FROM ledger_involved_entities ORDER BY rowid"
+    ):
+        if entry_id not in ledger_ids:
+            raise WorldImportError(
+                source, "ledger_involved_entities", f"entry_id={entry_id}, entity_id={entity_id}",
+                "refers to a ledger entry that is not in the file",
+            )
+        involved.append((entry_id, entity_id))
+    report.counts["ledger_entries"] = inserted
+    report.skipped["ledger_entries"] = len(rows) - inserted
+    report.counts["ledger_involved_entities"] = bulk.insert_ignore(
+        "ledger_involved_entities", ("entry_id", "entity_id"), involved
+    )
