@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-FIXTURES = Path(__file__).parent / "fixtures" / "omnia"
+from tests.helpers import FIXTURES
 
 
 @dataclass

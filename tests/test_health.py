@@ -14,7 +14,7 @@ from django.urls import include, path
 from memory.engine.projections import run_cycle
 from memory.engine.shards import shard_count
 from memory.web.health import healthz
-from tests.test_projections import write
+from tests.helpers import write
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),

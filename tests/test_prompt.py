@@ -7,7 +7,7 @@ import pytest
 from memory.engine.knowledge import get_viewer
 from memory.engine.prompt import PromptContext, Section, prompt_context
 from memory.worlds import import_omnia, load_demo, load_world
-from tests.conftest import FIXTURES
+from tests.helpers import FIXTURES
 
 SECTION_NAMES = [
     "Current moment",

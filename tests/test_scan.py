@@ -27,7 +27,7 @@ from memory.engine.leaks.world_scan import (
 from memory.engine.prompt import prompt_context
 from memory.models import Attribute, AttributeAcl, BufferEntry, WorldObject
 from memory.worlds import import_omnia, load_demo, load_world
-from tests.conftest import FIXTURES
+from tests.helpers import FIXTURES
 
 V1 = FIXTURES / "omnia-74ffb45-tavern.sqlite"
 GUARD = "68edd7b6-360d-46f8-a332-36a0baf598d3"

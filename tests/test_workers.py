@@ -8,13 +8,11 @@ test_ database on PostgreSQL), so these tests commit for real (transaction=True)
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 from django.db import connection, transaction
@@ -23,33 +21,12 @@ from memory.engine.projections import rebuild, run_cycle, verify
 from memory.engine.projections.worker import parse_shards, projection_status
 from memory.engine.shards import notify_written, shard_count
 from memory.models import MemorySession, ProjectionShard
-from tests.test_projections import episode_rows, session_rows, write
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.helpers import ROOT, child_env, episode_rows, session_rows, write
 
 pytestmark = pytest.mark.django_db(transaction=True)
 on_postgres = pytest.mark.skipif(
     connection.vendor != "postgresql", reason="needs PostgreSQL (row locks, LISTEN/NOTIFY)"
 )
-
-
-def database_url() -> str:
-    """The URL of the database this test runs against, for a subprocess to use."""
-    settings = connection.settings_dict
-    if connection.vendor == "sqlite":
-        return f"sqlite:///{settings['NAME']}"
-    host = settings.get("HOST") or "127.0.0.1"
-    port = settings.get("PORT") or 5432
-    user = settings.get("USER") or "postgres"
-    return f"postgres://{user}@{host}:{port}/{settings['NAME']}"
-
-
-def child_env() -> dict[str, str]:
-    env = dict(os.environ)
-    # The child is a plain manage.py process, not a test run: it must not re-derive a test name.
-    env.update({"DATABASE_URL": database_url(), "OMNIA_DEBUG": "1", "PYTHONUNBUFFERED": "1"})
-    env.pop("OMNIA_TESTING", None)
-    return env
 
 
 def start_worker(*args: str) -> subprocess.Popen:
