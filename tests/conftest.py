@@ -29,6 +29,16 @@ def fixtures_dir() -> Path:
 
 
 @pytest.fixture
+def demo(db) -> None:
+    """The demo world (harbor-town: npc-pip, npc-tobiah, npc-sable …) loaded and folded."""
+    from memory.engine.projections import run_cycle
+    from memory.worlds import load_demo
+
+    load_demo()
+    run_cycle()
+
+
+@pytest.fixture
 def cast(db) -> Cast:
     from memory.models import Attribute, AttributeAcl, WorldObject
 

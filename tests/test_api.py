@@ -318,15 +318,6 @@ def test_openapi_documents_error_shape(client) -> None:
 # --- sessions, digest, episodes, faces, long-term, prompt, leaks, doors -------------------------
 
 
-@pytest.fixture
-def demo(db):
-    from memory.engine.projections import run_cycle
-    from memory.worlds import load_demo
-
-    load_demo()
-    run_cycle()
-
-
 OLDER_PIP_SESSIONS = ["conv-breakfast", "scene:loc-drowned-lantern"]
 PIP_DIGEST = [
     "A scene at a low-beamed tavern with fishing nets hung from the rafters at 9:33 AM: "

@@ -99,14 +99,6 @@ def story(cast, django_user_model):
     return cast
 
 
-@pytest.fixture
-def demo(db):
-    from memory.worlds import load_demo
-
-    load_demo()
-    run_cycle()
-
-
 def labels(matrix: dict) -> dict[str, dict[str, tuple]]:
     """The knowledge matrix as viewer -> target -> (label, state)."""
     return {v: {t: (cell.label, cell.state) for t, cell in row.items()} for v, row in matrix.items()}

@@ -12,12 +12,8 @@ PANELS = ("aliases-panel", "buffer-panel", "sessions-panel", "faces-panel")
 
 
 @pytest.fixture
-def demo(db, django_user_model):
-    from memory.engine.projections import run_cycle
-    from memory.worlds import load_demo
-
-    load_demo()
-    run_cycle()
+def demo(demo, django_user_model):
+    """The shared demo world, and someone to log in as."""
     django_user_model.objects.create_user("designer", password="correct horse", is_staff=True)
 
 
