@@ -112,7 +112,7 @@ def test_script_in_memory_shows_as_text_and_never_runs(page, story) -> None:
     page.goto("/viewers/alice/?qa=1")
     page.wait_for_selector("text=the hooded figure <script>alert(1)</script>")
     page.goto("/viewers/alice/buffer/?qa=1")
-    page.wait_for_timeout(300)
+    page.wait_for_selector("text=the hooded figure <script>alert(1)</script>")
     assert page.dialogs == []
     assert page.console_errors == []
 
