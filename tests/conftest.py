@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-FIXTURES = Path(__file__).parent / "fixtures" / "omnia"
+from tests.helpers import FIXTURES
 
 
 @dataclass
@@ -26,6 +26,16 @@ class Cast:
 @pytest.fixture
 def fixtures_dir() -> Path:
     return FIXTURES
+
+
+@pytest.fixture
+def demo(db) -> None:
+    """The demo world (harbor-town: npc-pip, npc-tobiah, npc-sable …) loaded and folded."""
+    from memory.engine.projections import run_cycle
+    from memory.worlds.demo import load_demo
+
+    load_demo()
+    run_cycle()
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from memory.engine.clock import now_us
 from memory.engine.errors import NotFound
 from memory.engine.shards import generation_of
 from memory.models import AbstractionEdge, BufferEntry, LedgerEntry
-from tests.test_projections import write
+from tests.helpers import write
 
 
 def home_entry(owner: str, id_: str, scope: str | None = None) -> LedgerEntry:

@@ -80,7 +80,12 @@ def test_reads_need_login_or_token(client, chest, reader_token) -> None:
 
 def test_session_login_reads(client, reader, chest) -> None:
     client.force_login(reader)
-    assert client.get("/api/viewers/alice/aliases").status_code == 200
+    r = client.get("/api/viewers/alice/aliases")
+    assert r.status_code == 200
+    assert [(i["target_id"], i["label"]) for i in r.json()["items"]] == [
+        ("bob", "the hooded figure"),
+        ("charlie", "the bartender"),
+    ]
 
 
 def test_entities_search(client, cast, reader_token) -> None:
@@ -311,15 +316,6 @@ def test_openapi_documents_error_shape(client) -> None:
 
 
 # --- sessions, digest, episodes, faces, long-term, prompt, leaks, doors -------------------------
-
-
-@pytest.fixture
-def demo(db):
-    from memory.engine.projections import run_cycle
-    from memory.worlds.demo import load_demo
-
-    load_demo()
-    run_cycle()
 
 
 OLDER_PIP_SESSIONS = ["conv-breakfast", "scene:loc-drowned-lantern"]

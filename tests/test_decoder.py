@@ -110,9 +110,16 @@ def test_decoder_prompt_lists_aliases_ids_world_actor_prose() -> None:
 
 def test_decoder_deterministic_is_the_seam_default() -> None:
     decoder: IntentDecoderSeam = DeterministicDecoder()
-    assert decoder.decode("I greet the hooded figure", "alice", ALICE) == decode_intent(
-        "I greet the hooded figure", "alice", ALICE
+    assert decoder.decode("I greet the hooded figure", "alice", ALICE) == Resolution(
+        "alice", [Mention(0, 1, "I", "alice"), Mention(8, 25, "the hooded figure", "bob")]
     )
+    # its own self words, not the module's: "we" names the actor, and "I" names nobody
+    plural: IntentDecoderSeam = DeterministicDecoder(self_words=("we",))
+    assert plural.decode("we greet the hooded figure", "alice", ALICE).mentions == [
+        Mention(0, 2, "we", "alice"),
+        Mention(9, 26, "the hooded figure", "bob"),
+    ]
+    assert plural.decode("I wave", "alice", ALICE).mentions == []
 
 
 def test_decoder_llm_parses_and_checks_the_answer() -> None:

@@ -12,7 +12,7 @@ from memory.engine.projections import run_cycle
 from memory.engine.projections.doors import digest, episodes, sessions
 from memory.engine.write_door import retract
 from memory.models import Attribute, AttributeAcl, WorldObject
-from tests.test_projections import at, count_rows, write
+from tests.helpers import at, count_rows, write
 
 EMPTY_HASH = hashlib.sha256(b"").hexdigest()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from memory.engine.projections import episodes, rebuild, run_cycle
 from memory.models import Episode
-from tests.test_projections import at, episode_rows, write
+from tests.helpers import at, episode_rows, write
 
 
 def test_episode_gap_more_than_thirty_minutes_cuts(cast):

@@ -12,8 +12,7 @@ from memory.models import WorldObject
 from memory.web.services import set_alias
 from memory.worlds.export import UnknownWorld, export_omnia
 from memory.worlds.omnia_import import import_omnia
-from tests.conftest import FIXTURES
-from tests.test_worlds import table_rows
+from tests.helpers import FIXTURES, table_rows
 
 TABLES = ("objects", "attributes", "attribute_acl", "buffer_entries", "ledger_entries",
           "ledger_involved_entities")

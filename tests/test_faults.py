@@ -23,8 +23,7 @@ from memory.engine.abstract import abstract
 from memory.engine.projections import run_cycle
 from memory.engine.shards import generation_of
 from memory.models import AbstractionEdge, BufferEntry, LedgerEntry, MemorySession
-from tests.test_projections import write
-from tests.test_workers import ROOT, child_env
+from tests.helpers import ROOT, child_env, write
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

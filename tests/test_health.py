@@ -1,27 +1,15 @@
 """/healthz: no login, no writes, 200 with the projection lag while the database answers,
-503 JSON when it does not, and back to 200 on the next request once it answers again.
-
-The site's URLconf gains /healthz when the lead wires it; until then this module serves as
-the URLconf for its own tests (the site's routes plus the one health route)."""
+503 JSON when it does not, and back to 200 on the next request once it answers again."""
 
 from __future__ import annotations
 
 import pytest
 from django.db import OperationalError, connection
 from django.test.utils import CaptureQueriesContext
-from django.urls import include, path
 
 from memory.engine.projections import run_cycle
 from memory.engine.shards import shard_count
-from memory.web.health import healthz
-from tests.test_projections import write
-
-urlpatterns = [
-    path("healthz", healthz, name="healthz"),
-    path("", include("omnia_site.urls")),
-]
-
-pytestmark = pytest.mark.urls("tests.test_health")
+from tests.helpers import write
 
 
 def test_healthz_ok_needs_no_login_and_reports_lag(client, cast):

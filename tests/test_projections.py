@@ -5,16 +5,11 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import re
-from collections import Counter
-from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from django.core.management import call_command
 from django.db import connection
-from django.db.backends.utils import CursorWrapper
 from django.test.utils import CaptureQueriesContext
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -38,7 +33,7 @@ from memory.engine.projections.sessions import (
     session_key_of,
 )
 from memory.engine.shards import generation_of
-from memory.engine.write_door import remember, retract
+from memory.engine.write_door import retract
 from memory.models import (
     AbstractionEdge,
     BufferEntry,
@@ -48,124 +43,9 @@ from memory.models import (
     OwnerState,
     ProjectionShard,
 )
+from tests.helpers import at, count_rows, episode_rows, session_rows, write
 
 BASE = "2026-07-06T12:00:00.000Z"
-NOON = datetime(2026, 7, 6, 12, 0, tzinfo=UTC)
-
-
-def at(minute: int, second: int = 0) -> str:
-    moment = NOON + timedelta(minutes=minute, seconds=second)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.000Z")
-
-
-def write(
-    owner: str,
-    minute: int,
-    *,
-    kind: str = "dialogue",
-    conversation: str | None = None,
-    location: str | None = "tavern-main",
-    text: str = "hello",
-    entry_id: str | None = None,
-) -> str:
-    intent = {
-        "type": kind,
-        "originalText": text,
-        "description": text,
-        "actorId": owner,
-        "targetIds": [],
-    }
-    return remember(
-        owner,
-        intent,
-        timestamp=at(minute),
-        location_id=location,
-        conversation_id=conversation,
-        entry_id=entry_id,
-    ).entry.id
-
-
-def session_rows() -> list[tuple]:
-    return sorted(
-        MemorySession.objects.values_list(
-            "owner_id",
-            "session_key",
-            "first_at",
-            "last_at",
-            "memory_count",
-            "dialogue_count",
-            "last_member_id",
-            "content_hash",
-        )
-    )
-
-
-def episode_rows() -> list[tuple]:
-    return sorted(
-        Episode.objects.values_list(
-            "owner_id",
-            "ordinal",
-            "first_at",
-            "last_at",
-            "first_member_id",
-            "last_member_id",
-            "member_count",
-            "is_open",
-        )
-    )
-
-
-class RowCounter:
-    """Counts the rows every SELECT on the named tables actually returned to Python."""
-
-    def __init__(self) -> None:
-        self.by_table: Counter[str] = Counter()
-
-    def total(self, *tables: str) -> int:
-        return sum(self.by_table[t] for t in tables) if tables else sum(self.by_table.values())
-
-
-@contextmanager
-def count_rows(monkeypatch: pytest.MonkeyPatch):
-    counter = RowCounter()
-    original_execute = CursorWrapper.execute
-
-    def execute(self, sql, params=None):
-        match = (
-            re.search(r'\bFROM\s+"?(\w+)"?', sql)
-            if sql.lstrip().upper().startswith("SELECT")
-            else None
-        )
-        self._counted_table = match.group(1) if match else None
-        return original_execute(self, sql, params)
-
-    def tally(self, rows):
-        table = getattr(self, "_counted_table", None)
-        if table:
-            counter.by_table[table] += len(rows)
-        return rows
-
-    monkeypatch.setattr(CursorWrapper, "execute", execute)
-    monkeypatch.setattr(
-        CursorWrapper, "fetchall", lambda self: tally(self, self.cursor.fetchall()), raising=False
-    )
-    monkeypatch.setattr(
-        CursorWrapper,
-        "fetchmany",
-        lambda self, size=None: tally(
-            self, self.cursor.fetchmany(size) if size is not None else self.cursor.fetchmany()
-        ),
-        raising=False,
-    )
-
-    def fetchone(self):
-        row = self.cursor.fetchone()
-        tally(self, [row] if row is not None else [])
-        return row
-
-    monkeypatch.setattr(CursorWrapper, "fetchone", fetchone, raising=False)
-    yield counter
-    monkeypatch.undo()
 
 
 def row(

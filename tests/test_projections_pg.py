@@ -14,7 +14,7 @@ from memory.engine.abstract import AbstractConflict, abstract
 from memory.engine.projections import rebuild, run_cycle
 from memory.engine.shards import generation_of
 from memory.models import AbstractionEdge, LedgerEntry
-from tests.test_projections import episode_rows, session_rows, write
+from tests.helpers import episode_rows, session_rows, write
 
 pytestmark = [
     pytest.mark.postgres_only,

@@ -9,7 +9,7 @@ from memory.engine.prompt import PromptContext, Section, prompt_context
 from memory.worlds.demo import load_demo
 from memory.worlds.omnia_import import import_omnia
 from memory.worlds.scenario import load_world
-from tests.conftest import FIXTURES
+from tests.helpers import FIXTURES
 
 SECTION_NAMES = [
     "Current moment",

@@ -6,6 +6,7 @@ import pytest
 from django.apps import apps
 from django.db import connection
 
+from memory.engine.projections import run_cycle
 from memory.engine.write_door import remember
 from memory.web.auth import issue_token
 
@@ -47,9 +48,7 @@ def world(cast, django_user_model):
         },
         timestamp="2026-07-06T12:05:00.000Z",
     ).entry
-    projections = pytest.importorskip("memory.engine.projections")
-    if hasattr(projections, "run_cycle"):
-        projections.run_cycle()
+    run_cycle()
     staff = django_user_model.objects.create_user(
         "staff", password="pw", is_staff=True, is_superuser=True
     )

@@ -29,7 +29,7 @@ from memory.models import Attribute, AttributeAcl, BufferEntry, WorldObject
 from memory.worlds.demo import load_demo
 from memory.worlds.omnia_import import import_omnia
 from memory.worlds.scenario import load_world
-from tests.conftest import FIXTURES
+from tests.helpers import FIXTURES
 
 V1 = FIXTURES / "omnia-74ffb45-tavern.sqlite"
 GUARD = "68edd7b6-360d-46f8-a332-36a0baf598d3"

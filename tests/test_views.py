@@ -316,15 +316,6 @@ def test_entry_page(staff_client, chest) -> None:
 # --- long-term faces, entry notes, prompt highlights, leak report, projections ---------------
 
 
-@pytest.fixture
-def demo(db):
-    from memory.engine.projections import run_cycle
-    from memory.worlds.demo import load_demo
-
-    load_demo()
-    run_cycle()
-
-
 def fragment(client, url: str) -> str:
     r = client.get(url, headers={"HX-Request": "true"})
     assert r.status_code == 200, url

@@ -28,22 +28,10 @@ from memory.worlds import bulk, omnia_import, validation
 from memory.worlds.omnia_import import import_omnia
 from memory.worlds.report import WorldImportError
 from memory.worlds.scenario import load_world
-from tests.conftest import FIXTURES
+from tests.helpers import FIXTURES, table_rows
 
 V1 = FIXTURES / "omnia-74ffb45-tavern.sqlite"
 V2 = FIXTURES / "omnia-head-tavern.sqlite"
-MIRRORED = ("objects", "attributes", "attribute_acl", "buffer_entries", "ledger_entries",
-            "ledger_involved_entities", "memory_layers", "memory_world_sources")
-
-
-def table_rows() -> dict[str, list[tuple]]:
-    """Every mirrored table's rows, for before/after comparisons."""
-    snapshot = {}
-    with connection.cursor() as cursor:
-        for table in MIRRORED:
-            cursor.execute(f"SELECT * FROM {table}")
-            snapshot[table] = sorted(map(repr, cursor.fetchall()))
-    return snapshot
 
 
 def jsonl(path: Path) -> list[dict]:

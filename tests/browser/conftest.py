@@ -1,9 +1,13 @@
-"""Playwright driving Debian's Chromium against pytest-django's live_server."""
+"""Playwright driving Debian's Chromium against pytest-django's live_server, through
+pytest-playwright's own fixtures (`browser`, `context`, `page`): we only say which Chromium to
+launch and where the site is, and record what a page should never do (console errors, dialogs).
+"""
 
 from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,6 +18,9 @@ os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
 
 CHROMIUM = os.environ.get("OMNIA_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+VIEWPORT = {"width": 1600, "height": 1000}
+# Every page a browser test visits is shot at these widths (desktop, wide, phone).
+SCREENSHOT_WIDTHS = ((1440, 900), (1920, 1080), (390, 844))
 
 
 def _chromium_or_fail() -> str:
@@ -27,29 +34,23 @@ def _chromium_or_fail() -> str:
 
 
 @pytest.fixture(scope="session")
-def chromium():
-    path = _chromium_or_fail()
-    from playwright.sync_api import sync_playwright
+def browser_type_launch_args(browser_type_launch_args: dict) -> dict:
+    return {
+        **browser_type_launch_args,
+        "executable_path": _chromium_or_fail(),
+        "args": ["--no-sandbox"],
+        "headless": True,
+    }
 
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=path, args=["--no-sandbox"], headless=True)
-        yield browser
-        browser.close()
 
-
-@pytest.fixture
-def artifacts() -> Path:
-    ARTIFACTS.mkdir(exist_ok=True)
-    return ARTIFACTS
+@pytest.fixture(scope="session")
+def browser_context_args(browser_context_args: dict, live_server) -> dict:
+    return {**browser_context_args, "viewport": VIEWPORT, "base_url": live_server.url}
 
 
 @pytest.fixture
-def inspector_page(chromium, live_server):
-    """A fresh page that records console errors, page errors and dialogs."""
-    context = chromium.new_context(
-        viewport={"width": 1600, "height": 1000}, base_url=live_server.url
-    )
-    page = context.new_page()
+def page(page):
+    """pytest-playwright's page, recording console errors, page errors and dialogs."""
     page.console_errors = []
     page.dialogs = []
     page.on(
@@ -62,5 +63,28 @@ def inspector_page(chromium, live_server):
         dialog.dismiss()
 
     page.on("dialog", on_dialog)
-    yield page
-    context.close()
+    return page
+
+
+@pytest.fixture
+def artifacts() -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    return ARTIFACTS
+
+
+@pytest.fixture
+def screenshots(page, artifacts) -> Callable[[str], list[Path]]:
+    """shoot(name): the page as it stands, full height, at each of SCREENSHOT_WIDTHS, saved as
+    test-artifacts/<name>-<width>.png; the viewport is put back afterwards."""
+
+    def shoot(name: str) -> list[Path]:
+        paths = []
+        for width, height in SCREENSHOT_WIDTHS:
+            page.set_viewport_size({"width": width, "height": height})
+            path = artifacts / f"{name}-{width}.png"
+            page.screenshot(path=str(path), full_page=True)
+            paths.append(path)
+        page.set_viewport_size(VIEWPORT)
+        return paths
+
+    return shoot

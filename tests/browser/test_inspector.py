@@ -45,18 +45,16 @@ def login(page) -> None:
     page.wait_for_url(re.compile(r"/$"))
 
 
-def test_login_and_read_a_rendered_buffer_line(inspector_page, story, artifacts) -> None:
-    page = inspector_page
+def test_login_and_read_a_rendered_buffer_line(page, story, screenshots) -> None:
     login(page)
-    page.screenshot(path=str(artifacts / "overview.png"), full_page=True)
+    screenshots("overview")
     page.goto("/viewers/alice/")
     page.wait_for_selector(f"text={CHEST_LINE}")
-    page.screenshot(path=str(artifacts / "viewer.png"), full_page=True)
+    screenshots("viewer")
     assert page.console_errors == []
 
 
-def test_switch_viewer_without_reload_and_back(inspector_page, story, artifacts) -> None:
-    page = inspector_page
+def test_switch_viewer_without_reload_and_back(page, story) -> None:
     login(page)
     page.goto("/viewers/alice/")
     page.evaluate("window.__noReload = 'still here'")
@@ -77,8 +75,7 @@ def test_switch_viewer_without_reload_and_back(inspector_page, story, artifacts)
     assert page.console_errors == []
 
 
-def test_qa_toggle_reveals_ids(inspector_page, story) -> None:
-    page = inspector_page
+def test_qa_toggle_reveals_ids(page, story) -> None:
     login(page)
     page.goto("/viewers/alice/")
     assert page.locator(".qa-ids").count() == 0
@@ -90,16 +87,15 @@ def test_qa_toggle_reveals_ids(inspector_page, story) -> None:
 
 
 def test_inline_alias_edit_shows_at_once_in_buffer_and_history(
-    inspector_page, story, artifacts
+    page, story, screenshots
 ) -> None:
-    page = inspector_page
     login(page)
     page.goto("/viewers/alice/")
     page.fill("#label-bob", "Gareth")
     page.click("#alias-bob button[value=set]")
     page.wait_for_selector("text=[12:03:00 PM] Gareth opened the wooden chest (Outcome: Succeeded)")
     assert "“the hooded figure” → “Gareth”" in page.inner_text("#aliases-panel")
-    page.screenshot(path=str(artifacts / "viewer-after-alias-edit.png"), full_page=True)
+    screenshots("viewer-after-alias-edit")
     page.goto("/")
     assert page.inner_text("td[data-viewer=alice][data-target=bob]") == "Gareth"
     # refused input is shown inline and changes nothing
@@ -111,19 +107,17 @@ def test_inline_alias_edit_shows_at_once_in_buffer_and_history(
     assert page.console_errors == []
 
 
-def test_script_in_memory_shows_as_text_and_never_runs(inspector_page, story) -> None:
-    page = inspector_page
+def test_script_in_memory_shows_as_text_and_never_runs(page, story) -> None:
     login(page)
     page.goto("/viewers/alice/?qa=1")
     page.wait_for_selector("text=the hooded figure <script>alert(1)</script>")
     page.goto("/viewers/alice/buffer/?qa=1")
-    page.wait_for_timeout(300)
+    page.wait_for_selector("text=the hooded figure <script>alert(1)</script>")
     assert page.dialogs == []
     assert page.console_errors == []
 
 
-def test_keyboard_navigation(inspector_page, story) -> None:
-    page = inspector_page
+def test_keyboard_navigation(page, story) -> None:
     login(page)
     page.goto("/viewers/alice/")
     page.keyboard.press("j")

@@ -12,12 +12,8 @@ PANELS = ("aliases-panel", "buffer-panel", "sessions-panel", "faces-panel")
 
 
 @pytest.fixture
-def demo(db, django_user_model):
-    from memory.engine.projections import run_cycle
-    from memory.worlds.demo import load_demo
-
-    load_demo()
-    run_cycle()
+def demo(demo, django_user_model):
+    """The shared demo world, and someone to log in as."""
     django_user_model.objects.create_user("designer", password="correct horse", is_staff=True)
 
 
@@ -34,11 +30,10 @@ def panels(page) -> dict[str, str]:
 
 
 def test_picking_a_viewer_swaps_all_four_panels_and_back_restores(
-    inspector_page, demo, artifacts
+    page, demo, screenshots
 ) -> None:
-    page = inspector_page
     login(page)
-    page.screenshot(path=str(artifacts / "overview-demo.png"), full_page=True)
+    screenshots("overview-demo")
     page.goto("/viewers/npc-pip/")
     page.evaluate("window.__noReload = 'still here'")
     pip = panels(page)
@@ -57,11 +52,10 @@ def test_picking_a_viewer_swaps_all_four_panels_and_back_restores(
     assert page.console_errors == []
     page.go_forward()
     page.wait_for_selector("#viewer-panels[data-viewer=npc-tobiah]")
-    page.screenshot(path=str(artifacts / "viewer-demo.png"), full_page=True)
+    screenshots("viewer-demo")
 
 
-def test_faces_toggle_is_a_permalink(inspector_page, demo) -> None:
-    page = inspector_page
+def test_faces_toggle_is_a_permalink(page, demo) -> None:
     login(page)
     page.goto("/viewers/npc-tobiah/")
     page.evaluate("window.__noReload = 1")
@@ -77,9 +71,8 @@ def test_faces_toggle_is_a_permalink(inspector_page, demo) -> None:
 
 
 def test_prompt_page_highlights_the_planted_leak_and_copies(
-    inspector_page, demo, artifacts
+    page, demo, screenshots
 ) -> None:
-    page = inspector_page
     page.context.grant_permissions(["clipboard-read", "clipboard-write"])
     login(page)
     page.goto("/viewers/npc-pip/prompt/")
@@ -97,7 +90,7 @@ def test_prompt_page_highlights_the_planted_leak_and_copies(
         "getComputedStyle(document.activeElement, '::after').getPropertyValue('content')"
     )
     assert "the tall one in grey" in tooltip  # the explanation shows on focus, not only hover
-    page.screenshot(path=str(artifacts / "prompt-demo.png"), full_page=True)
+    screenshots("prompt-demo")
     page.click("button.copy-button")
     page.wait_for_selector(".copy-status:has-text('Copied.')")
     copied = page.evaluate("navigator.clipboard.readText()")
@@ -106,8 +99,7 @@ def test_prompt_page_highlights_the_planted_leak_and_copies(
     assert page.console_errors == []
 
 
-def test_projection_buttons_answer_in_place(inspector_page, demo) -> None:
-    page = inspector_page
+def test_projection_buttons_answer_in_place(page, demo) -> None:
     login(page)
     page.evaluate("window.__noReload = 1")
     page.click("#projection-panel >> text=Verify a rebuild")
@@ -119,4 +111,20 @@ def test_projection_buttons_answer_in_place(inspector_page, demo) -> None:
     page.click("#projection-panel >> text=Run a cycle")
     page.wait_for_selector("#projection-panel .result:has-text('Cycle done')")
     assert page.evaluate("window.__noReload") == 1
+    assert page.console_errors == []
+
+
+def test_leaks_and_entry_pages_render_what_they_name(page, demo, screenshots) -> None:
+    login(page)
+    page.goto("/leaks/")
+    title = page.locator("#leak-title").inner_text()
+    assert re.fullmatch(r"[1-9]\d* findings?", title), title
+    assert "Sable Quint" in page.locator("#leak-table").inner_text()
+    screenshots("leaks-demo")
+    page.goto("/viewers/npc-tobiah/entries/ltm-tobiah-01/")
+    assert page.locator("h1").inner_text() == "Long-term entry ltm-tobiah-01"
+    screenshots("entry-longterm-demo")
+    page.goto("/viewers/npc-tobiah/entries/m-b11-tobiah/")
+    assert page.locator("h1").inner_text() == "Memory m-b11-tobiah"
+    screenshots("entry-demo")
     assert page.console_errors == []
