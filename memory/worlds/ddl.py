@@ -1,8 +1,7 @@
-"""DDL: omnia's own schema in both eras, and the inspector's mirror of it.
+"""DDL: omnia's own schema in both eras, exactly as omnia's repository creates it.
 
-The mirror is omnia's tables column for column, plus the fold's bookkeeping columns, with the
-same ON DELETE CASCADE foreign keys, on SQLite and on PostgreSQL. Export and the benchmarks
-write true omnia files with the OMNIA_* scripts, exactly as omnia's repository creates them.
+Export and the benchmarks write true omnia files with these scripts. (The inspector's mirror
+of omnia's tables is made by migration 0001, which carries its own frozen copy.)
 """
 
 from __future__ import annotations
