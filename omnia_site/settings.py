@@ -157,6 +157,8 @@ STORAGES = {
 }
 WHITENOISE_USE_FINDERS = DEBUG or TESTING
 
+# Django's ModelBackend, plus the roles an account holds by its flags (memory/web/roles.py).
+AUTHENTICATION_BACKENDS = ["memory.web.roles.RoleBackend"]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "memory:overview"
 LOGOUT_REDIRECT_URL = "login"

@@ -67,7 +67,7 @@ def bearer(user) -> dict:
     return {"HTTP_AUTHORIZATION": f"Bearer {issue_token(user, 'ci')[1]}"}
 
 
-# --- the predicates ----------------------------------------------------------------------------
+# --- the permissions each role holds ----------------------------------------------------------------------------
 
 
 def test_groups_exist_with_nested_permissions(db):
@@ -81,7 +81,7 @@ def test_groups_exist_with_nested_permissions(db):
     assert perms[roles.READERS] < perms[roles.EDITORS] < perms[roles.ADMINS]
 
 
-def test_role_predicates(db, django_user_model, reader, editor, admin_user):
+def test_role_permissions(db, django_user_model, reader, editor, admin_user):
     plain = user_in(django_user_model, "plain")
     staff = user_in(django_user_model, "stan", is_staff=True)
     root = django_user_model.objects.create_superuser("root", password="pw")
@@ -96,8 +96,9 @@ def test_role_predicates(db, django_user_model, reader, editor, admin_user):
         "superuser": (root, (True, True, True)),
         "inactive": (gone, (False, False, False)),
     }
+    needed = (roles.READ_PERMISSION, roles.EDIT_PERMISSION, roles.ADMIN_PERMISSION)
     for label, (user, expected) in table.items():
-        got = (roles.can_read(user), roles.can_edit(user), roles.can_admin(user))
+        got = tuple(user.has_perm(permission) for permission in needed)
         assert got == expected, label
     assert roles.role_of(editor) == roles.EDITORS
     assert roles.role_of(AnonymousUser()) is None

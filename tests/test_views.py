@@ -412,7 +412,7 @@ def test_entry_page_rollup_lists_members_and_shadowed_note(staff_client, demo) -
 
 
 def test_highlight_cuts_at_offsets_and_skips_overlaps() -> None:
-    from memory.web.selectors import Segment, highlight
+    from memory.web.selectors.leaks import Segment, highlight
 
     a = {"start": 4, "end": 7, "kind": "system_id"}
     b = {"start": 5, "end": 9, "kind": "unknown_name"}  # overlaps a: dropped
@@ -542,9 +542,9 @@ def test_projection_buttons_need_staff_and_post(client, reader, demo) -> None:
 
 
 def test_aliases_panel_caps_strangers_and_links_show_all(staff_client, cast, monkeypatch) -> None:
-    from memory.web import views
+    from memory.web.views import viewer
 
-    monkeypatch.setattr(views, "ALIASES_SHOWN", 1)
+    monkeypatch.setattr(viewer, "ALIASES_SHOWN", 1)
     body = fragment(staff_client, "/viewers/alice/aliases/")
     # alice names both bob and charlie, so both stay; nothing is hidden
     assert 'data-target="bob"' in body and 'data-target="charlie"' in body
@@ -562,12 +562,12 @@ def test_aliases_panel_caps_strangers_and_links_show_all(staff_client, cast, mon
 def test_viewer_switch_shows_a_window_around_the_viewer(staff_client, cast, monkeypatch) -> None:
     import re
 
-    from memory.web import views
+    from memory.web.views import viewer
 
     for i in range(6):
         WorldObject.objects.create(id=f"npc-{i}", type="entity", world_id="tavern", aliases_json="[]")
     # The tavern now has alice, bob, charlie, npc-0..npc-5: nine viewers, in id order.
-    monkeypatch.setattr(views, "VIEWERS_SHOWN", 4)
+    monkeypatch.setattr(viewer, "VIEWERS_SHOWN", 4)
 
     def switch(viewer_id: str) -> tuple[list[str], str | None, str]:
         body = staff_client.get(f"/viewers/{viewer_id}/").content.decode()
@@ -582,21 +582,22 @@ def test_viewer_switch_shows_a_window_around_the_viewer(staff_client, cast, monk
     assert "5 more of 9" in nav and 'href="/"' in nav
     assert switch("alice")[0] == ["alice", "bob", "charlie", "npc-0"]  # clamped at the start
     assert switch("npc-5")[0] == ["npc-2", "npc-3", "npc-4", "npc-5"]  # and at the end
-    monkeypatch.setattr(views, "VIEWERS_SHOWN", 50)
+    monkeypatch.setattr(viewer, "VIEWERS_SHOWN", 50)
     links, current, nav = switch("bob")
     assert len(links) == 9 and current == "bob" and "more of" not in nav
 
 
 def test_alias_suggestions_are_derived_only_for_the_rows_shown(staff_client, cast, monkeypatch) -> None:
-    from memory.web import selectors, views
+    from memory.web.selectors import viewers
+    from memory.web.views import viewer
 
     for i in range(5):
         WorldObject.objects.create(id=f"npc-{i}", type="entity", world_id="tavern", aliases_json="[]")
-    monkeypatch.setattr(views, "ALIASES_SHOWN", 3)
+    monkeypatch.setattr(viewer, "ALIASES_SHOWN", 3)
     derived: list[int] = []
-    real = selectors.derive_descriptor
+    real = viewers.derive_descriptor
     monkeypatch.setattr(
-        selectors, "derive_descriptor", lambda *a, **k: derived.append(1) or real(*a, **k)
+        viewers, "derive_descriptor", lambda *a, **k: derived.append(1) or real(*a, **k)
     )
     body = fragment(staff_client, "/viewers/alice/aliases/")
     # alice names bob and charlie; one stranger fills the third place; four are hidden.
