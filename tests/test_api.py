@@ -208,14 +208,14 @@ def test_alias_put_validation(client, chest, staff_token, target, payload, field
     assert not AliasChange.objects.exists()
 
 
-def test_writes_need_staff(client, chest, reader_token) -> None:
+def test_writes_need_the_editor_role(client, chest, reader_token) -> None:
     r = client.put(
         "/api/viewers/alice/aliases/bob",
         {"label": "x"},
         content_type="application/json",
         headers=bearer(reader_token),
     )
-    assert_error(r, 403, "forbidden")
+    assert assert_error(r, 403, "forbidden")["detail"] == "writes need the editor role"
     assert_error(
         client.post(
             "/api/viewers/alice/memories",

@@ -201,7 +201,9 @@ def test_editor_writes_and_each_write_is_one_audit_row(client, chest, editor):
     assert AuditLog.objects.count() == before + 4
     assert client.post("/api/projections/cycle", **auth).status_code == 200
     # Rebuild is the admins' door.
-    assert client.post("/api/projections/rebuild", **auth).status_code == 403
+    refused = client.post("/api/projections/rebuild", **auth)
+    assert refused.status_code == 403
+    assert refused.json()["detail"] == "a rebuild needs the admin role"
     writes = AuditLog.objects.filter(action__in=["memory.remember", "alias.set", "memory.retract", "alias.delete"])
     assert writes.count() == 4
     assert set(writes.values_list("actor__username", flat=True)) == {"eddie"}
@@ -222,6 +224,16 @@ def test_staff_still_writes(client, chest, django_user_model):
         **bearer(staff),
     )
     assert r.status_code == 201
+
+
+def test_header_names_the_role_not_staff(client, cast, reader, editor, django_user_model):
+    for user, shown in (
+        (reader, "rita (reader)"),
+        (editor, "eddie (editor)"),
+        (user_in(django_user_model, "stan", is_staff=True), "stan (admin)"),
+    ):
+        client.force_login(user)
+        assert f'<span class="who">{shown}</span>' in client.get("/").content.decode()
 
 
 def test_csrf_is_enforced_on_form_posts_and_session_api_writes(chest, editor):

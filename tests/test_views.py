@@ -292,7 +292,7 @@ def test_alias_warning_for_label_with_another_id(staff_client, cast) -> None:
     assert "contains the system id &#x27;charlie&#x27;" in r.content.decode()
 
 
-def test_alias_edit_forbidden_for_non_staff(client, reader, cast) -> None:
+def test_alias_edit_forbidden_for_readers(client, reader, cast) -> None:
     client.force_login(reader)
     assert client.post("/viewers/alice/aliases/bob/", {"label": "x"}).status_code == 403
     body = client.get("/viewers/alice/aliases/").content.decode()
@@ -534,7 +534,7 @@ def test_projection_buttons_run_a_cycle_and_verify(staff_client, demo) -> None:
     )
 
 
-def test_projection_buttons_need_staff_and_post(client, reader, demo) -> None:
+def test_projection_buttons_need_the_editor_role_and_post(client, reader, demo) -> None:
     client.force_login(reader)
     assert client.post("/projections/cycle/").status_code == 403
     assert "Run a cycle" not in client.get("/").content.decode()

@@ -16,6 +16,8 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.backends import ModelBackend
+from django.http import HttpRequest
+from django.utils.functional import SimpleLazyObject
 
 READERS = "readers"
 EDITORS = "editors"
@@ -73,6 +75,16 @@ def role_of(user: Any) -> str | None:
         if user.has_perm(permission):
             return role
     return READERS if user.has_perm(READ_PERMISSION) else None
+
+
+_ROLE_NAME = {ADMINS: "admin", EDITORS: "editor", READERS: "reader"}
+
+
+def role_context(request: HttpRequest) -> dict[str, Any]:
+    """Template context processor: `role`, the signed-in user's role in words ("editor").
+    Lazy, so a page that never shows it never asks."""
+    user = getattr(request, "user", None)
+    return {"role": SimpleLazyObject(lambda: _ROLE_NAME.get(role_of(user), "") if user else "")}
 
 
 class RoleBackend(ModelBackend):
