@@ -88,13 +88,14 @@ def long_term_entry(viewer_id: str, entry_id: str) -> LongTermEntryView:
     """get-by-id always delivers (shadowed or superseded too), with the notes saying why."""
     try:
         answer = get_long_term_entry(viewer_id, entry_id)
-    except (LookupError, ValueError):
-        answer = None
-    if answer is None or getattr(answer, "item", None) is None:
-        raise NotFound(f"{viewer_id} holds no memory with id {entry_id!r}", field="entry_id")
+    except NotFound:
+        # The page and the API name the entry the way the buffer's lookup does.
+        raise NotFound(
+            f"{viewer_id} holds no memory with id {entry_id!r}", field="entry_id"
+        ) from None
     return LongTermEntryView(
         item=answer.item,
-        notes=list(answer.notes or ()),
+        notes=list(answer.notes),
         rollup=_ref(answer.rollup) if answer.rollup is not None else None,
-        members=[_ref(m) for m in answer.members or ()],
+        members=[_ref(m) for m in answer.members],
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memory.engine.knowledge import Viewer
-from memory.engine.leaks.world_scan import FINDING_KINDS, scan_viewer, scan_world
+from memory.engine.leaks.world_scan import FINDING_KINDS, all_findings, scan_viewer, scan_world
 from memory.engine.leaks.world_scan import leak_counts as leak_counts_of_world
 from memory.web.selectors.viewers import list_worlds
 
@@ -52,14 +52,9 @@ def prompt_view(viewer: Viewer) -> PromptView:
     return PromptView(text, list(result.prompt.sections), findings, highlight(text, findings))
 
 
-LEAK_FIELDS = ("viewer_id", "section", "kind", "start", "end", "text", "entity_id", "reason")
-
-
 def leak_findings(*, viewer_id: str | None = None, kind: str | None = None) -> list[dict]:
     """Every finding in every viewer's prompt, ordered by viewer then offset."""
-    found = [
-        f.to_dict() for result in scan_world(viewer_id=viewer_id) for f in result.findings
-    ]
+    found = [f.to_dict() for f in all_findings(scan_world(viewer_id=viewer_id))]
     if kind is not None:
         found = [f for f in found if f["kind"] == kind]
     return sorted(found, key=lambda f: (f["viewer_id"], f["start"], f["end"], f["kind"]))

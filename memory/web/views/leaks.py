@@ -12,6 +12,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
+from memory.engine.leaks.world_scan import CSV_HEADER
 from memory.web.roles import READ_PERMISSION
 from memory.web.selectors import leaks as leak_reads
 from memory.web.selectors import viewers as viewer_reads
@@ -51,7 +52,7 @@ def leaks_page(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
     if fmt == "csv":
         response = HttpResponse(content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = 'attachment; filename="leaks.csv"'
-        writer = csv.DictWriter(response, fieldnames=leak_reads.LEAK_FIELDS, extrasaction="ignore")
+        writer = csv.DictWriter(response, fieldnames=CSV_HEADER, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(findings)
         return response
