@@ -603,3 +603,27 @@ def test_alias_suggestions_are_derived_only_for_the_rows_shown(staff_client, cas
     # alice names bob and charlie; one stranger fills the third place; four are hidden.
     assert "4 more entities this viewer has no name for." in body
     assert len(derived) == 3
+
+
+@pytest.mark.parametrize(
+    ("url", "status"),
+    [
+        ("/viewers/al%00ice/", 404),
+        ("/viewers/al%00ice/buffer/", 404),
+        ("/viewers/alice/entries/x%00/", 404),
+        ("/viewers/?viewer=al%00ice", 400),
+        ("/?q=a%00", 400),
+        ("/leaks/?viewer=a%00", 400),
+        ("/viewers/alice/buffer/?q=a%00", 400),
+    ],
+)
+def test_nul_in_a_page_url_is_a_4xx_on_every_backend(staff_client, cast, url, status) -> None:
+    assert staff_client.get(url).status_code == status
+
+
+def test_nul_in_an_alias_edit_is_refused_before_the_database(staff_client, cast) -> None:
+    r = staff_client.post("/viewers/alice/aliases/bob/", {"label": "a\x00b", "action": "set"})
+    assert r.status_code == 400
+    assert "label contains control characters" in r.content.decode()
+    assert staff_client.post("/viewers/alice/aliases/b%00b/", {"label": "x"}).status_code == 404
+    assert not AliasChange.objects.exists()

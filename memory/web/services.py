@@ -79,11 +79,18 @@ def check_alias(
         target_errors.append(f"target {target_id!r} is not an entity")
     label_errors, warnings = alias_label_problems(label, all_ids=ids)
     stripped = label.strip()
-    if stripped and stripped not in ids and WorldObject.objects.filter(pk=stripped).exists():
+    # Checked before the lookup below: PostgreSQL refuses a NUL in a query parameter.
+    control = any(ord(c) < 32 or 0xD800 <= ord(c) <= 0xDFFF for c in label)
+    if (
+        stripped
+        and not control
+        and stripped not in ids
+        and WorldObject.objects.filter(pk=stripped).exists()
+    ):
         label_errors.append(f"label {label!r} is a system id")
     if not stripped:
         label_errors.append("label must not be empty (delete the alias instead)")
-    if any(ord(c) < 32 or 0xD800 <= ord(c) <= 0xDFFF for c in label):
+    if control:
         label_errors.append("label contains control characters")
     if len(label) > 200:
         label_errors.append("label is longer than 200 characters")

@@ -6,14 +6,14 @@ from __future__ import annotations
 from django.http import HttpRequest
 
 from memory.engine.knowledge import Viewer
-from memory.web.api import params
+from memory.web import inputs
 from memory.web.auth import get_viewer_for_user, require_permission, user_of
 from memory.web.roles import ADMIN_PERMISSION, EDIT_PERMISSION, READ_PERMISSION
 
 
 def viewer(request: HttpRequest, viewer_id: str) -> Viewer:
     """The viewer named in the path, for a user who may read."""
-    return get_viewer_for_user(user_of(request), params.path_id(viewer_id, "viewer_id"))
+    return get_viewer_for_user(user_of(request), inputs.path_id(viewer_id, "viewer_id"))
 
 
 def require_editor(request: HttpRequest) -> None:

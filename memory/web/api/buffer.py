@@ -10,8 +10,8 @@ from ninja import Query, Router
 
 from memory.engine.buffer.rendered import RenderedEntry
 from memory.engine.cursor import BadCursor
-from memory.web import services
-from memory.web.api import access, params
+from memory.web import inputs, services
+from memory.web.api import access
 from memory.web.api.errors import READ_ERRORS, WRITE_ERRORS, ApiError
 from memory.web.auth import user_of
 from memory.web.schemas import (
@@ -74,8 +74,8 @@ def buffer(
     `cursor` is a synonym of `before` (the `older` cursor of a page); `after` takes `newer`.
     """
     viewer = access.viewer(request, viewer_id)
-    params.limit(limit)
-    params.text(q, "q")
+    inputs.limit(limit)
+    inputs.text(q, "q")
     before = before or cursor
     try:
         page = buffer_reads.buffer_page(
@@ -105,7 +105,7 @@ def buffer(
 def entry(request: HttpRequest, viewer_id: str, entry_id: str):
     """One memory as its owner reads it, with the raw intent and outcome."""
     viewer = access.viewer(request, viewer_id)
-    e = buffer_reads.get_entry(viewer, params.path_id(entry_id, "entry_id"))
+    e = buffer_reads.get_entry(viewer, inputs.path_id(entry_id, "entry_id"))
     return EntryOut(
         **_entry_out(e), intent=_json_or_text(e.intent_json), outcome=_json_or_text(e.outcome_json)
     )
@@ -117,11 +117,11 @@ def entry(request: HttpRequest, viewer_id: str, entry_id: str):
 def remember(request: HttpRequest, viewer_id: str, payload: MemoryIn):
     """Write one memory for the viewer through the engine's write door."""
     access.require_editor(request)
-    params.payload(payload)
+    inputs.payload(payload)
     # The write door looks the owner up itself (with its world's clock): asking here first
     # would be one more round trip on the hottest path.
     done = services.remember_memory(
-        params.path_id(viewer_id, "viewer_id"),
+        inputs.path_id(viewer_id, "viewer_id"),
         user=user_of(request),
         intent=payload.intent,
         outcome=payload.outcome,
@@ -145,5 +145,5 @@ def remember(request: HttpRequest, viewer_id: str, payload: MemoryIn):
 def retract(request: HttpRequest, entry_id: str):
     """Mark a memory retracted; the row stays (it still happened)."""
     access.require_editor(request)
-    e = services.retract_memory(params.path_id(entry_id, "entry_id"), user=user_of(request))
+    e = services.retract_memory(inputs.path_id(entry_id, "entry_id"), user=user_of(request))
     return MemoryOut(id=e.id, owner_id=e.owner_id, timestamp=e.timestamp, retracted=True)

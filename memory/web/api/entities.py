@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.http import HttpRequest
 from ninja import Router
 
-from memory.web import services
-from memory.web.api import access, params
+from memory.web import inputs, services
+from memory.web.api import access
 from memory.web.api.errors import READ_ERRORS, WRITE_ERRORS
 from memory.web.auth import user_of
 from memory.web.schemas import (
@@ -34,7 +34,7 @@ def list_entities(request: HttpRequest, q: str | None = None, world_id: str | No
             is_agent=None if o.is_agent is None else bool(o.is_agent),
         )
         for o in viewer_reads.list_viewers(
-            world_id=params.text(world_id, "world_id"), q=params.text(q, "q")
+            world_id=inputs.text(world_id, "world_id"), q=inputs.text(q, "q")
         )
     ]
     return {"items": items, "count": len(items)}
@@ -70,10 +70,10 @@ def set_alias(request: HttpRequest, viewer_id: str, target_id: str, payload: Ali
     """Set what the viewer calls the target. Refused: unknown target, self, system/generated ids."""
     access.require_editor(request)
     viewer = access.viewer(request, viewer_id)
-    params.payload(payload)
+    inputs.payload(payload)
     result = services.set_alias(
         viewer.id,
-        params.path_id(target_id, "target_id"),
+        inputs.path_id(target_id, "target_id"),
         payload.label,
         user=user_of(request),
         source="api",
@@ -91,6 +91,6 @@ def delete_alias(request: HttpRequest, viewer_id: str, target_id: str):
     access.require_editor(request)
     viewer = access.viewer(request, viewer_id)
     result = services.delete_alias(
-        viewer.id, params.path_id(target_id, "target_id"), user=user_of(request), source="api"
+        viewer.id, inputs.path_id(target_id, "target_id"), user=user_of(request), source="api"
     )
     return AliasChangeOut(**vars(result))

@@ -5,7 +5,8 @@ from __future__ import annotations
 from django.http import HttpRequest
 from ninja import Router
 
-from memory.web.api import access, params
+from memory.web import inputs
+from memory.web.api import access
 from memory.web.api.errors import READ_ERRORS
 from memory.web.schemas import LeaksOut, PromptOut
 from memory.web.selectors import leaks as leak_reads
@@ -34,5 +35,5 @@ def leaks(request: HttpRequest, viewer: str | None = None, kind: str | None = No
     access.require_reader(request)
     if viewer:
         viewer = access.viewer(request, viewer).id
-    items = leak_reads.leak_findings(viewer_id=viewer or None, kind=params.text(kind, "kind") or None)
+    items = leak_reads.leak_findings(viewer_id=viewer or None, kind=inputs.text(kind, "kind") or None)
     return {"items": items, "count": len(items)}

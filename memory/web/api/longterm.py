@@ -12,8 +12,8 @@ from memory.engine.errors import NotFound
 from memory.engine.longterm import reader as longterm
 from memory.engine.longterm.reader import FaceItem
 from memory.engine.shards import generation_of
-from memory.web import services
-from memory.web.api import access, params
+from memory.web import inputs, services
+from memory.web.api import access
 from memory.web.api.errors import READ_ERRORS, WRITE_ERRORS
 from memory.web.auth import user_of
 from memory.web.schemas import (
@@ -74,7 +74,7 @@ def long_term_entry(request: HttpRequest, viewer_id: str, entry_id: str):
     """One long-term entry by id: always delivered, with notes naming what shadows or
     supersedes it, and its provenance (its rollup, or the members it absorbed)."""
     viewer = access.viewer(request, viewer_id)
-    found = faces_reads.long_term_entry(viewer.id, params.path_id(entry_id, "entry_id"))
+    found = faces_reads.long_term_entry(viewer.id, inputs.path_id(entry_id, "entry_id"))
     return {
         "viewer_id": viewer.id,
         "item": _face_out(found.item, *faces_reads.face_maps(viewer.id)),
@@ -91,7 +91,7 @@ def search(request: HttpRequest, viewer_id: str, q: str, include_shadowed: bool 
     """Search the viewer's long-term memory (default face unless `include_shadowed`)."""
     viewer = access.viewer(request, viewer_id)
     items = longterm.search_long_term(
-        viewer.id, params.text(q, "q"), include_shadowed=include_shadowed
+        viewer.id, inputs.text(q, "q"), include_shadowed=include_shadowed
     )
     maps = faces_reads.face_maps(viewer.id)
     return {
@@ -111,7 +111,7 @@ def resolve_slug(request: HttpRequest, viewer_id: str, slug: str, include_shadow
     """Resolve a bare slug the way the viewer's prompt would (shadowed entries lose)."""
     viewer = access.viewer(request, viewer_id)
     item = longterm.resolve_slug(
-        viewer.id, params.path_id(slug, "slug"), include_shadowed=include_shadowed
+        viewer.id, inputs.path_id(slug, "slug"), include_shadowed=include_shadowed
     )
     if item is None:
         raise NotFound(f"{viewer.id} resolves no entry for slug {slug!r}", field="slug")
@@ -132,7 +132,7 @@ def abstract(request: HttpRequest, viewer_id: str, payload: AbstractIn):
     generation or an already-absorbed member is a 409 and nothing lands."""
     access.require_editor(request)
     viewer = access.viewer(request, viewer_id)
-    params.payload(payload)
+    inputs.payload(payload)
     rollup = services.abstract_memories(
         viewer.id,
         payload.member_ids,

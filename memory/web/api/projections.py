@@ -7,8 +7,8 @@ from django.http import HttpRequest
 from ninja import Router
 
 from memory.engine.projections import doors
-from memory.web import services
-from memory.web.api import access, params
+from memory.web import inputs, services
+from memory.web.api import access
 from memory.web.api.errors import READ_ERRORS, WRITE_ERRORS
 from memory.web.auth import user_of
 from memory.web.schemas import (
@@ -32,7 +32,7 @@ def sessions(request: HttpRequest, viewer_id: str, limit: int = 50, before: str 
     """The viewer's session projections, newest first; live counts are computed at read time."""
     viewer = access.viewer(request, viewer_id)
     page = doors.sessions(
-        viewer.id, limit=params.limit(limit), before=params.text(before, "before") or None
+        viewer.id, limit=inputs.limit(limit), before=inputs.text(before, "before") or None
     )
     return {
         "viewer_id": viewer.id,
@@ -49,7 +49,7 @@ def digest(request: HttpRequest, viewer_id: str, known_hash: str | None = None):
     """Viewer-relative lines naming its sessions, and their hash; pass `known_hash` to be told
     `unchanged` (and handed no lines) when nothing moved."""
     viewer = access.viewer(request, viewer_id)
-    answer = doors.digest(viewer.id, known_hash=params.text(known_hash, "known_hash"))
+    answer = doors.digest(viewer.id, known_hash=inputs.text(known_hash, "known_hash"))
     return {
         "viewer_id": viewer.id,
         "lines": answer.lines,
@@ -68,7 +68,7 @@ def episodes(request: HttpRequest, viewer_id: str, limit: int = 50, before: str 
     """The viewer's episodes, newest first; the open one (if any) leads."""
     viewer = access.viewer(request, viewer_id)
     page = doors.episodes(
-        viewer.id, limit=params.limit(limit), before=params.text(before, "before") or None
+        viewer.id, limit=inputs.limit(limit), before=inputs.text(before, "before") or None
     )
     return {
         "viewer_id": viewer.id,

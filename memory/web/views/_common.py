@@ -3,20 +3,20 @@ render that answers an htmx request with the fragment only."""
 
 from __future__ import annotations
 
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import BadRequest, PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.cache import patch_vary_headers
 
-from memory.engine.errors import Forbidden, NotFound
+from memory.engine.errors import Forbidden, InvalidInput, NotFound
 from memory.engine.knowledge import Viewer
-from memory.web import auth
+from memory.web import auth, inputs
 
 
 def get_viewer_for_user(request: HttpRequest, viewer_id: str) -> Viewer:
     """The viewer named in the URL: 403 unless the user may read, 404 if it does not exist."""
     try:
-        return auth.get_viewer_for_user(request.user, viewer_id)
+        return auth.get_viewer_for_user(request.user, inputs.path_id(viewer_id, "viewer_id"))
     except NotFound as exc:
         raise Http404(str(exc)) from None
     except Forbidden as exc:
@@ -38,6 +38,18 @@ def render_page(
     return response
 
 
-def clean(value: str | None) -> str | None:
-    value = (value or "").strip()
+def path_id(value: str, field: str) -> str:
+    """Another id from the URL path: one no store can hold is a 404."""
+    try:
+        return inputs.path_id(value, field)
+    except NotFound as exc:
+        raise Http404(str(exc)) from None
+
+
+def query_text(request: HttpRequest, name: str) -> str | None:
+    """The query parameter `name`, stripped; None when empty, 400 when no store could hold it."""
+    try:
+        value = (inputs.text(request.GET.get(name), name) or "").strip()
+    except InvalidInput as exc:
+        raise BadRequest(str(exc)) from None
     return value or None

@@ -12,7 +12,7 @@ from django.views.decorators.http import require_GET
 from memory.engine.errors import NotFound
 from memory.web.selectors import buffer as buffer_reads
 from memory.web.selectors import faces as face_reads
-from memory.web.views._common import get_viewer_for_user, render_page
+from memory.web.views._common import get_viewer_for_user, path_id, render_page
 
 
 @require_GET
@@ -20,6 +20,7 @@ from memory.web.views._common import get_viewer_for_user, render_page
 def entry_page(request: HttpRequest, viewer_id: str, entry_id: str) -> HttpResponse:
     """A buffer row, else a long-term entry, as the viewer reads it, with its notes."""
     viewer = get_viewer_for_user(request, viewer_id)
+    entry_id = path_id(entry_id, "entry_id")
     context: dict[str, Any] = {
         "viewer": viewer,
         "entry": None,

@@ -16,7 +16,7 @@ from memory.engine.leaks.world_scan import CSV_HEADER
 from memory.web.roles import READ_PERMISSION
 from memory.web.selectors import leaks as leak_reads
 from memory.web.selectors import viewers as viewer_reads
-from memory.web.views._common import clean, get_viewer_for_user, render_page
+from memory.web.views._common import get_viewer_for_user, query_text, render_page
 
 LEAK_FORMATS = ("html", "csv", "json")
 
@@ -45,7 +45,7 @@ def leaks_page(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
             status=400,
             content_type="text/plain",
         )
-    viewer_id, kind = clean(request.GET.get("viewer")), clean(request.GET.get("kind"))
+    viewer_id, kind = query_text(request, "viewer"), query_text(request, "kind")
     findings = leak_reads.leak_findings(viewer_id=viewer_id, kind=kind)
     if fmt == "json":
         return JsonResponse({"items": findings, "count": len(findings)})

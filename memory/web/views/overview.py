@@ -16,7 +16,7 @@ from memory.web.roles import EDIT_PERMISSION, READ_PERMISSION
 from memory.web.selectors import leaks as leak_reads
 from memory.web.selectors import projections as projection_reads
 from memory.web.selectors import viewers as viewer_reads
-from memory.web.views._common import clean, get_viewer_for_user, render_page
+from memory.web.views._common import get_viewer_for_user, query_text, render_page
 
 MATRIX_MAX_ENTITIES = 60
 
@@ -25,7 +25,7 @@ MATRIX_MAX_ENTITIES = 60
 @login_required
 @permission_required(READ_PERMISSION, raise_exception=True)
 def overview(request: HttpRequest) -> HttpResponse:
-    q = clean(request.GET.get("q"))
+    q = query_text(request, "q")
     viewers = viewer_reads.list_viewers(q=q)
     worlds = []
     for world in viewer_reads.list_worlds():
@@ -69,7 +69,7 @@ def projection_context(request: HttpRequest) -> dict[str, Any]:
 @login_required
 def pick_viewer(request: HttpRequest) -> HttpResponse:
     """The header picker's no-JS path: a GET form that lands on the chosen viewer."""
-    viewer_id = clean(request.GET.get("viewer"))
+    viewer_id = query_text(request, "viewer")
     if not viewer_id:
         return redirect("memory:overview")
     viewer = get_viewer_for_user(request, viewer_id)

@@ -22,7 +22,13 @@ from memory.web.selectors import buffer as buffer_reads
 from memory.web.selectors import faces as face_reads
 from memory.web.selectors import projections as projection_reads
 from memory.web.selectors import viewers as viewer_reads
-from memory.web.views._common import clean, get_viewer_for_user, render_page, wants_fragment
+from memory.web.views._common import (
+    get_viewer_for_user,
+    path_id,
+    query_text,
+    render_page,
+    wants_fragment,
+)
 
 BUFFER_TYPES = ("dialogue", "action", "monologue", "thought")
 
@@ -39,10 +45,10 @@ class BufferState:
     def from_request(cls, request: HttpRequest) -> BufferState:
         types = tuple(t for t in request.GET.getlist("type") if t in BUFFER_TYPES)
         return cls(
-            before=clean(request.GET.get("before")),
-            after=clean(request.GET.get("after")),
+            before=query_text(request, "before"),
+            after=query_text(request, "after"),
             types=types,
-            q=clean(request.GET.get("q")),
+            q=query_text(request, "q"),
             qa=request.GET.get("qa") == "1",
         )
 
@@ -243,6 +249,7 @@ faces_panel = _panel_view("faces-panel", "api:faces")
 def alias_edit(request: HttpRequest, viewer_id: str, target_id: str) -> HttpResponse:
     """Set or delete one alias (editors). Errors come back inline, in the aliases panel."""
     viewer = get_viewer_for_user(request, viewer_id)
+    target_id = path_id(target_id, "target_id")
     errors: dict[str, list[str]] = {}
     warnings: dict[str, list[str]] = {}
     try:

@@ -1,8 +1,9 @@
-"""The one place the API checks input text before it reaches the database or the engine.
+"""The one place the web (API operations and pages) checks input text before it reaches the
+database or the engine.
 
 PostgreSQL refuses NUL in text (psycopg raises a DataError), so NUL is refused here: in an id
 of the path it names nothing (404, as any unknown id), in any other text it is invalid input
-(422 with the field named).
+(the API's 422 with the field named; a page's 400).
 """
 
 from __future__ import annotations
