@@ -50,11 +50,6 @@ ADMIN_PERMISSIONS = EDITOR_PERMISSIONS + (
     "memory.view_apitoken",
     "memory.delete_apitoken",
 )
-GROUP_PERMISSIONS: dict[str, tuple[str, ...]] = {
-    READERS: READER_PERMISSIONS,
-    EDITORS: EDITOR_PERMISSIONS,
-    ADMINS: ADMIN_PERMISSIONS,
-}
 
 # The permission each kind of action needs; each is the one that sets its role apart.
 READ_PERMISSION = "memory.view_worldobject"  # every page and read API
