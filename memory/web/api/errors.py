@@ -71,7 +71,9 @@ def install_error_handlers(api: NinjaAPI) -> None:
 
     def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
         status = exc.status_code
-        code = "unauthorized" if isinstance(exc, AuthenticationError) else CODES.get(status, "error")
+        code = (
+            "unauthorized" if isinstance(exc, AuthenticationError) else CODES.get(status, "error")
+        )
         detail = "log in or send Authorization: Bearer <token>" if status == 401 else str(exc)
         return respond(request, status, detail, code, None)
 

@@ -35,5 +35,7 @@ def leaks(request: HttpRequest, viewer: str | None = None, kind: str | None = No
     access.require_reader(request)
     if viewer:
         viewer = access.viewer(request, viewer).id
-    items = leak_reads.leak_findings(viewer_id=viewer or None, kind=inputs.text(kind, "kind") or None)
+    items = leak_reads.leak_findings(
+        viewer_id=viewer or None, kind=inputs.text(kind, "kind") or None
+    )
     return {"items": items, "count": len(items)}

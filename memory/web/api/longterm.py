@@ -30,7 +30,9 @@ from memory.web.selectors import faces as faces_reads
 router = Router()
 
 
-def _face_out(item: FaceItem, shadowed: dict, superseded: dict, undeliverable: dict) -> dict[str, Any]:
+def _face_out(
+    item: FaceItem, shadowed: dict, superseded: dict, undeliverable: dict
+) -> dict[str, Any]:
     state = (
         "shadowed" if item.id in shadowed else "superseded" if item.id in superseded else "default"
     )
@@ -43,9 +45,7 @@ def _face_out(item: FaceItem, shadowed: dict, superseded: dict, undeliverable: d
     }
 
 
-@router.get(
-    "/viewers/{viewer_id}/faces", response={200: FacesOut, **READ_ERRORS}, url_name="faces"
-)
+@router.get("/viewers/{viewer_id}/faces", response={200: FacesOut, **READ_ERRORS}, url_name="faces")
 def faces(request: HttpRequest, viewer_id: str, include_shadowed: bool = False):
     """The viewer's long-term listing: the default face, or with shadowed and superseded
     entries brought back (tagged) when `include_shadowed`."""

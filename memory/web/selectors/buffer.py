@@ -34,14 +34,18 @@ class BufferPage:
 
 
 def _after(timestamp: str, created_at: int, entry_id: str) -> Q:
-    return Q(timestamp__gt=timestamp) | Q(timestamp=timestamp, created_at__gt=created_at) | Q(
-        timestamp=timestamp, created_at=created_at, id__gt=entry_id
+    return (
+        Q(timestamp__gt=timestamp)
+        | Q(timestamp=timestamp, created_at__gt=created_at)
+        | Q(timestamp=timestamp, created_at=created_at, id__gt=entry_id)
     )
 
 
 def _before(timestamp: str, created_at: int, entry_id: str) -> Q:
-    return Q(timestamp__lt=timestamp) | Q(timestamp=timestamp, created_at__lt=created_at) | Q(
-        timestamp=timestamp, created_at=created_at, id__lt=entry_id
+    return (
+        Q(timestamp__lt=timestamp)
+        | Q(timestamp=timestamp, created_at__lt=created_at)
+        | Q(timestamp=timestamp, created_at=created_at, id__lt=entry_id)
     )
 
 
@@ -99,7 +103,9 @@ def buffer_page(
         page.rows_visited += int(has_older) + int(has_newer)
         page.older = _cursor_of(first) if has_older else None
         page.newer = _cursor_of(last) if has_newer else None
-    page.filters = {k: v for k, v in {"type": ",".join(sorted(types or ())), "q": q or ""}.items() if v}
+    page.filters = {
+        k: v for k, v in {"type": ",".join(sorted(types or ())), "q": q or ""}.items() if v
+    }
     return page
 
 

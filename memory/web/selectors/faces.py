@@ -17,7 +17,9 @@ class FaceView:
     shadowed_by: str | None = None
     superseded_by: str | None = None
     undeliverable: str | None = None
-    absorbed: list[FaceView] = field(default_factory=list)  # superseded members, beside their rollup
+    absorbed: list[FaceView] = field(
+        default_factory=list
+    )  # superseded members, beside their rollup
 
 
 @dataclass
@@ -35,7 +37,13 @@ def faces_view(viewer_id: str, *, include_shadowed: bool = False) -> FacesView:
     undeliverable = dict(answer.undeliverable or {})
     views: dict[str, FaceView] = {}
     for item in answer.items:
-        state = "shadowed" if item.id in shadowed else "superseded" if item.id in superseded else "default"
+        state = (
+            "shadowed"
+            if item.id in shadowed
+            else "superseded"
+            if item.id in superseded
+            else "default"
+        )
         views[item.id] = FaceView(
             item=item,
             state=state,

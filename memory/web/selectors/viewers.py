@@ -102,7 +102,9 @@ def knowledge_matrix(world_id: str) -> tuple[list[WorldObject], dict[str, dict[s
             if target.id == viewer.id:
                 continue
             label = viewer.aliases.get(target.id)
-            row[target.id] = MatrixCell(label=label, state=alias_state(label, knowledge.true_name(target.id)))
+            row[target.id] = MatrixCell(
+                label=label, state=alias_state(label, knowledge.true_name(target.id))
+            )
         matrix[viewer.id] = row
     return entities, matrix
 

@@ -221,7 +221,9 @@ def _viewer_context(request: HttpRequest, viewer: Viewer, **aliases_extra: Any) 
 @login_required
 def viewer_page(request: HttpRequest, viewer_id: str) -> HttpResponse:
     viewer = get_viewer_for_user(request, viewer_id)
-    return render_page(request, "memory/viewer.html", "viewer-panels", _viewer_context(request, viewer))
+    return render_page(
+        request, "memory/viewer.html", "viewer-panels", _viewer_context(request, viewer)
+    )
 
 
 def _panel_view(partial: str, twin: str):
