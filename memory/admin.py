@@ -9,6 +9,7 @@ from __future__ import annotations
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.forms import formset_factory
 from django.http import HttpRequest, HttpResponseRedirect
@@ -26,8 +27,9 @@ from memory.models import (
     Entity,
     ObjectType,
 )
-from memory.web import selectors, services
-from memory.web.auth import hash_token
+from memory.web import services
+from memory.web.auth import new_token
+from memory.web.selectors.viewers import alias_history, alias_rows
 
 
 class AliasForm(forms.Form):
@@ -56,6 +58,25 @@ class BaseAliasFormSet(forms.BaseFormSet):
 
 
 AliasFormSet = formset_factory(AliasForm, formset=BaseAliasFormSet, extra=2, can_delete=True)
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """What the store records (buffer rows, histories, the audit log): looked at, never
+    added, changed or deleted from the admin."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+
+# The admin's alias table names its columns "target" and "label"; any other refusal (a
+# corrupt aliases_json) is shown beside the label.
+_FORM_FIELD = {"target_id": "target"}
 
 
 @admin.register(Entity)
@@ -134,13 +155,9 @@ class EntityAdmin(admin.ModelAdmin):
                             obj.id, target, label, user=request.user, source="admin"
                         )
                     except services.AliasRefused as exc:
-                        for error in exc.errors:
-                            form.add_error(
-                                "target"
-                                if error.startswith(("target", "an entity's"))
-                                else "label",
-                                error,
-                            )
+                        for field, errors in exc.by_field.items():
+                            for error in errors:
+                                form.add_error(_FORM_FIELD.get(field, "label"), error)
                         raise
                     warnings += result.warnings
         except services.AliasRefused:
@@ -156,8 +173,6 @@ class EntityAdmin(admin.ModelAdmin):
         formset, current = self._formset(request, obj)
         if request.method == "POST":
             if not self.has_change_permission(request, obj):
-                from django.core.exceptions import PermissionDenied
-
                 raise PermissionDenied
             if formset.is_valid() and self._save_aliases(request, obj, formset, current):
                 messages.success(request, f"Aliases of {obj.id} saved.")
@@ -167,15 +182,15 @@ class EntityAdmin(admin.ModelAdmin):
         extra_context = {
             **(extra_context or {}),
             "alias_formset": formset,
-            "alias_rows": selectors.alias_rows(viewer),
-            "alias_history": selectors.alias_history(obj.id, limit=30),
+            "alias_rows": alias_rows(viewer),
+            "alias_history": alias_history(obj.id, limit=30),
             "attributes": Attribute.objects.filter(object_id=obj.id).order_by("name"),
         }
         return super().changeform_view(request, object_id, form_url, extra_context)
 
 
 @admin.register(BufferEntry)
-class BufferEntryAdmin(admin.ModelAdmin):
+class BufferEntryAdmin(ReadOnlyAdmin):
     list_display = ("id", "owner", "timestamp", "rendered_line", "retracted_at")
     list_select_related = ("owner",)
     search_fields = ("=id", "=owner__id")
@@ -212,26 +227,6 @@ class BufferEntryAdmin(admin.ModelAdmin):
             if rendered.line is not None
             else f"undeliverable: {rendered.undeliverable}"
         )
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False
 
 
 @admin.register(AliasChange)
@@ -272,10 +267,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
         return obj is None and super().has_change_permission(request, obj)
 
     def save_model(self, request, obj, form, change) -> None:
-        import secrets
-
-        raw = "omi_" + secrets.token_urlsafe(32)
-        obj.prefix, obj.key_hash = raw[:8], hash_token(raw)
+        raw = new_token(obj)
         super().save_model(request, obj, form, change)
         messages.warning(
             request,

@@ -96,6 +96,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "memory.web.roles.role_context",
             ],
         },
     },
@@ -157,6 +158,8 @@ STORAGES = {
 }
 WHITENOISE_USE_FINDERS = DEBUG or TESTING
 
+# Django's ModelBackend, plus the roles an account holds by its flags (memory/web/roles.py).
+AUTHENTICATION_BACKENDS = ["memory.web.roles.RoleBackend"]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "memory:overview"
 LOGOUT_REDIRECT_URL = "login"

@@ -213,14 +213,14 @@ def test_alias_put_validation(client, chest, staff_token, target, payload, field
     assert not AliasChange.objects.exists()
 
 
-def test_writes_need_staff(client, chest, reader_token) -> None:
+def test_writes_need_the_editor_role(client, chest, reader_token) -> None:
     r = client.put(
         "/api/viewers/alice/aliases/bob",
         {"label": "x"},
         content_type="application/json",
         headers=bearer(reader_token),
     )
-    assert_error(r, 403, "forbidden")
+    assert assert_error(r, 403, "forbidden")["detail"] == "writes need the editor role"
     assert_error(
         client.post(
             "/api/viewers/alice/memories",
@@ -605,3 +605,48 @@ def test_remember_is_a_handful_of_round_trips(client, cast, staff_token) -> None
         "INSERT INTO memory_audit_log (actor_id,",
     ]
     assert f"{greatest}(" in ctx.captured_queries[3]["sql"]
+
+
+@pytest.mark.parametrize(
+    ("method", "url", "payload", "status", "code", "field"),
+    [
+        ("get", "/api/entities?q=a%00b", None, 422, "invalid", "q"),
+        ("get", "/api/entities?world_id=%00", None, 422, "invalid", "world_id"),
+        ("get", "/api/viewers/alice/buffer?q=%00", None, 422, "invalid", "q"),
+        ("get", "/api/viewers/alice/sessions?before=%00", None, 422, "invalid", "before"),
+        ("get", "/api/viewers/alice/digest?known_hash=%00", None, 422, "invalid", "known_hash"),
+        ("get", "/api/viewers/alice/search?q=%00", None, 422, "invalid", "q"),
+        ("get", "/api/leaks?kind=%00", None, 422, "invalid", "kind"),
+        ("get", "/api/viewers/al%00ice/buffer", None, 404, "not_found", "viewer_id"),
+        ("get", "/api/viewers/alice/entries/x%00", None, 404, "not_found", "entry_id"),
+        ("get", "/api/viewers/alice/resolve?slug=%00", None, 404, "not_found", "slug"),
+        ("put", "/api/viewers/alice/aliases/bob", {"label": "a\x00b"}, 422, "invalid", "label"),
+        ("put", "/api/viewers/alice/aliases/b%00b", {"label": "x"}, 404, "not_found", "target_id"),
+        (
+            "post",
+            "/api/viewers/alice/memories",
+            {"intent": CHEST, "location_id": "\x00"},
+            422,
+            "invalid",
+            "location_id",
+        ),
+        (
+            "post",
+            "/api/viewers/alice/abstract",
+            {"member_ids": ["m\x00"], "name": "n", "body": "b", "expected_generation": 0},
+            422,
+            "invalid",
+            "member_ids",
+        ),
+        ("post", "/api/memories/x%00/retract", None, 404, "not_found", "entry_id"),
+    ],
+)
+def test_nul_is_refused_before_the_database(
+    client, cast, staff_token, method, url, payload, status, code, field
+) -> None:
+    """PostgreSQL cannot store NUL in text: an id holding one names nothing (404), any other
+    text holding one is invalid input (422), on every backend alike."""
+    kwargs = {"content_type": "application/json"} if payload is not None else {}
+    r = getattr(client, method)(url, payload, headers=bearer(staff_token), **kwargs)
+    assert_error(r, status, code, field)
+    assert not BufferEntry.objects.exists() and not AliasChange.objects.exists()

@@ -92,7 +92,11 @@ def test_database_unreachable_pages_and_api_say_503_then_recover(client, monkeyp
         assert b"Traceback" not in page.content
         api = client.get("/api/entities", HTTP_AUTHORIZATION=f"Bearer {raw}")
         assert api.status_code == 503
-        assert api.json()["code"] == "database_unavailable"
+        assert api.json() == {
+            "detail": "The database is unavailable right now. Try again in a moment.",
+            "code": "unavailable",
+            "field": None,
+        }
     assert client.get("/viewers/alice/").status_code == 200
     assert client.get("/api/entities", HTTP_AUTHORIZATION=f"Bearer {raw}").status_code == 200
 

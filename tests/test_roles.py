@@ -61,7 +61,7 @@ def bearer(user) -> dict:
     return {"HTTP_AUTHORIZATION": f"Bearer {issue_token(user, 'ci')[1]}"}
 
 
-# --- the predicates ----------------------------------------------------------------------------
+# --- the permissions each role holds ----------------------------------------------------------------------------
 
 
 def test_groups_exist_with_nested_permissions(db):
@@ -75,7 +75,7 @@ def test_groups_exist_with_nested_permissions(db):
     assert perms[roles.READERS] < perms[roles.EDITORS] < perms[roles.ADMINS]
 
 
-def test_role_predicates(db, django_user_model, reader, editor, admin_user):
+def test_role_permissions(db, django_user_model, reader, editor, admin_user):
     plain = user_in(django_user_model, "plain")
     staff = user_in(django_user_model, "stan", is_staff=True)
     root = django_user_model.objects.create_superuser("root", password="pw")
@@ -90,8 +90,9 @@ def test_role_predicates(db, django_user_model, reader, editor, admin_user):
         "superuser": (root, (True, True, True)),
         "inactive": (gone, (False, False, False)),
     }
+    needed = (roles.READ_PERMISSION, roles.EDIT_PERMISSION, roles.ADMIN_PERMISSION)
     for label, (user, expected) in table.items():
-        got = (roles.can_read(user), roles.can_edit(user), roles.can_admin(user))
+        got = tuple(user.has_perm(permission) for permission in needed)
         assert got == expected, label
     assert roles.role_of(editor) == roles.EDITORS
     assert roles.role_of(AnonymousUser()) is None
@@ -194,7 +195,9 @@ def test_editor_writes_and_each_write_is_one_audit_row(client, chest, editor):
     assert AuditLog.objects.count() == before + 4
     assert client.post("/api/projections/cycle", **auth).status_code == 200
     # Rebuild is the admins' door.
-    assert client.post("/api/projections/rebuild", **auth).status_code == 403
+    refused = client.post("/api/projections/rebuild", **auth)
+    assert refused.status_code == 403
+    assert refused.json()["detail"] == "a rebuild needs the admin role"
     writes = AuditLog.objects.filter(action__in=["memory.remember", "alias.set", "memory.retract", "alias.delete"])
     assert writes.count() == 4
     assert set(writes.values_list("actor__username", flat=True)) == {"eddie"}
@@ -217,6 +220,16 @@ def test_staff_still_writes(client, chest, django_user_model):
         **bearer(staff),
     )
     assert r.status_code == 201
+
+
+def test_header_names_the_role_not_staff(client, cast, reader, editor, django_user_model):
+    for user, shown in (
+        (reader, "rita (reader)"),
+        (editor, "eddie (editor)"),
+        (user_in(django_user_model, "stan", is_staff=True), "stan (admin)"),
+    ):
+        client.force_login(user)
+        assert f'<span class="who">{shown}</span>' in client.get("/").content.decode()
 
 
 def test_csrf_is_enforced_on_form_posts_and_session_api_writes(chest, editor):

@@ -292,7 +292,7 @@ def test_alias_warning_for_label_with_another_id(staff_client, cast) -> None:
     assert "contains the system id &#x27;charlie&#x27;" in r.content.decode()
 
 
-def test_alias_edit_forbidden_for_non_staff(client, reader, cast) -> None:
+def test_alias_edit_forbidden_for_readers(client, reader, cast) -> None:
     client.force_login(reader)
     assert client.post("/viewers/alice/aliases/bob/", {"label": "x"}).status_code == 403
     body = client.get("/viewers/alice/aliases/").content.decode()
@@ -403,7 +403,7 @@ def test_entry_page_rollup_lists_members_and_shadowed_note(staff_client, demo) -
 
 
 def test_highlight_cuts_at_offsets_and_skips_overlaps() -> None:
-    from memory.web.selectors import Segment, highlight
+    from memory.web.selectors.leaks import Segment, highlight
 
     a = {"start": 4, "end": 7, "kind": "system_id"}
     b = {"start": 5, "end": 9, "kind": "unknown_name"}  # overlaps a: dropped
@@ -525,7 +525,7 @@ def test_projection_buttons_run_a_cycle_and_verify(staff_client, demo) -> None:
     )
 
 
-def test_projection_buttons_need_staff_and_post(client, reader, demo) -> None:
+def test_projection_buttons_need_the_editor_role_and_post(client, reader, demo) -> None:
     client.force_login(reader)
     assert client.post("/projections/cycle/").status_code == 403
     assert "Run a cycle" not in client.get("/").content.decode()
@@ -533,9 +533,9 @@ def test_projection_buttons_need_staff_and_post(client, reader, demo) -> None:
 
 
 def test_aliases_panel_caps_strangers_and_links_show_all(staff_client, cast, monkeypatch) -> None:
-    from memory.web import views
+    from memory.web.views import viewer
 
-    monkeypatch.setattr(views, "ALIASES_SHOWN", 1)
+    monkeypatch.setattr(viewer, "ALIASES_SHOWN", 1)
     body = fragment(staff_client, "/viewers/alice/aliases/")
     # alice names both bob and charlie, so both stay; nothing is hidden
     assert 'data-target="bob"' in body and 'data-target="charlie"' in body
@@ -553,12 +553,12 @@ def test_aliases_panel_caps_strangers_and_links_show_all(staff_client, cast, mon
 def test_viewer_switch_shows_a_window_around_the_viewer(staff_client, cast, monkeypatch) -> None:
     import re
 
-    from memory.web import views
+    from memory.web.views import viewer
 
     for i in range(6):
         WorldObject.objects.create(id=f"npc-{i}", type="entity", world_id="tavern", aliases_json="[]")
     # The tavern now has alice, bob, charlie, npc-0..npc-5: nine viewers, in id order.
-    monkeypatch.setattr(views, "VIEWERS_SHOWN", 4)
+    monkeypatch.setattr(viewer, "VIEWERS_SHOWN", 4)
 
     def switch(viewer_id: str) -> tuple[list[str], str | None, str]:
         body = staff_client.get(f"/viewers/{viewer_id}/").content.decode()
@@ -573,23 +573,48 @@ def test_viewer_switch_shows_a_window_around_the_viewer(staff_client, cast, monk
     assert "5 more of 9" in nav and 'href="/"' in nav
     assert switch("alice")[0] == ["alice", "bob", "charlie", "npc-0"]  # clamped at the start
     assert switch("npc-5")[0] == ["npc-2", "npc-3", "npc-4", "npc-5"]  # and at the end
-    monkeypatch.setattr(views, "VIEWERS_SHOWN", 50)
+    monkeypatch.setattr(viewer, "VIEWERS_SHOWN", 50)
     links, current, nav = switch("bob")
     assert len(links) == 9 and current == "bob" and "more of" not in nav
 
 
 def test_alias_suggestions_are_derived_only_for_the_rows_shown(staff_client, cast, monkeypatch) -> None:
-    from memory.web import selectors, views
+    from memory.web.selectors import viewers
+    from memory.web.views import viewer
 
     for i in range(5):
         WorldObject.objects.create(id=f"npc-{i}", type="entity", world_id="tavern", aliases_json="[]")
-    monkeypatch.setattr(views, "ALIASES_SHOWN", 3)
+    monkeypatch.setattr(viewer, "ALIASES_SHOWN", 3)
     derived: list[int] = []
-    real = selectors.derive_descriptor
+    real = viewers.derive_descriptor
     monkeypatch.setattr(
-        selectors, "derive_descriptor", lambda *a, **k: derived.append(1) or real(*a, **k)
+        viewers, "derive_descriptor", lambda *a, **k: derived.append(1) or real(*a, **k)
     )
     body = fragment(staff_client, "/viewers/alice/aliases/")
     # alice names bob and charlie; one stranger fills the third place; four are hidden.
     assert "4 more entities this viewer has no name for." in body
     assert len(derived) == 3
+
+
+@pytest.mark.parametrize(
+    ("url", "status"),
+    [
+        ("/viewers/al%00ice/", 404),
+        ("/viewers/al%00ice/buffer/", 404),
+        ("/viewers/alice/entries/x%00/", 404),
+        ("/viewers/?viewer=al%00ice", 400),
+        ("/?q=a%00", 400),
+        ("/leaks/?viewer=a%00", 400),
+        ("/viewers/alice/buffer/?q=a%00", 400),
+    ],
+)
+def test_nul_in_a_page_url_is_a_4xx_on_every_backend(staff_client, cast, url, status) -> None:
+    assert staff_client.get(url).status_code == status
+
+
+def test_nul_in_an_alias_edit_is_refused_before_the_database(staff_client, cast) -> None:
+    r = staff_client.post("/viewers/alice/aliases/bob/", {"label": "a\x00b", "action": "set"})
+    assert r.status_code == 400
+    assert "label contains control characters" in r.content.decode()
+    assert staff_client.post("/viewers/alice/aliases/b%00b/", {"label": "x"}).status_code == 404
+    assert not AliasChange.objects.exists()

@@ -370,16 +370,20 @@ _GENERATED_ID = re.compile(
 )
 
 
-def validate_alias_label(
-    label: str, *, viewer_id: str, target_id: str, all_ids: Collection[str]
-) -> tuple[list[str], list[str]]:
-    """(errors, warnings) for setting `viewer_id`'s alias for `target_id` to `label`."""
+def alias_target_errors(*, viewer_id: str, target_id: str, all_ids: Collection[str]) -> list[str]:
+    """What is wrong with `target_id` as the target of one of `viewer_id`'s aliases."""
     errors: list[str] = []
-    warnings: list[str] = []
     if target_id not in all_ids:
         errors.append(f"target {target_id!r} is not an object of this world")
     if target_id == viewer_id:
         errors.append('an entity\'s alias for itself is never used (self is always "you")')
+    return errors
+
+
+def alias_label_problems(label: str, *, all_ids: Collection[str]) -> tuple[list[str], list[str]]:
+    """(errors, warnings) about `label` itself, whoever it names."""
+    errors: list[str] = []
+    warnings: list[str] = []
     stripped = label.strip()
     if stripped in all_ids:
         errors.append(f"label {label!r} is a system id")
@@ -394,3 +398,12 @@ def validate_alias_label(
     if not stripped:
         warnings.append("label is empty: lines will read with a blank where the name goes")
     return errors, warnings
+
+
+def validate_alias_label(
+    label: str, *, viewer_id: str, target_id: str, all_ids: Collection[str]
+) -> tuple[list[str], list[str]]:
+    """(errors, warnings) for setting `viewer_id`'s alias for `target_id` to `label`."""
+    errors, warnings = alias_label_problems(label, all_ids=all_ids)
+    target = alias_target_errors(viewer_id=viewer_id, target_id=target_id, all_ids=all_ids)
+    return target + errors, warnings

@@ -52,7 +52,7 @@ def viewer_of(obj: WorldObject) -> Viewer:
 def get_viewer(viewer_id: str) -> Viewer:
     obj = WorldObject.objects.filter(pk=viewer_id, type=ObjectType.ENTITY).first()
     if obj is None:
-        raise NotFound(f"no entity with id {viewer_id!r}")
+        raise NotFound(f"no entity with id {viewer_id!r}", field="viewer_id")
     return viewer_of(obj)
 
 

@@ -1,7 +1,5 @@
-"""API authentication: a login session or `Authorization: Bearer <token>`; roles for writes.
-
-Who may do what lives in memory/roles.py; the helpers here apply it to a request, whichever
-way its user came in.
+"""Who is asking and may they: a login session or `Authorization: Bearer <token>`, and the
+permission check every page and API operation applies (the permissions live in roles.py).
 
 Tokens are stored only as their sha256 (ApiToken.key_hash). Reading never writes, so a read
 does not touch `last_used_at`.
@@ -11,16 +9,15 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from collections.abc import Callable
-from functools import wraps
 from typing import Any
 
-from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest
 from ninja.security import HttpBearer, django_auth
 
+from memory.engine.errors import Forbidden
+from memory.engine.knowledge import Viewer, get_viewer
 from memory.models import ApiToken
-from memory.web import roles
+from memory.web.roles import READ_PERMISSION, refusal
 
 TOKEN_PREFIX_LEN = 8
 
@@ -29,12 +26,19 @@ def hash_token(raw: str) -> str:
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
 
+def new_token(token: ApiToken) -> str:
+    """Give `token` a fresh secret (prefix and hash, unsaved); the raw value is returned once
+    and never stored."""
+    raw = "omi_" + secrets.token_urlsafe(32)
+    token.prefix, token.key_hash = raw[:TOKEN_PREFIX_LEN], hash_token(raw)
+    return raw
+
+
 def issue_token(user, name: str) -> tuple[ApiToken, str]:
     """Create a token for `user`; the raw value is returned once and never stored."""
-    raw = "omi_" + secrets.token_urlsafe(32)
-    token = ApiToken.objects.create(
-        user=user, name=name, prefix=raw[:TOKEN_PREFIX_LEN], key_hash=hash_token(raw)
-    )
+    token = ApiToken(user=user, name=name)
+    raw = new_token(token)
+    token.save()
     return token, raw
 
 
@@ -60,37 +64,14 @@ def user_of(request: HttpRequest):
     return request.user
 
 
-def can_read(request: HttpRequest) -> bool:
-    return roles.can_read(user_of(request))
+def require_permission(user: Any, permission: str, what: str) -> None:
+    """Refuse (Forbidden) unless `user` holds `permission`; `what` starts the message, which
+    ends with the role: require_permission(u, EDIT_PERMISSION, "writes need")."""
+    if not user.has_perm(permission):
+        raise Forbidden(refusal(permission, what))
 
 
-def can_edit(request: HttpRequest) -> bool:
-    return roles.can_edit(user_of(request))
-
-
-def can_admin(request: HttpRequest) -> bool:
-    return roles.can_admin(user_of(request))
-
-
-def is_staff(request: HttpRequest) -> bool:
-    """May this request write? Kept under its old name for the API: staff are admins, and
-    editors may now write too (roles.can_edit)."""
-    return can_edit(request)
-
-
-def _role_required(check: Callable[[Any], bool]) -> Callable:
-    # For page views, after login_required: a signed-in user without the role gets 403.
-    def decorator(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-        @wraps(view)
-        def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-            if not check(request.user):
-                raise PermissionDenied("your role does not allow this")
-            return view(request, *args, **kwargs)
-
-        return wrapped
-
-    return decorator
-
-
-editor_required = _role_required(roles.can_edit)
-admin_required = _role_required(roles.can_admin)
+def get_viewer_for_user(user: Any, viewer_id: str) -> Viewer:
+    """The viewer named in a URL, if `user` may read (Forbidden) and it exists (NotFound)."""
+    require_permission(user, READ_PERMISSION, "reads need")
+    return get_viewer(viewer_id)

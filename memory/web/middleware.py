@@ -1,14 +1,16 @@
-"""Cross-cutting HTTP behaviour: a clear 503 when the database is away, and the CSP header."""
+"""Cross-cutting HTTP behaviour: a clear 503 when the database is away (for the API in its one
+error shape), and the CSP header."""
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable
 
-from django.db import DatabaseError, InterfaceError, OperationalError
-from django.http import HttpRequest, HttpResponse
+from django.db import InterfaceError, OperationalError, connections
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template.loader import render_to_string
+
+from memory.web.api.errors import CODES, error_body
 
 logger = logging.getLogger(__name__)
 
@@ -47,21 +49,13 @@ class DatabaseUnavailableMiddleware:
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         if not isinstance(exception, OperationalError | InterfaceError):
             return None
-        if isinstance(exception, DatabaseError) and "readonly" in str(exception).replace(" ", ""):
+        if "readonly" in str(exception).replace(" ", ""):
             message = "The database is read-only; this change was not saved."
         else:
             message = "The database is unavailable right now. Try again in a moment."
         logger.warning("database error on %s: %s", request.path, exception)
-        from django.db import connections
-
         for conn in connections.all(initialized_only=True):
             conn.close_if_unusable_or_obsolete()
         if request.path.startswith("/api/") or "application/json" in request.headers.get("Accept", ""):
-            return HttpResponse(
-                json.dumps({"detail": message, "code": "database_unavailable"}),
-                status=503,
-                content_type="application/json",
-            )
-        return HttpResponse(
-            render_to_string("503.html", {"message": message}), status=503
-        )
+            return JsonResponse(error_body(message, CODES[503]), status=503)
+        return HttpResponse(render_to_string("503.html", {"message": message}), status=503)

@@ -1,25 +1,30 @@
-"""Roles as Django groups: readers, editors, admins.
+"""Roles as Django groups (readers, editors, admins) and the permission each action needs.
 
 - readers: every page and read API (QA, designers).
-- editors: readers + aliases, retract, remember, abstract, run a projection cycle.
+- editors: readers + aliases, retract, remember, abstract, run or verify a projection cycle.
 - admins: everything, including rebuild.
 
-Roles nest (an admin can edit, an editor can read). Any active signed-in account may read:
-pages are behind login_required and nothing more, so a user without a group is a reader;
-the readers group exists so the admin can name the role and grant view permissions.
-Superusers and staff count as admins, which keeps the older "staff may write" rule working.
+Authorization is Django's permissions, carried by the groups (migration 0004 gave them these
+sets): code asks `user.has_perm(EDIT_PERMISSION)`, never a group name. Two roles come with an
+account's flags rather than a group, answered by RoleBackend: every active account is a reader
+(pages were always open to any signed-in account), and a staff account is an admin (the older
+"staff may write" rule). Superusers hold every permission, as Django has it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth.backends import ModelBackend
+from django.http import HttpRequest
+from django.utils.functional import SimpleLazyObject
+
 READERS = "readers"
 EDITORS = "editors"
 ADMINS = "admins"
 ROLES = (READERS, EDITORS, ADMINS)
 
-# Model permissions each group carries (app_label.codename); used by migration 0004.
+# Model permissions each group carries (app_label.codename), as migration 0004 froze them.
 _READ_MODELS = (
     "worldobject",
     "attribute",
@@ -45,56 +50,50 @@ ADMIN_PERMISSIONS = EDITOR_PERMISSIONS + (
     "memory.view_apitoken",
     "memory.delete_apitoken",
 )
-GROUP_PERMISSIONS: dict[str, tuple[str, ...]] = {
-    READERS: READER_PERMISSIONS,
-    EDITORS: EDITOR_PERMISSIONS,
-    ADMINS: ADMIN_PERMISSIONS,
-}
+
+# The permission each kind of action needs; each is the one that sets its role apart.
+READ_PERMISSION = "memory.view_worldobject"  # every page and read API
+EDIT_PERMISSION = "memory.change_worldobject"  # aliases, remember, retract, abstract, cycle
+ADMIN_PERMISSION = "memory.delete_memorysession"  # rebuild: every projection row re-made
+
+_ROLE_NEEDED = {READ_PERMISSION: "reader", EDIT_PERMISSION: "editor", ADMIN_PERMISSION: "admin"}
 
 
-def _active(user: Any) -> bool:
-    return bool(
-        user is not None
-        and getattr(user, "is_authenticated", False)
-        and getattr(user, "is_active", False)
-    )
-
-
-def group_names(user: Any) -> frozenset[str]:
-    """The user's role groups, read once per user object (cached on it, like Django's perms)."""
-    if not _active(user) or not getattr(user, "pk", None):
-        return frozenset()
-    cached = getattr(user, "_omnia_roles", None)
-    if cached is None:
-        cached = frozenset(user.groups.filter(name__in=ROLES).values_list("name", flat=True))
-        user._omnia_roles = cached
-    return cached
-
-
-def can_admin(user: Any) -> bool:
-    if not _active(user):
-        return False
-    if user.is_superuser or user.is_staff:
-        return True
-    return ADMINS in group_names(user)
-
-
-def can_edit(user: Any) -> bool:
-    if not _active(user):
-        return False
-    return can_admin(user) or EDITORS in group_names(user)
-
-
-def can_read(user: Any) -> bool:
-    return _active(user)
+def refusal(permission: str, what: str) -> str:
+    """The words for a refused action: they name the role, e.g. "writes need the editor role"."""
+    return f"{what} the {_ROLE_NEEDED[permission]} role"
 
 
 def role_of(user: Any) -> str | None:
-    """The strongest role, for display: 'admins', 'editors', 'readers', or None (anonymous)."""
-    if can_admin(user):
-        return ADMINS
-    if can_edit(user):
-        return EDITORS
-    if can_read(user):
-        return READERS
-    return None
+    """The strongest role, for display: 'admins', 'editors', 'readers', or None."""
+    for role, permission in ((ADMINS, ADMIN_PERMISSION), (EDITORS, EDIT_PERMISSION)):
+        if user.has_perm(permission):
+            return role
+    return READERS if user.has_perm(READ_PERMISSION) else None
+
+
+_ROLE_NAME = {ADMINS: "admin", EDITORS: "editor", READERS: "reader"}
+
+
+def role_context(request: HttpRequest) -> dict[str, Any]:
+    """Template context processor: `role`, the signed-in user's role in words ("editor").
+    Lazy, so a page that never shows it never asks."""
+    user = getattr(request, "user", None)
+    return {"role": SimpleLazyObject(lambda: _ROLE_NAME.get(role_of(user), "") if user else "")}
+
+
+class RoleBackend(ModelBackend):
+    """ModelBackend, plus the permissions an account holds by its flags: an active account
+    has the readers', a staff account the admins'. Answered from these lists, without a
+    query, so a staff token's write costs no more round trips than a superuser's."""
+
+    def _by_flags(self, user_obj: Any, obj: Any) -> frozenset[str]:
+        if obj is not None or not user_obj.is_active or user_obj.is_anonymous:
+            return frozenset()
+        return frozenset(ADMIN_PERMISSIONS if user_obj.is_staff else READER_PERMISSIONS)
+
+    def get_all_permissions(self, user_obj: Any, obj: Any = None) -> set[str]:
+        return super().get_all_permissions(user_obj, obj) | self._by_flags(user_obj, obj)
+
+    def has_perm(self, user_obj: Any, perm: str, obj: Any = None) -> bool:
+        return perm in self._by_flags(user_obj, obj) or super().has_perm(user_obj, perm, obj)

@@ -8,26 +8,36 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.db.models import Q
 
+from memory.engine.abstract import abstract
 from memory.engine.aliases import (
     AliasesJsonError,
+    alias_label_problems,
+    alias_target_errors,
     dump_aliases_json,
     parse_aliases_json,
-    validate_alias_label,
 )
+from memory.engine.errors import InvalidInput, NotFound
+from memory.engine.projections import rebuild, verify
+from memory.engine.projections import run_cycle as cycle
+from memory.engine.write_door import remember, retract
 from memory.models import AliasChange, AuditLog, ObjectType, WorldObject
 
 
-class AliasRefused(ValueError):
-    """An alias write refused for its input; nothing was written."""
+class AliasRefused(InvalidInput):
+    """An alias write refused for its input; nothing was written.
 
-    def __init__(self, errors: list[str], field: str = "label") -> None:
-        super().__init__("; ".join(errors))
-        self.errors = errors
-        self.field = field
+    `by_field` holds every error under the input it blames ("target_id", "label",
+    "aliases_json"); `field` is the first of them, `errors` all of them in that order.
+    """
+
+    def __init__(self, by_field: dict[str, list[str]]) -> None:
+        self.by_field = {f: errs for f, errs in by_field.items() if errs}
+        self.errors = [e for errs in self.by_field.values() for e in errs]
+        super().__init__("; ".join(self.errors), field=next(iter(self.by_field), None))
 
 
-class ViewerMissing(LookupError):
-    pass
+class ViewerMissing(NotFound):
+    """An alias write for an entity the store does not hold."""
 
 
 @dataclass
@@ -58,24 +68,34 @@ def entity_ids_of_world(viewer: WorldObject) -> set[str]:
     )
 
 
-def check_alias(viewer: WorldObject, target_id: str, label: str) -> tuple[list[str], list[str]]:
-    """(errors, warnings) for this alias, checked against the viewer's world and every id held."""
+def check_alias(
+    viewer: WorldObject, target_id: str, label: str
+) -> tuple[dict[str, list[str]], list[str]]:
+    """({field: errors}, warnings) for this alias, checked against the viewer's world and
+    every id held; the errors name the input at fault, "target_id" or "label"."""
     ids = world_ids(viewer)
-    errors, warnings = validate_alias_label(
-        label, viewer_id=viewer.id, target_id=target_id, all_ids=ids
-    )
+    target_errors = alias_target_errors(viewer_id=viewer.id, target_id=target_id, all_ids=ids)
     if target_id in ids and target_id not in entity_ids_of_world(viewer):
-        errors.append(f"target {target_id!r} is not an entity")
+        target_errors.append(f"target {target_id!r} is not an entity")
+    label_errors, warnings = alias_label_problems(label, all_ids=ids)
     stripped = label.strip()
-    if stripped and stripped not in ids and WorldObject.objects.filter(pk=stripped).exists():
-        errors.append(f"label {label!r} is a system id")
+    # Checked before the lookup below: PostgreSQL refuses a NUL in a query parameter.
+    control = any(ord(c) < 32 or 0xD800 <= ord(c) <= 0xDFFF for c in label)
+    if (
+        stripped
+        and not control
+        and stripped not in ids
+        and WorldObject.objects.filter(pk=stripped).exists()
+    ):
+        label_errors.append(f"label {label!r} is a system id")
     if not stripped:
-        errors.append("label must not be empty (delete the alias instead)")
-    if any(ord(c) < 32 or 0xD800 <= ord(c) <= 0xDFFF for c in label):
-        errors.append("label contains control characters")
+        label_errors.append("label must not be empty (delete the alias instead)")
+    if control:
+        label_errors.append("label contains control characters")
     if len(label) > 200:
-        errors.append("label is longer than 200 characters")
-    return errors, [w for w in warnings if "label is empty" not in w]
+        label_errors.append("label is longer than 200 characters")
+    # An empty label is refused above, so the engine's "label is empty" warning never shows.
+    return {"target_id": target_errors, "label": label_errors}, warnings
 
 
 def _locked_viewer(viewer_id: str) -> tuple[WorldObject, dict[str, str]]:
@@ -83,13 +103,11 @@ def _locked_viewer(viewer_id: str) -> tuple[WorldObject, dict[str, str]]:
         WorldObject.objects.select_for_update().filter(pk=viewer_id, type=ObjectType.ENTITY).first()
     )
     if viewer is None:
-        raise ViewerMissing(f"no entity with id {viewer_id!r}")
+        raise ViewerMissing(f"no entity with id {viewer_id!r}", field="viewer_id")
     try:
         aliases = parse_aliases_json(viewer.aliases_json)
     except AliasesJsonError as exc:
-        raise AliasRefused(
-            [f"the viewer's aliases_json is corrupt: {exc}"], field="aliases_json"
-        ) from None
+        raise AliasRefused({"aliases_json": [f"the viewer's aliases_json is corrupt: {exc}"]}) from None
     return viewer, aliases
 
 
@@ -121,7 +139,7 @@ def set_alias(
     with transaction.atomic():
         viewer, aliases = _locked_viewer(viewer_id)
         errors, warnings = check_alias(viewer, target_id, label)
-        if errors:
+        if any(errors.values()):
             raise AliasRefused(errors)
         label = label.strip()
         before = aliases.get(target_id)
@@ -152,8 +170,6 @@ def delete_alias(viewer_id: str, target_id: str, *, user=None, source: str = "")
 
 def remember_memory(owner_id: str, *, user=None, **kwargs):
     """memory.engine.write_door.remember and its AuditLog row, in one transaction."""
-    from memory.engine.write_door import remember
-
     with transaction.atomic():
         done = remember(owner_id, **kwargs)
         AuditLog.objects.create(
@@ -169,8 +185,6 @@ def remember_memory(owner_id: str, *, user=None, **kwargs):
 
 def retract_memory(entry_id: str, *, user=None):
     """memory.engine.write_door.retract and its AuditLog row, in one transaction."""
-    from memory.engine.write_door import retract
-
     with transaction.atomic():
         entry = retract(entry_id)
         AuditLog.objects.create(
@@ -180,35 +194,6 @@ def retract_memory(entry_id: str, *, user=None):
             after_json=json.dumps({"retracted_at": entry.retracted_at.isoformat()}),
         )
     return entry
-
-
-# --- who may write ----------------------------------------------------------------------------
-
-
-def _role_check(name: str, user) -> bool | None:
-    """memory.web.roles' answer when that module (owned elsewhere) exists yet, else None."""
-    import importlib.util
-
-    if importlib.util.find_spec("memory.web.roles") is None:
-        return None
-    import memory.web.roles
-
-    check = getattr(memory.web.roles, name, None)
-    return None if check is None else bool(check(user))
-
-
-def can_edit(user) -> bool:
-    answer = _role_check("can_edit", user)
-    if answer is not None:
-        return answer
-    return bool(getattr(user, "is_active", False) and getattr(user, "is_staff", False))
-
-
-def can_admin(user) -> bool:
-    answer = _role_check("can_admin", user)
-    if answer is not None:
-        return answer
-    return bool(getattr(user, "is_active", False) and getattr(user, "is_superuser", False))
 
 
 # --- projection and abstraction doors ---------------------------------------------------------
@@ -225,8 +210,6 @@ def _audit(user, action: str, target: str, after: dict) -> None:
 
 def run_cycle(*, user=None) -> dict:
     """One incremental projection cycle over every shard; returns what it did."""
-    from memory.engine.projections import run_cycle as cycle
-
     result = cycle()
     done = {**result.as_dict(), "shards_skipped": list(result.shards_skipped)}
     _audit(user, "projections.cycle", "projections", done)
@@ -235,8 +218,6 @@ def run_cycle(*, user=None) -> dict:
 
 def rebuild_projections(*, user=None) -> dict:
     """The full rebuild door: every session and episode row re-folded from the buffer."""
-    from memory.engine.projections import rebuild
-
     result = rebuild()
     done = {
         "rows_folded": result.rows_folded,
@@ -249,8 +230,6 @@ def rebuild_projections(*, user=None) -> dict:
 
 def verify_projections() -> dict:
     """Fold everything afresh in memory and compare with the stored rows (writes nothing)."""
-    from memory.engine.projections import verify
-
     return verify().as_dict()
 
 
@@ -265,8 +244,6 @@ def abstract_memories(
     user=None,
 ):
     """memory.engine.abstract.abstract and its AuditLog row, in one transaction."""
-    from memory.engine.abstract import abstract
-
     with transaction.atomic():
         rollup = abstract(
             owner_id,

@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand
 
 
 class Command(BaseCommand):
-    help = "Create (or reset) a local staff login for the inspector."
+    help = "Create (or reset) a local admin login for the inspector (a staff account)."
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--username", default="designer")

@@ -1,0 +1,96 @@
+"""Entities (possible viewers), a viewer's aliases, and the alias writes (editors)."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest
+from ninja import Router
+
+from memory.web import inputs, services
+from memory.web.api import access
+from memory.web.api.errors import READ_ERRORS, WRITE_ERRORS
+from memory.web.auth import user_of
+from memory.web.schemas import (
+    AliasChangeOut,
+    AliasIn,
+    AliasListOut,
+    AliasOut,
+    EntityListOut,
+    EntityOut,
+)
+from memory.web.selectors import viewers as viewer_reads
+
+router = Router()
+
+
+@router.get("/entities", response={200: EntityListOut, **READ_ERRORS}, url_name="entities")
+def list_entities(request: HttpRequest, q: str | None = None, world_id: str | None = None):
+    """Every entity (a possible viewer), optionally searched by id or attribute value."""
+    access.require_reader(request)
+    items = [
+        EntityOut(
+            id=o.id,
+            world_id=o.world_id,
+            location_id=o.location_id,
+            is_agent=None if o.is_agent is None else bool(o.is_agent),
+        )
+        for o in viewer_reads.list_viewers(
+            world_id=inputs.text(world_id, "world_id"), q=inputs.text(q, "q")
+        )
+    ]
+    return {"items": items, "count": len(items)}
+
+
+@router.get(
+    "/viewers/{viewer_id}/aliases", response={200: AliasListOut, **READ_ERRORS}, url_name="aliases"
+)
+def list_aliases(request: HttpRequest, viewer_id: str):
+    """The viewer's alias for every other entity of its world, with state and a suggestion."""
+    viewer = access.viewer(request, viewer_id)
+    items = [
+        AliasOut(
+            target_id=r.target_id,
+            label=r.label,
+            state=r.state,
+            shown_as=r.shown_as,
+            true_name=r.true_name,
+            suggestion=r.suggestion,
+            in_world=r.in_world,
+        )
+        for r in viewer_reads.alias_rows(viewer)
+    ]
+    return {"viewer_id": viewer.id, "items": items, "aliases_error": viewer.aliases_error}
+
+
+@router.put(
+    "/viewers/{viewer_id}/aliases/{target_id}",
+    response={200: AliasChangeOut, **WRITE_ERRORS},
+    url_name="alias_set",
+)
+def set_alias(request: HttpRequest, viewer_id: str, target_id: str, payload: AliasIn):
+    """Set what the viewer calls the target. Refused: unknown target, self, system/generated ids."""
+    access.require_editor(request)
+    viewer = access.viewer(request, viewer_id)
+    inputs.payload(payload)
+    result = services.set_alias(
+        viewer.id,
+        inputs.path_id(target_id, "target_id"),
+        payload.label,
+        user=user_of(request),
+        source="api",
+    )
+    return AliasChangeOut(**vars(result))
+
+
+@router.delete(
+    "/viewers/{viewer_id}/aliases/{target_id}",
+    response={200: AliasChangeOut, **WRITE_ERRORS},
+    url_name="alias_delete",
+)
+def delete_alias(request: HttpRequest, viewer_id: str, target_id: str):
+    """Forget the viewer's alias for the target (it reads as "an unfamiliar figure" again)."""
+    access.require_editor(request)
+    viewer = access.viewer(request, viewer_id)
+    result = services.delete_alias(
+        viewer.id, inputs.path_id(target_id, "target_id"), user=user_of(request), source="api"
+    )
+    return AliasChangeOut(**vars(result))

@@ -1,0 +1,116 @@
+"""The subjective buffer as its owner reads it: one page (cursor-paged, filtered), one entry."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.db.models import Q
+
+from memory.engine.buffer.rendered import BUFFER_FIELDS, RenderedEntry, render_entry
+from memory.engine.cursor import decode_cursor, encode_cursor
+from memory.engine.errors import NotFound
+from memory.engine.knowledge import Viewer
+from memory.models import BufferEntry
+
+
+def _cursor_of(entry: RenderedEntry) -> str:
+    return encode_cursor([entry.timestamp, entry.created_at, entry.id])
+
+
+def _decoded(cursor: str) -> tuple[str, int, str]:
+    timestamp, created_at, entry_id = decode_cursor(cursor, (str, int, str))
+    return timestamp, created_at, entry_id
+
+
+@dataclass
+class BufferPage:
+    entries: list[RenderedEntry]
+    rows_visited: int
+    older: str | None = None  # cursor for the page before this one
+    newer: str | None = None  # cursor for the page after this one
+    total: int | None = None
+    filters: dict[str, str] = field(default_factory=dict)
+
+
+def _after(timestamp: str, created_at: int, entry_id: str) -> Q:
+    return (
+        Q(timestamp__gt=timestamp)
+        | Q(timestamp=timestamp, created_at__gt=created_at)
+        | Q(timestamp=timestamp, created_at=created_at, id__gt=entry_id)
+    )
+
+
+def _before(timestamp: str, created_at: int, entry_id: str) -> Q:
+    return (
+        Q(timestamp__lt=timestamp)
+        | Q(timestamp=timestamp, created_at__lt=created_at)
+        | Q(timestamp=timestamp, created_at=created_at, id__lt=entry_id)
+    )
+
+
+def buffer_page(
+    viewer: Viewer,
+    *,
+    before: str | None = None,
+    after: str | None = None,
+    limit: int | None = None,
+    types: frozenset[str] | None = None,
+    q: str | None = None,
+    scan_limit: int = 20000,
+) -> BufferPage:
+    """One page of the viewer's buffer, chronological, newest page first by default.
+
+    Filters apply to what the viewer reads (type, and text in the rendered line), so they
+    run after rendering; `scan_limit` bounds how many rows one page may read to find matches.
+    """
+    limit = max(1, min(limit or settings.OMNIA_BUFFER_PAGE_SIZE, 500))
+    base = BufferEntry.objects.filter(owner_id=viewer.id).only(*BUFFER_FIELDS)
+    forward = after is not None
+    if after:
+        qs = base.filter(_after(*_decoded(after))).order_by("timestamp", "created_at", "id")
+    else:
+        qs = base.order_by("-timestamp", "-created_at", "-id")
+        if before:
+            qs = qs.filter(_before(*_decoded(before)))
+    needle = q.casefold() if q else None
+    picked: list[RenderedEntry] = []
+    visited = 0
+    step = limit if not (types or needle) else max(limit * 4, 200)
+    offset = 0
+    while len(picked) < limit and visited < scan_limit:
+        chunk = list(qs[offset : offset + step])
+        offset += step
+        visited += len(chunk)
+        for entry in chunk:
+            rendered = render_entry(entry, viewer)
+            if types and rendered.type not in types:
+                continue
+            if needle and needle not in (rendered.line or rendered.undeliverable or "").casefold():
+                continue
+            picked.append(rendered)
+            if len(picked) == limit:
+                break
+        if len(chunk) < step:
+            break
+    if not forward:
+        picked.reverse()
+    page = BufferPage(entries=picked, rows_visited=visited)
+    if picked:
+        first, last = picked[0], picked[-1]
+        has_older = base.filter(_before(first.timestamp, first.created_at, first.id)).exists()
+        has_newer = base.filter(_after(last.timestamp, last.created_at, last.id)).exists()
+        page.rows_visited += int(has_older) + int(has_newer)
+        page.older = _cursor_of(first) if has_older else None
+        page.newer = _cursor_of(last) if has_newer else None
+    page.filters = {
+        k: v for k, v in {"type": ",".join(sorted(types or ())), "q": q or ""}.items() if v
+    }
+    return page
+
+
+def get_entry(viewer: Viewer, entry_id: str) -> RenderedEntry:
+    entry = BufferEntry.objects.filter(pk=entry_id, owner_id=viewer.id).only(*BUFFER_FIELDS).first()
+    if entry is None:
+        raise NotFound(f"{viewer.id} holds no memory with id {entry_id!r}", field="entry_id")
+    return render_entry(entry, viewer)

@@ -1,0 +1,116 @@
+"""Viewers and what they see of each other: the entity lists, the alias table, the
+knowledge matrix, alias history."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db.models import Q
+
+from memory.engine.aliases import UNFAMILIAR, KnownIds, alias_state, derive_descriptor
+from memory.engine.knowledge import Viewer, WorldKnowledge, viewer_of, world_knowledge
+from memory.models import AliasChange, ObjectType, WorldObject
+
+
+def _entities(world_id: str | None):
+    qs = WorldObject.objects.filter(type=ObjectType.ENTITY)
+    return qs.filter(world_id=world_id) if world_id else qs
+
+
+def list_viewers(*, world_id: str | None = None, q: str | None = None) -> list[WorldObject]:
+    qs = _entities(world_id)
+    if q:
+        qs = qs.filter(Q(id__icontains=q) | Q(attributes__value__icontains=q)).distinct()
+    return list(qs.order_by("world_id", "id"))
+
+
+def viewer_ids(world_id: str | None) -> list[str]:
+    """Ids of the entities of one world (or of every world), in id order: ids only, cheap
+    enough for a 1,000-entity switcher to slice from."""
+    return list(_entities(world_id).order_by("id").values_list("id", flat=True))
+
+
+def list_worlds() -> list[WorldObject]:
+    return list(WorldObject.objects.filter(type=ObjectType.WORLD).order_by("id"))
+
+
+@dataclass(frozen=True)
+class AliasRow:
+    target_id: str
+    label: str | None
+    state: str  # "known" | "descriptor" | "unknown"
+    true_name: str | None
+    shown_as: str  # what the viewer's memories print for this target
+    suggestion: str  # a descriptor derived from what the viewer can see
+    in_world: bool
+
+
+def alias_targets(viewer: Viewer, knowledge: WorldKnowledge) -> list[str]:
+    """Every entity of the viewer's world, then alias targets that are not in it."""
+    targets = [e.id for e in knowledge.entities if e.id != viewer.id]
+    targets += [t for t in viewer.aliases if t not in knowledge.objects and t != viewer.id]
+    return targets
+
+
+def alias_rows(
+    viewer: Viewer,
+    knowledge: WorldKnowledge | None = None,
+    targets: list[str] | None = None,
+) -> list[AliasRow]:
+    """The alias table: one row per target (default: every alias_targets one, in its order).
+
+    A page that shows only some targets passes them: a suggestion is derived from what the
+    viewer can see of each target, and a 1,000-entity world should not pay for 900 unseen.
+    """
+    knowledge = knowledge or world_knowledge(viewer.obj.world_id)
+    rows = []
+    known = KnownIds.of(knowledge.objects)
+    for target_id in alias_targets(viewer, knowledge) if targets is None else targets:
+        label = viewer.aliases.get(target_id)
+        true_name = knowledge.true_name(target_id)
+        rows.append(
+            AliasRow(
+                target_id=target_id,
+                label=label,
+                state=alias_state(label, true_name),
+                true_name=true_name,
+                shown_as=label if label is not None else UNFAMILIAR,
+                suggestion=derive_descriptor(
+                    knowledge.visible_attributes(viewer.id, target_id), known
+                ),
+                in_world=target_id in knowledge.objects,
+            )
+        )
+    return rows
+
+
+@dataclass(frozen=True)
+class MatrixCell:
+    label: str | None
+    state: str
+
+
+def knowledge_matrix(world_id: str) -> tuple[list[WorldObject], dict[str, dict[str, MatrixCell]]]:
+    """Viewers × targets: the label each viewer uses for each other entity."""
+    knowledge = world_knowledge(world_id)
+    entities = knowledge.entities
+    matrix: dict[str, dict[str, MatrixCell]] = {}
+    for viewer_obj in entities:
+        viewer = viewer_of(viewer_obj)
+        row = {}
+        for target in entities:
+            if target.id == viewer.id:
+                continue
+            label = viewer.aliases.get(target.id)
+            row[target.id] = MatrixCell(
+                label=label, state=alias_state(label, knowledge.true_name(target.id))
+            )
+        matrix[viewer.id] = row
+    return entities, matrix
+
+
+def alias_history(viewer_id: str, *, target_id: str | None = None, limit: int = 50) -> list:
+    qs = AliasChange.objects.filter(viewer_id=viewer_id).select_related("changed_by")
+    if target_id:
+        qs = qs.filter(target_id=target_id)
+    return list(qs.order_by("-changed_at", "-id")[:limit])

@@ -1,0 +1,283 @@
+"""The viewer page and its panels (aliases, buffer, sessions, faces), each one URL that
+answers with the whole page or, to htmx, the panel alone; and the inline alias edit."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+from django.contrib.auth.decorators import login_required, permission_required
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import reverse
+from django.utils.functional import SimpleLazyObject
+from django.views.decorators.http import require_GET, require_POST
+
+from memory.engine.cursor import BadCursor
+from memory.engine.errors import NotFound
+from memory.engine.knowledge import Viewer, get_viewer, world_knowledge
+from memory.web import services
+from memory.web.roles import EDIT_PERMISSION
+from memory.web.selectors import buffer as buffer_reads
+from memory.web.selectors import faces as face_reads
+from memory.web.selectors import projections as projection_reads
+from memory.web.selectors import viewers as viewer_reads
+from memory.web.views._common import (
+    get_viewer_for_user,
+    path_id,
+    query_text,
+    render_page,
+    wants_fragment,
+)
+
+BUFFER_TYPES = ("dialogue", "action", "monologue", "thought")
+
+
+@dataclass
+class BufferState:
+    before: str | None
+    after: str | None
+    types: tuple[str, ...]
+    q: str | None
+    qa: bool
+
+    @classmethod
+    def from_request(cls, request: HttpRequest) -> BufferState:
+        types = tuple(t for t in request.GET.getlist("type") if t in BUFFER_TYPES)
+        return cls(
+            before=query_text(request, "before"),
+            after=query_text(request, "after"),
+            types=types,
+            q=query_text(request, "q"),
+            qa=request.GET.get("qa") == "1",
+        )
+
+    def query(self, **overrides: Any) -> str:
+        values = {
+            "before": self.before,
+            "after": self.after,
+            "q": self.q,
+            "qa": "1" if self.qa else None,
+        }
+        values.update(overrides)
+        pairs = [("type", t) for t in self.types]
+        pairs += [(k, v) for k, v in values.items() if v]
+        return urlencode(pairs)
+
+
+def _buffer_context(viewer: Viewer, state: BufferState) -> dict[str, Any]:
+    base = reverse("memory:buffer_panel", args=[viewer.id])
+    error = None
+    try:
+        page = buffer_reads.buffer_page(
+            viewer,
+            before=state.before,
+            after=state.after,
+            types=frozenset(state.types) or None,
+            q=state.q,
+        )
+    except BadCursor as exc:
+        error = str(exc)
+        page = buffer_reads.buffer_page(viewer, types=frozenset(state.types) or None, q=state.q)
+
+    def url(**overrides: Any) -> str:
+        qs = state.query(**overrides)
+        return f"{base}?{qs}" if qs else base
+
+    return {
+        "page": page,
+        "state": state,
+        "error": error,
+        "types": BUFFER_TYPES,
+        "self_url": url(),
+        "older_url": url(before=page.older, after=None) if page.older else None,
+        "newer_url": url(after=page.newer, before=None) if page.newer else None,
+        "qa_url": url(qa=None if state.qa else "1"),
+        "json_url": reverse("api:buffer", args=[viewer.id])
+        + (f"?{state.query(qa=None)}" if state.query(qa=None) else ""),
+    }
+
+
+ALIASES_SHOWN = 100
+
+
+def _aliases_context(
+    viewer: Viewer,
+    errors: dict[str, list[str]] | None = None,
+    warnings=None,
+    show_all: bool = False,
+) -> dict:
+    """Every alias row; past ALIASES_SHOWN targets only the labelled ones and any the edit just
+    touched, unless ?all_aliases=1 (a crowd of strangers would make the page megabytes)."""
+    errors, warnings = errors or {}, warnings or {}
+    knowledge = world_knowledge(viewer.obj.world_id)
+    targets = viewer_reads.alias_targets(viewer, knowledge)
+    if not show_all and len(targets) > ALIASES_SHOWN:
+        # Picked by label alone, before any row is built: the hidden ones cost nothing.
+        keep = [t for t in targets if t in viewer.aliases or t in errors or t in warnings]
+        picked = set(keep)
+        strangers = [t for t in targets if t not in picked]
+        picked |= set(strangers[: max(ALIASES_SHOWN - len(keep), 0)])
+        visible = [t for t in targets if t in picked]
+    else:
+        visible = targets
+    rows = [
+        {"row": r, "errors": errors.get(r.target_id, []), "warnings": warnings.get(r.target_id, [])}
+        for r in viewer_reads.alias_rows(viewer, knowledge, targets=visible)
+    ]
+    shown = {item["row"].target_id for item in rows}
+    return {
+        "rows": rows,
+        "hidden": len(targets) - len(rows),
+        "all_url": reverse("memory:aliases_panel", args=[viewer.id]) + "?all_aliases=1",
+        "other_errors": [(t, errs) for t, errs in errors.items() if t not in shown],
+        "history": viewer_reads.alias_history(viewer.id),
+        "errors": errors or {},
+        "warnings": warnings or {},
+        "aliases_error": viewer.aliases_error,
+    }
+
+
+def _sessions_context(viewer: Viewer) -> dict[str, Any]:
+    panel = projection_reads.sessions_panel(viewer.id)
+    sessions, digest, episodes = panel.sessions, panel.digest, panel.episodes
+    items = [(s, panel.summaries.get(s.session_key)) for s in sessions.items]
+    return {
+        "sessions": items,
+        "digest": digest,
+        "episodes": episodes.items,
+        "timeline": _timeline(episodes.items),
+    }
+
+
+def _timeline(episodes: list) -> list[dict[str, Any]]:
+    """Episodes as bars on one row, oldest left: x/width in percent of the SVG's width."""
+    if not episodes:
+        return []
+    ordered = sorted(episodes, key=lambda e: e.ordinal)
+    total = sum(max(e.member_count, 1) for e in ordered)
+    x = 0.0
+    bars = []
+    for e in ordered:
+        width = 100.0 * max(e.member_count, 1) / total
+        bars.append({"episode": e, "x": f"{x:.2f}", "width": f"{max(width - 0.4, 0.3):.2f}"})
+        x += width
+    return bars
+
+
+def _faces_context(request: HttpRequest, viewer: Viewer) -> dict[str, Any]:
+    include = request.GET.get("include_shadowed") == "1"
+    base = reverse("memory:faces_panel", args=[viewer.id])
+    toggle = base if include else f"{base}?include_shadowed=1"
+    context: dict[str, Any] = {
+        "include_shadowed": include,
+        "toggle_url": toggle,
+        "json_url": reverse("api:faces", args=[viewer.id])
+        + ("?include_shadowed=true" if include else ""),
+    }
+    context["view"] = face_reads.faces_view(viewer.id, include_shadowed=include)
+    return context
+
+
+VIEWERS_SHOWN = 50
+
+
+def _viewer_switch(viewer: Viewer) -> dict[str, Any]:
+    """The switcher's window: at most VIEWERS_SHOWN ids of the viewer's world around the
+    current one (a list of 1,000 links is neither quick to render nor usable); the rest are
+    one search away (the header's "Find a viewer", the overview)."""
+    ids = viewer_reads.viewer_ids(viewer.obj.world_id)
+    if len(ids) <= VIEWERS_SHOWN:
+        return {"ids": ids, "hidden": 0, "total": len(ids)}
+    at = ids.index(viewer.id) if viewer.id in ids else 0
+    start = max(0, min(at - VIEWERS_SHOWN // 2, len(ids) - VIEWERS_SHOWN))
+    return {
+        "ids": ids[start : start + VIEWERS_SHOWN],
+        "hidden": len(ids) - VIEWERS_SHOWN,
+        "total": len(ids),
+    }
+
+
+def _viewer_context(request: HttpRequest, viewer: Viewer, **aliases_extra: Any) -> dict[str, Any]:
+    state = BufferState.from_request(request)
+    # Lazy: a panel fragment reads only its own panel, so it pays only for that panel.
+    return {
+        "viewer": viewer,
+        "viewers": SimpleLazyObject(lambda: _viewer_switch(viewer)),
+        "aliases": SimpleLazyObject(
+            lambda: _aliases_context(
+                viewer, show_all=request.GET.get("all_aliases") == "1", **aliases_extra
+            )
+        ),
+        "buffer": SimpleLazyObject(lambda: _buffer_context(viewer, state)),
+        "sessions": SimpleLazyObject(lambda: _sessions_context(viewer)),
+        "faces": SimpleLazyObject(lambda: _faces_context(request, viewer)),
+        "can_edit": request.user.has_perm(EDIT_PERMISSION),
+        "json_twin": reverse("api:buffer", args=[viewer.id]),
+    }
+
+
+@require_GET
+@login_required
+def viewer_page(request: HttpRequest, viewer_id: str) -> HttpResponse:
+    viewer = get_viewer_for_user(request, viewer_id)
+    return render_page(
+        request, "memory/viewer.html", "viewer-panels", _viewer_context(request, viewer)
+    )
+
+
+def _panel_view(partial: str, twin: str):
+    @require_GET
+    @login_required
+    def view(request: HttpRequest, viewer_id: str) -> HttpResponse:
+        viewer = get_viewer_for_user(request, viewer_id)
+        context = _viewer_context(request, viewer)
+        context["json_twin"] = reverse(twin, args=[viewer.id])
+        return render_page(request, "memory/viewer.html", partial, context)
+
+    view.__name__ = partial.replace("-", "_")
+    return view
+
+
+aliases_panel = _panel_view("aliases-panel", "api:aliases")
+buffer_panel = _panel_view("buffer-panel", "api:buffer")
+sessions_panel = _panel_view("sessions-panel", "api:sessions")
+faces_panel = _panel_view("faces-panel", "api:faces")
+
+
+@require_POST
+@login_required
+@permission_required(EDIT_PERMISSION, raise_exception=True)
+def alias_edit(request: HttpRequest, viewer_id: str, target_id: str) -> HttpResponse:
+    """Set or delete one alias (editors). Errors come back inline, in the aliases panel."""
+    viewer = get_viewer_for_user(request, viewer_id)
+    target_id = path_id(target_id, "target_id")
+    errors: dict[str, list[str]] = {}
+    warnings: dict[str, list[str]] = {}
+    try:
+        if request.POST.get("action") == "delete":
+            services.delete_alias(viewer.id, target_id, user=request.user, source="inspector")
+        else:
+            result = services.set_alias(
+                viewer.id,
+                target_id,
+                request.POST.get("label", ""),
+                user=request.user,
+                source="inspector",
+            )
+            if result.warnings:
+                warnings[target_id] = result.warnings
+    except services.AliasRefused as exc:
+        errors[target_id] = exc.errors
+    except NotFound as exc:  # the viewer went between the read above and the write
+        raise Http404(str(exc)) from None
+    if not wants_fragment(request) and not errors:
+        return HttpResponseRedirect(reverse("memory:aliases_panel", args=[viewer.id]))
+    viewer = get_viewer(viewer.id)  # re-read: the labels just changed
+    context = _viewer_context(request, viewer, errors=errors, warnings=warnings)
+    status = 400 if errors and not wants_fragment(request) else 200
+    response = render_page(request, "memory/viewer.html", "aliases-panel", context, status=status)
+    if not errors:
+        # The buffer panel listens for this and re-reads itself with its own state.
+        response.headers["HX-Trigger"] = "aliases-changed"
+    return response
