@@ -18,7 +18,8 @@ from memory.engine.projections import run_cycle
 from memory.engine.shards import shard_count
 from memory.engine.write_door import remember
 from memory.models import Attribute, ObjectType, WorldObject
-from memory.web import selectors, services
+from memory.web import services
+from memory.web.selectors import buffer, faces, leaks, projections, viewers
 
 CHEST = "[12:03:00 PM] the hooded figure opened the wooden chest (Outcome: Succeeded)"
 HI = '[12:05:00 PM] the bartender spoke to you: "Hi"'
@@ -133,20 +134,20 @@ def grow(world_id: str, viewer_id: str, n: int = 12) -> None:
 
 def test_list_viewers_and_viewer_ids_answer_in_one_query(story, django_assert_max_num_queries):
     with django_assert_max_num_queries(QUERIES["list_viewers"]):
-        assert [v.id for v in selectors.list_viewers()] == ["alice", "bob", "charlie"]
+        assert [v.id for v in viewers.list_viewers()] == ["alice", "bob", "charlie"]
     with django_assert_max_num_queries(QUERIES["list_viewers"]):
         # a search matches attribute values too: bob's private true name
-        assert [v.id for v in selectors.list_viewers(q="gareth")] == ["bob"]
+        assert [v.id for v in viewers.list_viewers(q="gareth")] == ["bob"]
     with django_assert_max_num_queries(QUERIES["viewer_ids"]):
-        assert selectors.viewer_ids("tavern") == ["alice", "bob", "charlie"]
-    assert selectors.viewer_ids("nowhere") == []
+        assert viewers.viewer_ids("tavern") == ["alice", "bob", "charlie"]
+    assert viewers.viewer_ids("nowhere") == []
     with django_assert_max_num_queries(QUERIES["list_worlds"]):
-        assert [w.id for w in selectors.list_worlds()] == ["tavern"]
+        assert [w.id for w in viewers.list_worlds()] == ["tavern"]
 
 
 def test_knowledge_matrix_is_every_label_of_every_viewer(story, django_assert_max_num_queries):
     with django_assert_max_num_queries(QUERIES["knowledge_matrix"]):
-        entities, cells = selectors.knowledge_matrix("tavern")
+        entities, cells = viewers.knowledge_matrix("tavern")
     matrix = labels(cells)
     assert [e.id for e in entities] == ["alice", "bob", "charlie"]
     assert matrix == {
@@ -167,7 +168,7 @@ def test_knowledge_matrix_is_every_label_of_every_viewer(story, django_assert_ma
 
 def test_knowledge_matrix_on_the_demo_world(demo, django_assert_max_num_queries):
     with django_assert_max_num_queries(DEMO_QUERIES["knowledge_matrix"]):
-        entities, cells = selectors.knowledge_matrix("harbor-town")
+        entities, cells = viewers.knowledge_matrix("harbor-town")
     matrix = labels(cells)
     assert [e.id for e in entities] == [
         "5b0e6c1a-3f2d-4e8b-9a71-c4d2e8f90a13",
@@ -195,10 +196,10 @@ def test_alias_rows_and_targets(story, django_assert_max_num_queries):
     alice = get_viewer("alice")
     knowledge = world_knowledge("tavern")
     with django_assert_max_num_queries(0):
-        assert selectors.alias_targets(alice, knowledge) == ["bob", "charlie"]
-        handed = selectors.alias_rows(alice, knowledge)
+        assert viewers.alias_targets(alice, knowledge) == ["bob", "charlie"]
+        handed = viewers.alias_rows(alice, knowledge)
     with django_assert_max_num_queries(QUERIES["alias_rows"]):
-        rows = selectors.alias_rows(alice)
+        rows = viewers.alias_rows(alice)
     assert handed == rows
     assert [
         (r.target_id, r.label, r.state, r.true_name, r.shown_as, r.suggestion, r.in_world)
@@ -212,15 +213,15 @@ def test_alias_rows_and_targets(story, django_assert_max_num_queries):
 def test_alias_history_is_newest_first_with_who(story, django_assert_max_num_queries):
     services.set_alias("bob", "charlie", "Charlie", source="test")
     with django_assert_max_num_queries(QUERIES["alias_history"]):
-        history = selectors.alias_history("bob")
+        history = viewers.alias_history("bob")
         # the editor is fetched with the change, not one query per row
         changes = [(c.target_id, c.before, c.after, c.changed_by and c.changed_by.username) for c in history]
     assert changes == [
         ("charlie", "the barkeep", "Charlie", None),
         ("charlie", None, "the barkeep", "eddie"),
     ]
-    assert selectors.alias_history("bob", target_id="alice") == []
-    assert selectors.alias_history("alice") == []
+    assert viewers.alias_history("bob", target_id="alice") == []
+    assert viewers.alias_history("alice") == []
 
 
 # --- the buffer panel and the entry page -------------------------------------------------------
@@ -229,27 +230,27 @@ def test_alias_history_is_newest_first_with_who(story, django_assert_max_num_que
 def test_buffer_page_renders_what_alice_reads(story, django_assert_max_num_queries):
     alice = get_viewer("alice")
     with django_assert_max_num_queries(QUERIES["buffer_page"]):
-        page = selectors.buffer_page(alice)
+        page = buffer.buffer_page(alice)
     assert [(e.id, e.line) for e in page.entries] == [("m-chest", CHEST), ("m-hi", HI)]
     assert (page.older, page.newer, page.rows_visited, page.filters) == (None, None, 2, {})
     with django_assert_max_num_queries(QUERIES["buffer_page"]):
-        first = selectors.buffer_page(alice, limit=1)
+        first = buffer.buffer_page(alice, limit=1)
     assert [e.id for e in first.entries] == ["m-hi"]
     assert first.newer is None and first.older is not None
     with django_assert_max_num_queries(QUERIES["buffer_page"]):
-        older = selectors.buffer_page(alice, before=first.older, limit=1)
+        older = buffer.buffer_page(alice, before=first.older, limit=1)
     assert [e.id for e in older.entries] == ["m-chest"]
     assert older.older is None and older.newer is not None
-    dialogue = selectors.buffer_page(alice, types=frozenset({"dialogue"}))
+    dialogue = buffer.buffer_page(alice, types=frozenset({"dialogue"}))
     assert [e.id for e in dialogue.entries] == ["m-hi"]
     assert dialogue.filters == {"type": "dialogue"}
-    assert [e.id for e in selectors.buffer_page(alice, q="CHEST").entries] == ["m-chest"]
+    assert [e.id for e in buffer.buffer_page(alice, q="CHEST").entries] == ["m-chest"]
 
 
 def test_get_entry_renders_one_memory_or_raises_not_found(story, django_assert_max_num_queries):
     alice = get_viewer("alice")
     with django_assert_max_num_queries(QUERIES["get_entry"]):
-        entry = selectors.get_entry(alice, "m-chest")
+        entry = buffer.get_entry(alice, "m-chest")
     assert (entry.id, entry.line, entry.type, entry.actor_id, entry.outcome_json) == (
         "m-chest",
         CHEST,
@@ -258,7 +259,7 @@ def test_get_entry_renders_one_memory_or_raises_not_found(story, django_assert_m
         '{"isValid":true,"reason":"r"}',
     )
     with pytest.raises(NotFound):
-        selectors.get_entry(get_viewer("bob"), "m-chest")  # alice's memory, not bob's
+        buffer.get_entry(get_viewer("bob"), "m-chest")  # alice's memory, not bob's
 
 
 # --- the sessions panel ----------------------------------------------------------------------
@@ -266,7 +267,7 @@ def test_get_entry_renders_one_memory_or_raises_not_found(story, django_assert_m
 
 def test_sessions_panel_on_the_cast(story, django_assert_max_num_queries):
     with django_assert_max_num_queries(QUERIES["sessions_panel"]):
-        panel = selectors.sessions_panel("alice")
+        panel = projections.sessions_panel("alice")
     assert [
         (s.session_key, s.kind, s.first_at, s.memory_count, s.dialogue_count, s.last_member_id)
         for s in panel.sessions.items
@@ -288,7 +289,7 @@ def test_sessions_panel_on_the_cast(story, django_assert_max_num_queries):
 
 def test_sessions_panel_on_the_demo_world(demo, django_assert_max_num_queries):
     with django_assert_max_num_queries(DEMO_QUERIES["sessions_panel"]):
-        panel = selectors.sessions_panel("npc-tobiah")
+        panel = projections.sessions_panel("npc-tobiah")
     assert [(s.session_key, s.memory_count, s.dialogue_count) for s in panel.sessions.items] == [
         ("scene:loc-quay", 9, 3),
         ("conv-standoff", 5, 3),
@@ -309,15 +310,15 @@ def test_sessions_panel_on_the_demo_world(demo, django_assert_max_num_queries):
 
 def test_faces_of_a_viewer_without_long_term_memory(story, django_assert_max_num_queries):
     with django_assert_max_num_queries(QUERIES["faces_view"]):
-        view = selectors.faces_view("alice")
+        view = faces.faces_view("alice")
     assert (view.rows, view.answer.items, view.include_shadowed) == ([], [], False)
     with django_assert_max_num_queries(QUERIES["face_maps"]):
-        assert selectors.face_maps("alice") == ({}, {}, {})
+        assert faces.face_maps("alice") == ({}, {}, {})
 
 
 def test_faces_view_on_the_demo_world(demo, django_assert_max_num_queries):
     with django_assert_max_num_queries(DEMO_QUERIES["faces_view"]):
-        view = selectors.faces_view("npc-tobiah")
+        view = faces.faces_view("npc-tobiah")
     assert [(r.item.id, r.state, [a.item.id for a in r.absorbed]) for r in view.rows] == [
         ("abs-tobiah-signal-nights", "default", []),
         ("ltm-tobiah-03", "default", []),
@@ -327,7 +328,7 @@ def test_faces_view_on_the_demo_world(demo, django_assert_max_num_queries):
     ]
     assert view.answer.withheld == ["ltm-tobiah-02"]
     with django_assert_max_num_queries(DEMO_QUERIES["faces_view"]):
-        shown = selectors.faces_view("npc-tobiah", include_shadowed=True)
+        shown = faces.faces_view("npc-tobiah", include_shadowed=True)
     assert [
         (r.item.id, r.state, r.shadowed_by, r.superseded_by, [a.item.id for a in r.absorbed])
         for r in shown.rows
@@ -340,7 +341,7 @@ def test_faces_view_on_the_demo_world(demo, django_assert_max_num_queries):
         ("lore-signal", "default", None, None, []),
     ]
     with django_assert_max_num_queries(DEMO_QUERIES["face_maps"]):
-        assert selectors.face_maps("npc-tobiah") == (
+        assert faces.face_maps("npc-tobiah") == (
             {"lore-gullwing": "ltm-tobiah-03"},
             {"ltm-tobiah-01": "abs-tobiah-signal-nights"},
             {},
@@ -349,7 +350,7 @@ def test_faces_view_on_the_demo_world(demo, django_assert_max_num_queries):
 
 def test_long_term_entry_names_its_rollup_and_members(demo, django_assert_max_num_queries):
     with django_assert_max_num_queries(DEMO_QUERIES["long_term_entry"]):
-        member = selectors.long_term_entry("npc-tobiah", "ltm-tobiah-01")
+        member = faces.long_term_entry("npc-tobiah", "ltm-tobiah-01")
     assert (member.item.id, member.item.title, member.rollup, member.members) == (
         "ltm-tobiah-01",
         "The Signal",
@@ -360,7 +361,7 @@ def test_long_term_entry_names_its_rollup_and_members(demo, django_assert_max_nu
         "[superseded] consolidated into abs-tobiah-signal-nights; delivered by id as evidence"
     ]
     with django_assert_max_num_queries(DEMO_QUERIES["long_term_entry"]):
-        rollup = selectors.long_term_entry("npc-tobiah", "abs-tobiah-signal-nights")
+        rollup = faces.long_term_entry("npc-tobiah", "abs-tobiah-signal-nights")
     assert (rollup.item.title, rollup.rollup) == ("Signal Nights", None)
     assert rollup.members == [
         {"id": "ltm-tobiah-01", "title": None},
@@ -368,7 +369,7 @@ def test_long_term_entry_names_its_rollup_and_members(demo, django_assert_max_nu
         {"id": "m-d01-tobiah", "title": None},
     ]
     with pytest.raises(NotFound):
-        selectors.long_term_entry("npc-pip", "ltm-tobiah-01")  # tobiah's, not pip's
+        faces.long_term_entry("npc-pip", "ltm-tobiah-01")  # tobiah's, not pip's
 
 
 # --- the prompt page and the leak report ---------------------------------------------------------
@@ -377,7 +378,7 @@ def test_long_term_entry_names_its_rollup_and_members(demo, django_assert_max_nu
 def test_prompt_view_on_the_cast_has_no_findings(story, django_assert_max_num_queries):
     alice = get_viewer("alice")
     with django_assert_max_num_queries(QUERIES["prompt_view"]):
-        view = selectors.prompt_view(alice)
+        view = leaks.prompt_view(alice)
     assert [s.name for s in view.sections] == [
         "Current moment",
         "The world as you perceive it",
@@ -394,7 +395,7 @@ def test_prompt_view_on_the_cast_has_no_findings(story, django_assert_max_num_qu
 def test_prompt_view_marks_the_planted_leak(demo, django_assert_max_num_queries):
     pip = get_viewer("npc-pip")
     with django_assert_max_num_queries(DEMO_QUERIES["prompt_view"]):
-        view = selectors.prompt_view(pip)
+        view = leaks.prompt_view(pip)
     assert view.findings == [PIP_LEAK]
     marked = [astuple(s) for s in view.segments if s.finding is not None]
     assert marked == [("Sable Quint", PIP_LEAK, 1)]
@@ -404,17 +405,17 @@ def test_prompt_view_marks_the_planted_leak(demo, django_assert_max_num_queries)
 
 def test_leak_findings_and_counts_on_the_demo_world(demo, django_assert_max_num_queries):
     with django_assert_max_num_queries(DEMO_LEAK_QUERIES):
-        findings = selectors.leak_findings()
+        findings = leaks.leak_findings()
     assert [(f["viewer_id"], f["kind"], f["text"], f["entity_id"]) for f in findings] == [
         (ISOLDE, "system_id", "npc-sable", "npc-sable"),
         (ISOLDE, "private_attribute", "two short flashes and one long means the quay is clear", "npc-oswin"),
         ("npc-oswin", "system_id", "npc-sable", "npc-sable"),
         ("npc-pip", "unknown_name", "Sable Quint", "npc-sable"),
     ]
-    assert selectors.leak_findings(viewer_id="npc-pip") == [PIP_LEAK]
-    assert selectors.leak_findings(kind="unknown_name") == [PIP_LEAK]
+    assert leaks.leak_findings(viewer_id="npc-pip") == [PIP_LEAK]
+    assert leaks.leak_findings(kind="unknown_name") == [PIP_LEAK]
     with django_assert_max_num_queries(DEMO_LEAK_QUERIES + 2):
-        counts = selectors.leak_counts()
+        counts = leaks.leak_counts()
     zero = {"private_attribute": 0, "system_id": 0, "unknown_name": 0}
     assert counts == {
         ISOLDE: {**zero, "private_attribute": 1, "system_id": 1},
@@ -428,14 +429,14 @@ def test_leak_findings_and_counts_on_the_demo_world(demo, django_assert_max_num_
 
 def test_projection_status_after_a_cycle(story, django_assert_max_num_queries):
     with django_assert_max_num_queries(QUERIES["projection_status"]):
-        status = selectors.projection_status()
+        status = projections.projection_status()
     assert (status["lag_rows"], status["shard_count"]) == (0, shard_count())
     assert [s["shard"] for s in status["shards"]] == list(range(shard_count()))
     assert [s["rows_behind"] for s in status["shards"]] == [0] * shard_count()
     assert sum(s["last_cycle_rows"] for s in status["shards"]) == 2
     remember("alice", _action("left", "alice"), timestamp="2026-07-06T12:09:00.000Z")
     with django_assert_max_num_queries(QUERIES["projection_status"]):
-        assert selectors.projection_status()["lag_rows"] == 1
+        assert projections.projection_status()["lag_rows"] == 1
 
 
 # --- the bounds do not grow with the world ----------------------------------------------------
@@ -445,19 +446,19 @@ def test_panel_reads_take_the_same_queries_in_a_bigger_world(story, django_asser
     grow("tavern", "alice")
     alice = get_viewer("alice")
     reads = {
-        "list_viewers": lambda: selectors.list_viewers(),
-        "viewer_ids": lambda: selectors.viewer_ids("tavern"),
-        "list_worlds": selectors.list_worlds,
-        "knowledge_matrix": lambda: selectors.knowledge_matrix("tavern"),
-        "alias_rows": lambda: selectors.alias_rows(alice),
-        "buffer_page": lambda: selectors.buffer_page(alice),
-        "get_entry": lambda: selectors.get_entry(alice, "m-chest"),
-        "alias_history": lambda: selectors.alias_history("alice"),
-        "sessions_panel": lambda: selectors.sessions_panel("alice"),
-        "faces_view": lambda: selectors.faces_view("alice"),
-        "face_maps": lambda: selectors.face_maps("alice"),
-        "prompt_view": lambda: selectors.prompt_view(alice),
-        "projection_status": selectors.projection_status,
+        "list_viewers": lambda: viewers.list_viewers(),
+        "viewer_ids": lambda: viewers.viewer_ids("tavern"),
+        "list_worlds": viewers.list_worlds,
+        "knowledge_matrix": lambda: viewers.knowledge_matrix("tavern"),
+        "alias_rows": lambda: viewers.alias_rows(alice),
+        "buffer_page": lambda: buffer.buffer_page(alice),
+        "get_entry": lambda: buffer.get_entry(alice, "m-chest"),
+        "alias_history": lambda: viewers.alias_history("alice"),
+        "sessions_panel": lambda: projections.sessions_panel("alice"),
+        "faces_view": lambda: faces.faces_view("alice"),
+        "face_maps": lambda: faces.face_maps("alice"),
+        "prompt_view": lambda: leaks.prompt_view(alice),
+        "projection_status": projections.projection_status,
     }
     answers = {}
     for name, read in reads.items():
@@ -476,11 +477,11 @@ def test_leak_scan_costs_a_fixed_number_of_queries_per_viewer(story, django_asse
     """Twelve more viewers cost six queries each (their prompt's long-term, buffer and
     sessions reads); alice's twelve more memories, sessions and aliases cost none."""
     with django_assert_max_num_queries(CAST_LEAK_QUERIES):
-        assert selectors.leak_findings() == []
+        assert leaks.leak_findings() == []
     grow("tavern", "alice")
     with django_assert_max_num_queries(CAST_LEAK_QUERIES + 12 * LEAK_QUERIES_PER_NEW_VIEWER):
-        assert selectors.leak_findings() == []
+        assert leaks.leak_findings() == []
     with django_assert_max_num_queries(CAST_LEAK_QUERIES + 12 * LEAK_QUERIES_PER_NEW_VIEWER + 2):
-        counts = selectors.leak_counts()
+        counts = leaks.leak_counts()
     assert len(counts) == 15
     assert set(map(sum, map(dict.values, counts.values()))) == {0}
