@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -67,6 +68,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "ninja",
+    "axes",
     "csp",
     "memory",
 ]
@@ -83,6 +85,14 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     "memory.web.middleware.DatabaseUnavailableMiddleware",
     "csp.middleware.CSPMiddleware",
+    # Last, as axes asks: it turns a refused sign-in into the throttled page (memory.web.lockout).
+    "axes.middleware.AxesMiddleware",
+]
+
+# axes first: it refuses a throttled sign-in before any password is checked.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
 ]
 
 ROOT_URLCONF = "omnia_site.urls"
@@ -194,16 +204,25 @@ CONTENT_SECURITY_POLICY = {
     },
 }
 
-CACHES = {
-    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
-    # Failed-login counts (memory/throttle.py) in the database, so every web process sees
-    # the same count: a per-process cache would multiply the limit by the worker count.
-    # The table is made by migration memory.0005.
-    "throttle": {
-        "BACKEND": "django.core.cache.backends.db.DatabaseCache",
-        "LOCATION": "memory_login_throttle",
-    },
-}
+# Login throttling (django-axes, hooks in memory/web/lockout.py): 5 failures per username or
+# per client address (either one) within 15 minutes, then 429 until the 15 minutes have passed
+# since the last counted failure. Counted in the database (the handler is axes' database one),
+# so every web process sees the same count: a per-process count would multiply the limit by
+# the worker count. The address is REMOTE_ADDR: X-Forwarded-For is client-controlled unless a
+# trusted proxy rewrites it.
+AXES_FAILURE_LIMIT = 5
+AXES_COOLOFF_TIME = timedelta(minutes=15)
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_HANDLER = "memory.web.lockout.LoginFailures"
+AXES_USERNAME_CALLABLE = "memory.web.lockout.username_key"
+AXES_LOCKOUT_CALLABLE = "memory.web.lockout.throttled_response"
+# Attempts refused while throttled are not counted, so the pause does not grow with them.
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_RESET_ON_SUCCESS = True
+# Failures only; successful sign-ins are not logged.
+AXES_DISABLE_ACCESS_LOG = True
+
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
 # The memory engine's knobs.
 OMNIA_TRUE_NAME_ATTRIBUTES = env_list("OMNIA_TRUE_NAME_ATTRIBUTES", "name,true_name")
