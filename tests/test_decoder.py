@@ -121,7 +121,9 @@ def test_decoder_deterministic_uses_the_alias_map_alone() -> None:
 
 
 def test_decoder_deterministic_takes_its_own_self_words() -> None:
-    result = DeterministicDecoder(self_words=["me"]).decode("I greet the hooded figure", "alice", ALICE)
+    result = DeterministicDecoder(self_words=["me"]).decode(
+        "I greet the hooded figure", "alice", ALICE
+    )
     assert result == Resolution(
         "alice", mentions=[Mention(8, 25, "the hooded figure", "bob")], unresolved=["I"]
     )
@@ -204,8 +206,16 @@ def test_decoder_llm_answer_may_leave_lists_out_and_add_keys() -> None:
             "answer ambiguous.0.label: Field required",
             "ambiguous.0.label",
         ),
-        ('{"unresolved": "the guard"}', "answer unresolved: Input should be a valid array", "unresolved"),
-        ('{"unresolved": [null]}', "answer unresolved.0: Input should be a valid string", "unresolved.0"),
+        (
+            '{"unresolved": "the guard"}',
+            "answer unresolved: Input should be a valid array",
+            "unresolved",
+        ),
+        (
+            '{"unresolved": [null]}',
+            "answer unresolved.0: Input should be a valid string",
+            "unresolved.0",
+        ),
     ],
 )
 def test_decoder_llm_refuses_an_answer_not_in_the_asked_shape(answer, message, field) -> None:
