@@ -5,12 +5,11 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from memory.web.health import healthz
-from memory.web.throttle import ThrottledLoginView
 from omnia_site.api import api
 
 urlpatterns = [
     path("admin/", admin.site.urls),
-    path("accounts/login/", ThrottledLoginView.as_view(), name="login"),
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("healthz", healthz, name="healthz"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/", api.urls),

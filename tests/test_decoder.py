@@ -17,6 +17,7 @@ from memory.engine.decoder import (
     Resolution,
     build_decoder_prompt,
     decode_intent,
+    parse_answer,
 )
 
 ALICE = {"bob": "the hooded figure", "charlie": "the bartender"}
@@ -108,18 +109,24 @@ def test_decoder_prompt_lists_aliases_ids_world_actor_prose() -> None:
     ]
 
 
-def test_decoder_deterministic_is_the_seam_default() -> None:
+def test_decoder_deterministic_uses_the_alias_map_alone() -> None:
     decoder: IntentDecoderSeam = DeterministicDecoder()
-    assert decoder.decode("I greet the hooded figure", "alice", ALICE) == Resolution(
-        "alice", [Mention(0, 1, "I", "alice"), Mention(8, 25, "the hooded figure", "bob")]
+    result = decoder.decode(
+        "I greet the hooded figure", "alice", ALICE, world_summary="ignored", known_ids=["zed"]
     )
-    # its own self words, not the module's: "we" names the actor, and "I" names nobody
-    plural: IntentDecoderSeam = DeterministicDecoder(self_words=("we",))
-    assert plural.decode("we greet the hooded figure", "alice", ALICE).mentions == [
-        Mention(0, 2, "we", "alice"),
-        Mention(9, 26, "the hooded figure", "bob"),
-    ]
-    assert plural.decode("I wave", "alice", ALICE).mentions == []
+    assert result == Resolution(
+        "alice",
+        mentions=[Mention(0, 1, "I", "alice"), Mention(8, 25, "the hooded figure", "bob")],
+    )
+
+
+def test_decoder_deterministic_takes_its_own_self_words() -> None:
+    result = DeterministicDecoder(self_words=["me"]).decode(
+        "I greet the hooded figure", "alice", ALICE
+    )
+    assert result == Resolution(
+        "alice", mentions=[Mention(8, 25, "the hooded figure", "bob")], unresolved=["I"]
+    )
 
 
 def test_decoder_llm_parses_and_checks_the_answer() -> None:
@@ -165,3 +172,53 @@ def test_decoder_llm_parses_and_checks_the_answer() -> None:
 def test_decoder_llm_rejects_non_json() -> None:
     with pytest.raises(DecoderAnswerError, match="not JSON"):
         LLMDecoder(lambda _: "bob, I think").decode("I wave", "alice", ALICE)
+
+
+def test_decoder_llm_answer_may_leave_lists_out_and_add_keys() -> None:
+    answer = '{"unresolved": [3], "ambiguous": [{"label": "someone", "candidates": [1, "bob"]}], "note": "hi"}'
+    result = LLMDecoder(lambda _: answer).decode("I wave", "alice", ALICE)
+    # A number written unquoted is read as its text; a missing list is empty.
+    assert result == Resolution(
+        "alice", ambiguous=[AmbiguousLabel("someone", ["1", "bob"])], unresolved=["3"]
+    )
+    assert LLMDecoder(lambda _: "{}").decode("I wave", "alice", ALICE) == Resolution("alice")
+
+
+@pytest.mark.parametrize(
+    ("answer", "message", "field"),
+    [
+        ("bob, I think", "answer is not JSON: expected value at line 1 column 1", None),
+        ('["bob"]', "answer must be a JSON object", None),
+        ('{"mentions": null}', "answer mentions: Input should be a valid array", "mentions"),
+        ('{"mentions": ["bob"]}', "answer mentions.0: Input should be an object", "mentions.0"),
+        (
+            '{"mentions": [{"text": "the hooded figure"}]}',
+            "answer mentions.0.entity_id: Field required",
+            "mentions.0.entity_id",
+        ),
+        (
+            '{"mentions": [{"text": "the hooded figure", "entity_id": 7}]}',
+            "answer mentions.0.entity_id: Input should be a valid string",
+            "mentions.0.entity_id",
+        ),
+        (
+            '{"ambiguous": [{"candidates": ["bob"]}]}',
+            "answer ambiguous.0.label: Field required",
+            "ambiguous.0.label",
+        ),
+        (
+            '{"unresolved": "the guard"}',
+            "answer unresolved: Input should be a valid array",
+            "unresolved",
+        ),
+        (
+            '{"unresolved": [null]}',
+            "answer unresolved.0: Input should be a valid string",
+            "unresolved.0",
+        ),
+    ],
+)
+def test_decoder_llm_refuses_an_answer_not_in_the_asked_shape(answer, message, field) -> None:
+    with pytest.raises(DecoderAnswerError) as refused:
+        parse_answer(answer)
+    assert (str(refused.value), refused.value.field) == (message, field)

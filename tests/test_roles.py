@@ -7,8 +7,9 @@ from __future__ import annotations
 import re
 
 import pytest
+from axes.models import AccessAttempt
+from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, Group
-from django.core.cache import caches
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
@@ -16,7 +17,10 @@ from memory.engine.write_door import remember
 from memory.models import AuditLog
 from memory.web import roles
 from memory.web.auth import issue_token
-from memory.web.throttle import MAX_FAILURES, THROTTLED_MESSAGE, WINDOW_SECONDS
+from memory.web.lockout import THROTTLED_MESSAGE
+
+MAX_FAILURES = settings.AXES_FAILURE_LIMIT
+WINDOW_SECONDS = int(settings.AXES_COOLOFF_TIME.total_seconds())
 
 CHEST = {
     "type": "action",
@@ -246,29 +250,20 @@ def test_csrf_is_enforced_on_form_posts_and_session_api_writes(chest, editor):
 # --- login throttling -------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def fresh_cache():
-    caches["throttle"].clear()
-    yield
-    caches["throttle"].clear()
+def test_throttle_policy_is_five_failures_per_user_or_address_in_fifteen_minutes():
+    assert (MAX_FAILURES, WINDOW_SECONDS) == (5, 900)
+    assert settings.AXES_LOCKOUT_PARAMETERS == ["username", "ip_address"]  # either one
 
 
-def test_failed_logins_are_counted_in_the_database_every_worker_reads(client, reader, fresh_cache):
-    from django.db import connection
-
+def test_failed_logins_are_counted_in_the_database_every_worker_reads(client, reader):
     client.post("/accounts/login/", {"username": "rita", "password": "wrong"})
     client.post("/accounts/login/", {"username": "RITA ", "password": "wrong"})  # same user
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT cache_key FROM memory_login_throttle ORDER BY cache_key")
-        keys = [row[0] for row in cursor.fetchall()]
-    # One row per client address and per username, shared by every process on this database.
-    assert len(keys) == 2
-    assert [k.split(":")[-2] for k in keys] == ["addr", "user"]
-    cache = caches["throttle"]
-    assert sorted(cache.get(k.split(":", 2)[-1]) for k in keys) == [2, 2]
+    # One row per username and client address, shared by every process on this database.
+    rows = AccessAttempt.objects.values_list("username", "ip_address", "failures_since_start")
+    assert list(rows) == [("rita", "127.0.0.1", 2)]
 
 
-def test_login_is_throttled_after_repeated_failures(client, reader, fresh_cache):
+def test_login_is_throttled_after_repeated_failures(client, reader):
     for _ in range(MAX_FAILURES):
         r = client.post("/accounts/login/", {"username": "rita", "password": "wrong"})
         assert r.status_code == 200  # the form again, with its error
@@ -280,11 +275,56 @@ def test_login_is_throttled_after_repeated_failures(client, reader, fresh_cache)
     assert r.context["form"].non_field_errors() == [THROTTLED_MESSAGE]
     assert b'role="alert"' in r.content
     assert "_auth_user_id" not in client.session
+    # Refused attempts are not counted: the pause does not grow with them.
+    assert AccessAttempt.objects.get(username="rita").failures_since_start == MAX_FAILURES
 
 
-def test_login_succeeds_below_the_limit_and_clears_the_count(client, reader, fresh_cache):
+def test_login_is_throttled_per_address_whatever_the_username(client, reader):
+    for n in range(MAX_FAILURES):
+        client.post("/accounts/login/", {"username": f"guess{n}", "password": "wrong"})
+    r = client.post("/accounts/login/", {"username": "rita", "password": "pw"})
+    assert r.status_code == 429
+    assert "_auth_user_id" not in client.session
+    # Another address may still sign in as rita: her own count is zero.
+    other = Client(REMOTE_ADDR="10.0.0.2")
+    assert other.post("/accounts/login/", {"username": "rita", "password": "pw"}).status_code == 302
+
+
+def test_login_is_throttled_per_username_whatever_the_address(reader):
+    for n in range(MAX_FAILURES):
+        Client(REMOTE_ADDR=f"10.0.0.{n + 1}").post(
+            "/accounts/login/", {"username": "rita", "password": "wrong"}
+        )
+    r = Client(REMOTE_ADDR="10.0.1.1").post(
+        "/accounts/login/", {"username": "rita", "password": "pw"}
+    )
+    assert r.status_code == 429
+
+
+def test_admin_login_is_throttled_too(client, reader):
+    for _ in range(MAX_FAILURES):
+        client.post("/admin/login/", {"username": "rita", "password": "wrong"})
+    r = client.post("/admin/login/", {"username": "rita", "password": "pw"})
+    assert r.status_code == 429
+    assert r.context["form"].non_field_errors() == [THROTTLED_MESSAGE]
+    assert THROTTLED_MESSAGE in r.content.decode()
+
+
+def test_login_succeeds_below_the_limit_and_clears_the_count(client, reader):
     for _ in range(MAX_FAILURES - 1):
         client.post("/accounts/login/", {"username": "rita", "password": "wrong"})
     r = client.post("/accounts/login/", {"username": "rita", "password": "pw"})
     assert r.status_code == 302
     assert client.session["_auth_user_id"] == str(reader.pk)
+    assert not AccessAttempt.objects.filter(username="rita").exists()
+
+
+def test_a_login_forgives_only_its_own_usernames_failures(client, reader):
+    for _ in range(MAX_FAILURES - 2):
+        client.post("/accounts/login/", {"username": "rita", "password": "wrong"})
+    client.post("/accounts/login/", {"username": "mallory", "password": "wrong"})
+    r = client.post("/accounts/login/", {"username": "rita", "password": "pw"})
+    assert r.status_code == 302
+    # Holding one account does not reset the count of another guessed from the same address.
+    rows = AccessAttempt.objects.values_list("username", "failures_since_start")
+    assert list(rows) == [("mallory", 1)]

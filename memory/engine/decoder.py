@@ -23,7 +23,9 @@ import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Annotated, Any, Protocol
+
+from pydantic import BaseModel, Field, ValidationError
 
 from memory.engine.errors import InvalidInput
 from memory.engine.leaks.scanner import fold
@@ -309,6 +311,48 @@ class DecoderAnswerError(InvalidInput):
     """The language model's answer is not the JSON the prompt asked for."""
 
 
+# Words and ids the model lists: a number it wrote unquoted is still read as its text.
+_Words = Annotated[str, Field(coerce_numbers_to_str=True)]
+
+
+class AnswerMention(BaseModel):
+    text: str
+    entity_id: str
+
+
+class AnswerAmbiguous(BaseModel):
+    label: str
+    candidates: list[_Words] = []
+
+
+class DecoderAnswer(BaseModel):
+    """The JSON the decoder prompt asks for. Missing lists are empty; other keys are ignored."""
+
+    mentions: list[AnswerMention] = []
+    ambiguous: list[AnswerAmbiguous] = []
+    unresolved: list[_Words] = []
+
+
+def parse_answer(raw: str) -> DecoderAnswer:
+    """The model's answer (bare or in a ```json fence) as a DecoderAnswer, or DecoderAnswerError
+    naming what is wrong and where."""
+    text = raw.strip()
+    fenced = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", text, re.DOTALL)
+    if fenced:
+        text = fenced.group(1)
+    try:
+        return DecoderAnswer.model_validate_json(text)
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        if error["type"] == "json_invalid":
+            reason = error.get("ctx", {}).get("error", error["msg"])
+            raise DecoderAnswerError(f"answer is not JSON: {reason}") from None
+        if not error["loc"]:
+            raise DecoderAnswerError("answer must be a JSON object") from None
+        where = ".".join(str(part) for part in error["loc"])
+        raise DecoderAnswerError(f"answer {where}: {error['msg']}", field=where) from None
+
+
 class LLMDecoder:
     """Builds the decoder prompt, hands it to `complete`, and trusts the answer only as far as
     it can be checked: ids must be known, mention texts must occur in the prose."""
@@ -329,31 +373,21 @@ class LLMDecoder:
         prompt = build_decoder_prompt(
             prose, actor_id, aliases, world_summary, actor_summary, known_ids
         )
-        answer = _parse_answer(self.complete(prompt))
+        answer = parse_answer(self.complete(prompt))
         allowed = {actor_id, *known_ids, *aliases}
         mentions: list[Mention] = []
-        unresolved: list[str] = [str(u) for u in answer.get("unresolved", [])]
+        unresolved = list(answer.unresolved)
         cursor = 0
         lowered = fold(prose)
-        for item in answer.get("mentions", []):
-            if not isinstance(item, dict):
-                raise DecoderAnswerError(f"mention must be an object, not {item!r}")
-            text, entity_id = item.get("text"), item.get("entity_id")
-            if not isinstance(text, str) or not isinstance(entity_id, str):
-                raise DecoderAnswerError(f"mention needs string text and entity_id: {item!r}")
-            start = _find(lowered, text, cursor)
-            if entity_id not in allowed or start < 0:
+        for item in answer.mentions:
+            start = _find(lowered, item.text, cursor)
+            if item.entity_id not in allowed or start < 0:
                 # An invented id or words the prose does not contain: a reference still open.
-                unresolved.append(text)
+                unresolved.append(item.text)
                 continue
-            cursor = start + len(text)
-            mentions.append(Mention(start, cursor, prose[start:cursor], entity_id))
-        ambiguous = []
-        for item in answer.get("ambiguous", []):
-            if not isinstance(item, dict) or not isinstance(item.get("label"), str):
-                raise DecoderAnswerError(f"ambiguous entry needs a string label: {item!r}")
-            candidates = [str(c) for c in item.get("candidates", [])]
-            ambiguous.append(AmbiguousLabel(item["label"], candidates))
+            cursor = start + len(item.text)
+            mentions.append(Mention(start, cursor, prose[start:cursor], item.entity_id))
+        ambiguous = [AmbiguousLabel(a.label, list(a.candidates)) for a in answer.ambiguous]
         return Resolution(actor_id, mentions, ambiguous, list(dict.fromkeys(unresolved)))
 
 
@@ -363,17 +397,3 @@ def _find(lowered_prose: str, text: str, cursor: int) -> int:
     needle = fold(text)
     found = lowered_prose.find(needle, cursor)
     return found if found >= 0 else lowered_prose.find(needle)
-
-
-def _parse_answer(raw: str) -> dict[str, Any]:
-    text = raw.strip()
-    fenced = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", text, re.DOTALL)
-    if fenced:
-        text = fenced.group(1)
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise DecoderAnswerError(f"answer is not JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise DecoderAnswerError("answer must be a JSON object")
-    return data

@@ -1,5 +1,7 @@
 """Cross-cutting HTTP behaviour: a clear 503 when the database is away (for the API in its one
-error shape), and the CSP header."""
+error shape).
+
+The Content-Security-Policy header is django-csp's (CONTENT_SECURITY_POLICY in settings)."""
 
 from __future__ import annotations
 
@@ -13,25 +15,6 @@ from django.template.loader import render_to_string
 from memory.web.api.errors import CODES, error_body
 
 logger = logging.getLogger(__name__)
-
-# No inline script, no external origin: every asset is vendored and served by us.
-CONTENT_SECURITY_POLICY = (
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'self'; "
-    "form-action 'self'; frame-ancestors 'none'"
-)
-
-
-class ContentSecurityPolicyMiddleware:
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
-        self.get_response = get_response
-
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        response = self.get_response(request)
-        # The interactive API docs page loads its own bundle; everything else is strict.
-        if not request.path.startswith("/api/docs"):
-            response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
-        return response
 
 
 class DatabaseUnavailableMiddleware:
