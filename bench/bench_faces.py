@@ -62,18 +62,31 @@ def populate(entries: int) -> None:
     def rows():
         for n in range(home_count):
             yield LedgerEntry(
-                id=f"h{n:07d}", owner_id=VIEWER, timestamp="2026-07-06T12:00:00.000Z",
-                content=body(n), importance=5, scope_id=f"home:{VIEWER}", slug=f"home/fact-{n}",
-                name=f"Fact {n}", withheld=n % 50 == 1, created_at=n,
+                id=f"h{n:07d}",
+                owner_id=VIEWER,
+                timestamp="2026-07-06T12:00:00.000Z",
+                content=body(n),
+                importance=5,
+                scope_id=f"home:{VIEWER}",
+                slug=f"home/fact-{n}",
+                name=f"Fact {n}",
+                withheld=n % 50 == 1,
+                created_at=n,
             )
         for layer in range(LAYERS):
             for n in range(per_scope):
                 # Every 10th layer entry shares a home entry's name; the rest are unique.
                 name = f"Fact {n}" if n % 10 == 0 else f"Lore {layer}-{n}"
                 yield LedgerEntry(
-                    id=f"l{layer}-{n:07d}", owner_id=None, timestamp="2026-07-06T12:00:00.000Z",
-                    content=body(n), importance=5, scope_id=f"layer:bench-layer-{layer}",
-                    slug=f"lore{layer}/entry-{n}", name=name, created_at=n,
+                    id=f"l{layer}-{n:07d}",
+                    owner_id=None,
+                    timestamp="2026-07-06T12:00:00.000Z",
+                    content=body(n),
+                    importance=5,
+                    scope_id=f"layer:bench-layer-{layer}",
+                    slug=f"lore{layer}/entry-{n}",
+                    name=name,
+                    created_at=n,
                 )
 
     batch: list = []
@@ -86,8 +99,13 @@ def populate(entries: int) -> None:
     # Supersession: every 100th home entry absorbed by a rollup (the rollups are home entries
     # already counted above, so the total stays `entries`).
     AbstractionEdge.objects.bulk_create(
-        AbstractionEdge(member_id=f"h{n:07d}", member_kind="ledger", rollup_id=f"h{n + 1:07d}",
-                        owner_id=VIEWER, created_at=n)
+        AbstractionEdge(
+            member_id=f"h{n:07d}",
+            member_kind="ledger",
+            rollup_id=f"h{n + 1:07d}",
+            owner_id=VIEWER,
+            created_at=n,
+        )
         for n in range(0, home_count - 1, 100)
     )
 
@@ -177,7 +195,10 @@ def main() -> None:
             _reset_postgres(args.database_url)
         out = subprocess.run(
             [sys.executable, __file__, "--child", str(entries)],
-            check=True, capture_output=True, text=True, cwd=ROOT,
+            check=True,
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
             env={**os.environ, "DATABASE_URL": url},
         )
     result = json.loads(out.stdout.strip().splitlines()[-1])

@@ -32,13 +32,20 @@ ENTITIES = 200
 def generate_world(path: Path, rows: int) -> None:
     conn = sqlite3.connect(path)
     conn.executescript(OMNIA_V1_DDL)
-    conn.execute("INSERT INTO objects VALUES ('bench-world','world',NULL,'2026-07-06T12:00:00.000Z',NULL,NULL)")
+    conn.execute(
+        "INSERT INTO objects VALUES ('bench-world','world',NULL,'2026-07-06T12:00:00.000Z',NULL,NULL)"
+    )
     for i in range(ENTITIES):
-        aliases = json.dumps([[f"npc-{(i + 1) % ENTITIES}", f"the stranger {i}"]], separators=(",", ":"))
-        conn.execute(
-            "INSERT INTO objects VALUES (?, 'entity', 'bench-world', NULL, 'hall', ?)", (f"npc-{i}", aliases)
+        aliases = json.dumps(
+            [[f"npc-{(i + 1) % ENTITIES}", f"the stranger {i}"]], separators=(",", ":")
         )
-        conn.execute("INSERT INTO attributes VALUES (?, 'name', ?, 'PRIVATE')", (f"npc-{i}", f"Name{i}"))
+        conn.execute(
+            "INSERT INTO objects VALUES (?, 'entity', 'bench-world', NULL, 'hall', ?)",
+            (f"npc-{i}", aliases),
+        )
+        conn.execute(
+            "INSERT INTO attributes VALUES (?, 'name', ?, 'PRIVATE')", (f"npc-{i}", f"Name{i}")
+        )
 
     def buffer_rows():
         for n in range(rows):
@@ -47,14 +54,31 @@ def generate_world(path: Path, rows: int) -> None:
             seconds = n // 10
             ts = f"2026-07-06T{12 + seconds // 3600 % 12:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}.000Z"
             if n % 3:
-                intent = {"type": "action", "originalText": "x", "description": f"opens door {n}",
-                          "actorId": actor, "targetIds": []}
+                intent = {
+                    "type": "action",
+                    "originalText": "x",
+                    "description": f"opens door {n}",
+                    "actorId": actor,
+                    "targetIds": [],
+                }
                 outcome = '{"isValid":true,"reason":"ok"}'
             else:
-                intent = {"type": "dialogue", "originalText": "x", "description": f"hello {n}",
-                          "actorId": actor, "targetIds": [owner]}
+                intent = {
+                    "type": "dialogue",
+                    "originalText": "x",
+                    "description": f"hello {n}",
+                    "actorId": actor,
+                    "targetIds": [owner],
+                }
                 outcome = None
-            yield (f"e{n:08d}", owner, ts, "hall", json.dumps(intent, separators=(",", ":")), outcome)
+            yield (
+                f"e{n:08d}",
+                owner,
+                ts,
+                "hall",
+                json.dumps(intent, separators=(",", ":")),
+                outcome,
+            )
 
     conn.executemany("INSERT INTO buffer_entries VALUES (?,?,?,?,?,?)", buffer_rows())
     conn.commit()
@@ -94,7 +118,11 @@ def child_import(source: str) -> dict:
 def run_child(kind: str, *args: str, env: dict | None = None) -> dict:
     out = subprocess.run(
         [sys.executable, __file__, "--child", kind, *args],
-        check=True, capture_output=True, text=True, env={**os.environ, **(env or {})}, cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        cwd=ROOT,
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -128,10 +156,14 @@ def _reset_postgres(url: str) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, for CI")
-    parser.add_argument("--database-url", help="import into this PostgreSQL instead of a temp SQLite")
+    parser.add_argument(
+        "--database-url", help="import into this PostgreSQL instead of a temp SQLite"
+    )
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:

@@ -281,7 +281,9 @@ def main() -> None:
     parser.add_argument("--naive-seconds", type=float, default=60.0)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--smoke", action="store_true", help="50 entities, 2,000 lines")
-    parser.add_argument("--db", action="store_true", help="scan every viewer's prompt via scan_world")
+    parser.add_argument(
+        "--db", action="store_true", help="scan every viewer's prompt via scan_world"
+    )
     args = parser.parse_args()
     if args.smoke:
         args.entities, args.lines, args.naive_seconds = 50, 2000, 10.0
@@ -391,12 +393,16 @@ def store_world(rng: random.Random, world: LeakWorld, ids: list[str], lines: int
     # Line n's leak draws come from the same generator as the pure bench, so the rates compare.
     texts = make_texts(rng, world, ids, lines)
     with transaction.atomic():
-        root = WorldObject.objects.create(id="bench-world", type="world", clock_iso="2026-07-06T12:30:00.000Z")
+        root = WorldObject.objects.create(
+            id="bench-world", type="world", clock_iso="2026-07-06T12:30:00.000Z"
+        )
         WorldObject.objects.bulk_create(
             WorldObject(id=loc, type="location", world=root) for loc in locations
         )
         Attribute.objects.bulk_create(
-            Attribute(object_id=loc, name="description", value=f"a room numbered {n}", visibility="PUBLIC")
+            Attribute(
+                object_id=loc, name="description", value=f"a room numbered {n}", visibility="PUBLIC"
+            )
             for n, loc in enumerate(locations)
         )
         WorldObject.objects.bulk_create(
@@ -410,15 +416,22 @@ def store_world(rng: random.Random, world: LeakWorld, ids: list[str], lines: int
             )
             for n, entity_id in enumerate(ids)
         )
-        attrs = [Attribute(object_id=i, name="name", value=world.true_names[i], visibility="PRIVATE") for i in ids]
+        attrs = [
+            Attribute(object_id=i, name="name", value=world.true_names[i], visibility="PRIVATE")
+            for i in ids
+        ]
         attrs += [
-            Attribute(object_id=p.object_id, name=p.attribute_name, value=p.value, visibility="PRIVATE")
+            Attribute(
+                object_id=p.object_id, name=p.attribute_name, value=p.value, visibility="PRIVATE"
+            )
             for p in world.private_values
         ]
         Attribute.objects.bulk_create(attrs, batch_size=2000)
         AttributeAcl.objects.bulk_create(
             (
-                AttributeAcl(object_id=p.object_id, attribute_name=p.attribute_name, entity_id=allowed)
+                AttributeAcl(
+                    object_id=p.object_id, attribute_name=p.attribute_name, entity_id=allowed
+                )
                 for p in world.private_values
                 for allowed in sorted(p.allowed)
             ),
@@ -454,7 +467,9 @@ def run_db(args: argparse.Namespace) -> None:
         world, ids = make_world(rng, args.entities)
         t0 = time.perf_counter()
         stored = store_world(rng, world, ids, args.lines)
-        print(f"db: {args.entities:,} entities, {stored:,} buffer rows stored in {time.perf_counter() - t0:.1f} s")
+        print(
+            f"db: {args.entities:,} entities, {stored:,} buffer rows stored in {time.perf_counter() - t0:.1f} s"
+        )
 
         t0 = time.perf_counter()
         scans = scan_world("bench-world")

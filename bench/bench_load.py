@@ -234,7 +234,12 @@ def wait_http(url: str, seconds: float = 30) -> None:
 def wait_lag_zero(env: dict[str, str], seconds: float = 120) -> float:
     started = time.monotonic()
     while time.monotonic() - started < seconds:
-        out = manage(env, "shell", "-c", "from memory.engine.projections.worker import projection_status as p; print(p()['lag_rows'])")
+        out = manage(
+            env,
+            "shell",
+            "-c",
+            "from memory.engine.projections.worker import projection_status as p; print(p()['lag_rows'])",
+        )
         if out.stdout.strip().splitlines()[-1] == "0":
             return time.monotonic() - started
         time.sleep(0.5)
@@ -330,17 +335,37 @@ def main() -> None:
                 [
                     str(Path(sys.executable).parent / "gunicorn"),
                     "omnia_site.wsgi",
-                    "--workers", str(args.web_workers),
-                    "--bind", f"127.0.0.1:{args.port}",
-                    "--access-logfile", "-",
+                    "--workers",
+                    str(args.web_workers),
+                    "--bind",
+                    f"127.0.0.1:{args.port}",
+                    "--access-logfile",
+                    "-",
                 ],
-                cwd=ROOT, env=env, stdout=logs["gunicorn"], stderr=subprocess.STDOUT,
+                cwd=ROOT,
+                env=env,
+                stdout=logs["gunicorn"],
+                stderr=subprocess.STDOUT,
             )
         )
         workers = [
             subprocess.Popen(
-                [sys.executable, "manage.py", "run_projections", "--loop", "--poll", "1", "--settle", args.settle, "--json"],
-                cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=logs["workers"], text=True,
+                [
+                    sys.executable,
+                    "manage.py",
+                    "run_projections",
+                    "--loop",
+                    "--poll",
+                    "1",
+                    "--settle",
+                    args.settle,
+                    "--json",
+                ],
+                cwd=ROOT,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=logs["workers"],
+                text=True,
             )
             for _ in range(args.projection_workers)
         ]
@@ -366,13 +391,29 @@ def main() -> None:
         locust = subprocess.run(
             [
                 str(Path(sys.executable).parent / "locust"),
-                "-f", str(Path(__file__).resolve()),
-                "--headless", "--host", base,
-                "--users", str(users), "--spawn-rate", str(max(1, users // 5)),
-                "--run-time", f"{args.warmup + args.seconds}s", "--stop-timeout", "10",
-                "--csv", str(work / "load"), "--only-summary", "--loglevel", "WARNING",
+                "-f",
+                str(Path(__file__).resolve()),
+                "--headless",
+                "--host",
+                base,
+                "--users",
+                str(users),
+                "--spawn-rate",
+                str(max(1, users // 5)),
+                "--run-time",
+                f"{args.warmup + args.seconds}s",
+                "--stop-timeout",
+                "10",
+                "--csv",
+                str(work / "load"),
+                "--only-summary",
+                "--loglevel",
+                "WARNING",
             ],
-            cwd=ROOT, env=locust_env, stdout=logs["locust"], stderr=subprocess.STDOUT,
+            cwd=ROOT,
+            env=locust_env,
+            stdout=logs["locust"],
+            stderr=subprocess.STDOUT,
         )
         total, per_route, warm_failures = aggregate(
             work / "samples.json", args.warmup, args.seconds
@@ -382,9 +423,17 @@ def main() -> None:
         for w in workers:
             w.send_signal(signal.SIGTERM)
             out, _ = w.communicate(timeout=60)
-            folded.append(json.loads(out.strip().splitlines()[-1]) if w.returncode == 0 else {"exit": w.returncode})
+            folded.append(
+                json.loads(out.strip().splitlines()[-1])
+                if w.returncode == 0
+                else {"exit": w.returncode}
+            )
         verify = manage(env, "rebuild_projections", "--verify", "--json", check=False)
-        check = json.loads(manage(env, "shell", "-c", f"import sys; sys.argv=['x', {str(ids_path)!r}]\n" + CHECK).stdout.strip().splitlines()[-1])
+        check = json.loads(
+            manage(env, "shell", "-c", f"import sys; sys.argv=['x', {str(ids_path)!r}]\n" + CHECK)
+            .stdout.strip()
+            .splitlines()[-1]
+        )
     finally:
         for p in procs:
             if p.poll() is None:
@@ -397,8 +446,14 @@ def main() -> None:
         for f in logs.values():
             f.close()
 
-    drift = json.loads(verify.stdout.strip().splitlines()[-1])["drift"] if verify.stdout.strip() else ["no output"]
-    server_errors = sum(1 for line in (work / "gunicorn.log").read_text().splitlines() if '" 5' in line)
+    drift = (
+        json.loads(verify.stdout.strip().splitlines()[-1])["drift"]
+        if verify.stdout.strip()
+        else ["no output"]
+    )
+    server_errors = sum(
+        1 for line in (work / "gunicorn.log").read_text().splitlines() if '" 5' in line
+    )
     result = {
         "seconds": args.seconds,
         "readers": args.readers,
@@ -418,8 +473,11 @@ def main() -> None:
         "verify_drift": len(drift),
         "rows": check,
         "write_rate_achieved": next(
-            (round((r["requests"] - r["failures"]) / args.seconds, 1) for r in per_route
-             if r["name"].startswith("POST")),
+            (
+                round((r["requests"] - r["failures"]) / args.seconds, 1)
+                for r in per_route
+                if r["name"].startswith("POST")
+            ),
             0.0,
         ),
         "locust_exit": locust.returncode,

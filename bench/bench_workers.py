@@ -47,7 +47,12 @@ def worker_env(url: str) -> dict[str, str]:
     env = dict(os.environ)
     # DEBUG off: with it on Django keeps every query in memory, which skews a long fold.
     env.update(
-        {"DATABASE_URL": url, "OMNIA_DEBUG": "0", "OMNIA_SECRET_KEY": "bench-only", "PYTHONUNBUFFERED": "1"}
+        {
+            "DATABASE_URL": url,
+            "OMNIA_DEBUG": "0",
+            "OMNIA_SECRET_KEY": "bench-only",
+            "PYTHONUNBUFFERED": "1",
+        }
     )
     return env
 
@@ -110,7 +115,16 @@ def main() -> None:
         t0 = time.perf_counter()
         procs = [
             subprocess.Popen(
-                [sys.executable, "manage.py", "run_projections", "--loop", "--poll", "0.5", "--json", *extra],
+                [
+                    sys.executable,
+                    "manage.py",
+                    "run_projections",
+                    "--loop",
+                    "--poll",
+                    "0.5",
+                    "--json",
+                    *extra,
+                ],
                 cwd=ROOT,
                 env=worker_env(url),
                 stdout=subprocess.PIPE,

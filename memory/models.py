@@ -108,7 +108,10 @@ class BufferEntry(models.Model):
 
     id = models.TextField(primary_key=True)
     owner = models.ForeignKey(
-        WorldObject, on_delete=models.DO_NOTHING, db_column="owner_id", related_name="buffer_entries"
+        WorldObject,
+        on_delete=models.DO_NOTHING,
+        db_column="owner_id",
+        related_name="buffer_entries",
     )
     timestamp = models.TextField()
     location_id = models.TextField(null=True, blank=True)
@@ -285,7 +288,9 @@ class Episode(models.Model):
             models.UniqueConstraint(fields=["owner", "ordinal"], name="uniq_episode_owner_ordinal")
         ]
         indexes = [
-            models.Index(fields=["owner"], condition=models.Q(is_open=True), name="idx_episode_open")
+            models.Index(
+                fields=["owner"], condition=models.Q(is_open=True), name="idx_episode_open"
+            )
         ]
 
 

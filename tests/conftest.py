@@ -42,8 +42,12 @@ def demo(db) -> None:
 def cast(db) -> Cast:
     from memory.models import Attribute, AttributeAcl, WorldObject
 
-    world = WorldObject.objects.create(id="tavern", type="world", clock_iso="2026-07-06T12:30:00.000Z")
-    Attribute.objects.create(object=world, name="name", value="The Rusty Flagon", visibility="PUBLIC")
+    world = WorldObject.objects.create(
+        id="tavern", type="world", clock_iso="2026-07-06T12:30:00.000Z"
+    )
+    Attribute.objects.create(
+        object=world, name="name", value="The Rusty Flagon", visibility="PUBLIC"
+    )
 
     def entity(id_: str, location: str, aliases: dict[str, str], attrs: list[tuple[str, str, str]]):
         obj = WorldObject.objects.create(

@@ -164,8 +164,16 @@ def child_env() -> dict[str, str]:
 
 # --- whole-table snapshots -----------------------------------------------------------------------
 
-MIRRORED = ("objects", "attributes", "attribute_acl", "buffer_entries", "ledger_entries",
-            "ledger_involved_entities", "memory_layers", "memory_world_sources")
+MIRRORED = (
+    "objects",
+    "attributes",
+    "attribute_acl",
+    "buffer_entries",
+    "ledger_entries",
+    "ledger_involved_entities",
+    "memory_layers",
+    "memory_world_sources",
+)
 
 
 def table_rows() -> dict[str, list[tuple]]:

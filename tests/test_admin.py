@@ -133,10 +133,14 @@ def test_admin_buffer_entry_shows_rendered_line_beside_raw_intent(admin_client_c
 
 
 def test_admin_history_and_audit_pages_are_read_only(admin_client_cast) -> None:
-    AliasChange.objects.create(viewer_id="alice", target_id="bob", before="x", after="the hooded figure")
+    AliasChange.objects.create(
+        viewer_id="alice", target_id="bob", before="x", after="the hooded figure"
+    )
     for url in ("/admin/memory/aliaschange/", "/admin/memory/auditlog/"):
         r = admin_client_cast.get(url)
         assert r.status_code == 200
         assert f'href="{url}add/"' not in r.content.decode()  # no "Add" button
-    assert "the hooded figure" in admin_client_cast.get("/admin/memory/aliaschange/").content.decode()
+    assert (
+        "the hooded figure" in admin_client_cast.get("/admin/memory/aliaschange/").content.decode()
+    )
     assert admin_client_cast.get("/admin/memory/aliaschange/add/").status_code == 403

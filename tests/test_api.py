@@ -437,7 +437,10 @@ def test_long_term_entry_search_and_slug_twins(client, demo, reader_token) -> No
     slug = client.get("/api/viewers/npc-oswin/resolve?slug=oswin/the-lighthouse", headers=h).json()
     assert slug["item"]["id"] == "ltm-oswin-01" and slug["slug"] == "oswin/the-lighthouse"
     assert_error(
-        client.get("/api/viewers/npc-oswin/resolve?slug=no/such-slug", headers=h), 404, "not_found", "slug"
+        client.get("/api/viewers/npc-oswin/resolve?slug=no/such-slug", headers=h),
+        404,
+        "not_found",
+        "slug",
     )
 
 
@@ -577,12 +580,16 @@ def test_remember_is_a_handful_of_round_trips(client, cast, staff_token) -> None
     from django.test.utils import CaptureQueriesContext
 
     client.post(  # the first write of an owner creates its generation row: one more INSERT
-        "/api/viewers/alice/memories", {"intent": CHEST}, content_type="application/json",
+        "/api/viewers/alice/memories",
+        {"intent": CHEST},
+        content_type="application/json",
         headers=bearer(staff_token),
     )
     with CaptureQueriesContext(connection) as ctx:
         r = client.post(
-            "/api/viewers/alice/memories", {"intent": CHEST}, content_type="application/json",
+            "/api/viewers/alice/memories",
+            {"intent": CHEST},
+            content_type="application/json",
             headers=bearer(staff_token),
         )
     assert r.status_code == 201

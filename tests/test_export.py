@@ -14,8 +14,14 @@ from memory.worlds.export import UnknownWorld, export_omnia
 from memory.worlds.omnia_import import import_omnia
 from tests.helpers import FIXTURES, table_rows
 
-TABLES = ("objects", "attributes", "attribute_acl", "buffer_entries", "ledger_entries",
-          "ledger_involved_entities")
+TABLES = (
+    "objects",
+    "attributes",
+    "attribute_acl",
+    "buffer_entries",
+    "ledger_entries",
+    "ledger_involved_entities",
+)
 
 
 def file_tables(path: Path) -> dict[str, list[tuple]]:
@@ -26,8 +32,11 @@ def file_tables(path: Path) -> dict[str, list[tuple]]:
         if table in present:
             rows = conn.execute(f"SELECT * FROM {table} ORDER BY rowid").fetchall()
             # Objects carry no order in the inspector; every other table keeps the file's.
-            tables[table] = sorted(rows) if table in {"objects", "attributes", "attribute_acl",
-                                                       "ledger_involved_entities"} else rows
+            tables[table] = (
+                sorted(rows)
+                if table in {"objects", "attributes", "attribute_acl", "ledger_involved_entities"}
+                else rows
+            )
     columns = {t: [r[1] for r in conn.execute(f"PRAGMA table_info({t})")] for t in tables}
     conn.close()
     return {"rows": tables, "columns": columns}
@@ -35,7 +44,8 @@ def file_tables(path: Path) -> dict[str, list[tuple]]:
 
 @pytest.mark.django_db
 @pytest.mark.parametrize(
-    ("name", "world"), [("omnia-74ffb45-tavern.sqlite", "tavern-world"), ("omnia-head-tavern.sqlite", "tavern-world")]
+    ("name", "world"),
+    [("omnia-74ffb45-tavern.sqlite", "tavern-world"), ("omnia-head-tavern.sqlite", "tavern-world")],
 )
 def test_export_omnia_round_trips_every_fixture(tmp_path, name, world):
     original = FIXTURES / name

@@ -77,7 +77,11 @@ def test_writer_killed_mid_abstract_lands_nothing(cast):
     assert generation_of("alice") == generation
     # The killed writer's locks went with it: the same abstract now lands whole.
     rollup = abstract(
-        "alice", members, name="The Meeting", body="b", expected_generation=generation,
+        "alice",
+        members,
+        name="The Meeting",
+        body="b",
+        expected_generation=generation,
         rollup_id="R-killed",
     )
     assert rollup.id == "R-killed"

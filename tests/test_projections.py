@@ -501,7 +501,11 @@ def test_summary_is_keyed_by_hash_and_goes_stale_when_the_session_moves(cast):
             return f"{s.memory_count} memories"
 
     landed = summarize(session, Echo())
-    assert (landed.text, landed.source, landed.content_hash) == ("2 memories", "echo", session.content_hash)
+    assert (landed.text, landed.source, landed.content_hash) == (
+        "2 memories",
+        "echo",
+        session.content_hash,
+    )
     assert summary_for(session) == ("2 memories", False)
 
 
@@ -535,8 +539,10 @@ def test_summaries_for_a_page_of_sessions_is_one_query(cast, django_assert_num_q
 def test_cycle_read_is_an_index_range_seek_not_a_shard_scan(db):
     if connection.vendor != "sqlite":
         pytest.skip("the plan text checked here is SQLite's")
-    sql = (f"EXPLAIN QUERY PLAN SELECT {FOLD_COLUMNS} FROM buffer_entries "
-           "WHERE shard = %s AND (created_at, id) > (%s, %s) ORDER BY shard, created_at, id LIMIT %s")
+    sql = (
+        f"EXPLAIN QUERY PLAN SELECT {FOLD_COLUMNS} FROM buffer_entries "
+        "WHERE shard = %s AND (created_at, id) > (%s, %s) ORDER BY shard, created_at, id LIMIT %s"
+    )
     with connection.cursor() as cursor:
         cursor.execute(sql, (0, 1, "x", 10))
         plan = " ".join(str(r[-1]) for r in cursor.fetchall())

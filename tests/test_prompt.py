@@ -93,7 +93,10 @@ def test_prompt_context_sentence_descriptions_read_as_a_place():
         "You are in a pristine, featureless room with white walls, ceiling, and floor. "
         "There are no visible doors, windows, seams, or vents."
     )
-    assert "Here with you:\n- an unfamiliar figure\n  - appearance: A medium-build human" in context.text
+    assert (
+        "Here with you:\n- an unfamiliar figure\n  - appearance: A medium-build human"
+        in context.text
+    )
 
 
 @pytest.mark.django_db
@@ -120,4 +123,6 @@ def test_prompt_context_json_twin_matches_text(cast):
 def test_section_at_names_the_section_of_each_offset():
     context = PromptContext("v", [Section("A", "ab"), Section("B", "cd")])
     assert context.text == "## A\nab\n\n## B\ncd"
-    assert [context.section_at(i) for i in range(len(context.text))] == ["A"] * 7 + ["B"] * 9  # the blank line goes with what follows
+    assert [context.section_at(i) for i in range(len(context.text))] == ["A"] * 7 + [
+        "B"
+    ] * 9  # the blank line goes with what follows

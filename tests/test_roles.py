@@ -131,7 +131,9 @@ def refused(response) -> bool:
 
 def test_anonymous_is_refused_on_every_page_and_api_route(client, chest):
     routes = [r for r in every_route() if r not in PUBLIC and not r.startswith("admin/")]
-    assert any(r.startswith("api/") for r in routes) and any(r.startswith("viewers/") for r in routes)
+    assert any(r.startswith("api/") for r in routes) and any(
+        r.startswith("viewers/") for r in routes
+    )
     leaks = []
     for route in routes:
         url = concrete(route, chest.id)
@@ -157,11 +159,16 @@ def test_reader_reads_every_read_route_but_cannot_write(client, chest, reader):
     assert client.get("/api/viewers/alice/buffer", **auth).status_code == 200
     writes = [
         client.post(
-            "/api/viewers/alice/memories", {"intent": CHEST}, content_type="application/json", **auth
+            "/api/viewers/alice/memories",
+            {"intent": CHEST},
+            content_type="application/json",
+            **auth,
         ),
         client.put(
-            "/api/viewers/alice/aliases/bob", {"label": "the stranger"},
-            content_type="application/json", **auth,
+            "/api/viewers/alice/aliases/bob",
+            {"label": "the stranger"},
+            content_type="application/json",
+            **auth,
         ),
         client.delete("/api/viewers/alice/aliases/bob", **auth),
         client.post(f"/api/memories/{chest.id}/retract", **auth),
@@ -186,8 +193,10 @@ def test_editor_writes_and_each_write_is_one_audit_row(client, chest, editor):
     assert r.status_code == 201, r.content
     assert AuditLog.objects.count() == before + 1
     r = client.put(
-        "/api/viewers/alice/aliases/bob", {"label": "the stranger"},
-        content_type="application/json", **auth,
+        "/api/viewers/alice/aliases/bob",
+        {"label": "the stranger"},
+        content_type="application/json",
+        **auth,
     )
     assert r.status_code == 200, r.content
     assert AuditLog.objects.count() == before + 2
@@ -202,7 +211,9 @@ def test_editor_writes_and_each_write_is_one_audit_row(client, chest, editor):
     refused = client.post("/api/projections/rebuild", **auth)
     assert refused.status_code == 403
     assert refused.json()["detail"] == "a rebuild needs the admin role"
-    writes = AuditLog.objects.filter(action__in=["memory.remember", "alias.set", "memory.retract", "alias.delete"])
+    writes = AuditLog.objects.filter(
+        action__in=["memory.remember", "alias.set", "memory.retract", "alias.delete"]
+    )
     assert writes.count() == 4
     assert set(writes.values_list("actor__username", flat=True)) == {"eddie"}
     client.force_login(editor)
@@ -220,7 +231,9 @@ def test_admin_may_rebuild(client, chest, admin_user):
 def test_staff_still_writes(client, chest, django_user_model):
     staff = user_in(django_user_model, "stan", is_staff=True)
     r = client.post(
-        "/api/viewers/alice/memories", {"intent": CHEST}, content_type="application/json",
+        "/api/viewers/alice/memories",
+        {"intent": CHEST},
+        content_type="application/json",
         **bearer(staff),
     )
     assert r.status_code == 201

@@ -38,7 +38,10 @@ BOB_AS_ID = "system id of object 'bob'"
 
 
 def spans(scan) -> list[tuple[str, str, int, int, str]]:
-    return [(f.finding.kind, f.finding.text, f.finding.start, f.finding.end, f.section) for f in scan.findings]
+    return [
+        (f.finding.kind, f.finding.text, f.finding.start, f.finding.end, f.section)
+        for f in scan.findings
+    ]
 
 
 # --- the upstream leak ----------------------------------------------------------------------
@@ -59,7 +62,14 @@ def test_scan_viewer_catches_bob_in_alices_upstream_line_at_its_offsets():
     assert scan.findings[1] == ScanFinding(
         "alice",
         "Recent memories",
-        Finding("unknown_name", 584, 591, "Charlie", "charlie", "alice knows charlie only as 'the bartender'"),
+        Finding(
+            "unknown_name",
+            584,
+            591,
+            "Charlie",
+            "charlie",
+            "alice knows charlie only as 'the bartender'",
+        ),
     )
     assert text[573:576] == "Bob" and text[584:591] == "Charlie"
 
@@ -74,7 +84,9 @@ def test_scan_viewer_charlie_who_knows_bob_as_gareth_reads_the_same_line():
     on_line = [f for f in scan.findings if line_at <= f.finding.start < line_at + len(line)]
     # "Charlie" is charlie's own name: never a finding. "Bob" is still bob's id.
     assert on_line == [
-        ScanFinding("charlie", "Recent memories", Finding("system_id", 619, 622, "Bob", "bob", BOB_AS_ID))
+        ScanFinding(
+            "charlie", "Recent memories", Finding("system_id", 619, 622, "Bob", "bob", BOB_AS_ID)
+        )
     ]
     assert line_at + line.index("Bob") == 619
 
@@ -93,7 +105,13 @@ FIXTURE_FINDINGS = {
         "alice": [
             ("system_id", "Bob", 573, 576, RM),  # "Bob greets Charlie"
             ("unknown_name", "Charlie", 584, 591, RM),
-            ("system_id", "Bob", 625, 628, RM),  # "the hooded figure Bob attempts to break the lock"
+            (
+                "system_id",
+                "Bob",
+                625,
+                628,
+                RM,
+            ),  # "the hooded figure Bob attempts to break the lock"
         ],
         "bob": [
             # bob's own id is still an id: a prompt never carries ids, its owner's included.
@@ -136,7 +154,13 @@ FIXTURE_FINDINGS = {
     "demo": {
         "5b0e6c1a-3f2d-4e8b-9a71-c4d2e8f90a13": [
             ("system_id", "npc-sable", 2202, 2211, RM),  # m-c04-insp, read from the manifest
-            ("private_attribute", "two short flashes and one long means the quay is clear", 2309, 2363, RM),
+            (
+                "private_attribute",
+                "two short flashes and one long means the quay is clear",
+                2309,
+                2363,
+                RM,
+            ),
         ],
         "npc-maren": [],
         "npc-oswin": [("system_id", "npc-sable", 1778, 1787, RM)],  # m-c04-oswin
@@ -202,18 +226,27 @@ def test_leak_world_v1_tavern_holds_ids_names_aliases_privates_and_ordinary_word
     import_omnia(V1)
     world = leak_world("tavern-world")
     # tavern-main and cellar have no rows in a v1 world; they are location ids all the same.
-    assert world.object_ids == frozenset({"tavern-world", "alice", "bob", "charlie", GUARD, "tavern-main", "cellar"})
+    assert world.object_ids == frozenset(
+        {"tavern-world", "alice", "bob", "charlie", GUARD, "tavern-main", "cellar"}
+    )
     assert world.ordinary_words == frozenset({"cellar"})
     assert dict(world.true_names) == {"alice": "Alice", "bob": "Gareth", "charlie": "Charlie"}
     assert dict(world.aliases["alice"]) == {"bob": "the hooded figure", "charlie": "the bartender"}
-    assert [(p.object_id, p.attribute_name, p.value, sorted(p.allowed)) for p in world.private_values] == [
+    assert [
+        (p.object_id, p.attribute_name, p.value, sorted(p.allowed)) for p in world.private_values
+    ] == [
         # An ACL may name an entity outside the world (captain-voss): kept, it harms nothing.
         (GUARD, "orders", "keep everyone out of the cellar", ["bob", "captain-voss"]),
         ("alice", "purpose", "searching for her missing brother", []),
         ("bob", "true_name", "Gareth", ["charlie"]),
         ("bob", "weapon", "a dagger strapped to his ankle", [GUARD, "charlie"]),
         ("charlie", "debt", "owes 40 silver to the thieves' guild", []),
-        ("tavern-world", "smuggling_route", "the cellar connects to the old sewer", ["bob", "charlie"]),
+        (
+            "tavern-world",
+            "smuggling_route",
+            "the cellar connects to the old sewer",
+            ["bob", "charlie"],
+        ),
     ]
 
 
@@ -241,16 +274,22 @@ def test_scan_world_counts_progress_once_per_viewer():
 # --- random worlds ---------------------------------------------------------------------------
 
 NAMES = ["Gareth", "Mirela", "Tomasz", "Ysolde", "Bertram", "Odile", "Casimir", "Fenna"]
-DESCRIPTORS = ["the hooded figure", "the tall stranger", "the old woman", "the smith", "the one in red"]
+DESCRIPTORS = [
+    "the hooded figure",
+    "the tall stranger",
+    "the old woman",
+    "the smith",
+    "the one in red",
+]
 SECRETS = ["a key sewn into the hem", "owes the miller nine pennies", "fled the northern garrison"]
 DEEDS = ["lights a lamp", "sweeps the floor", "stacks the chairs", "counts the coins"]
 
 
 def _ids() -> st.SearchStrategy[str]:
     # Ids carry a digit, so none can be a word the prompt's own template writes ("you").
-    slug = st.tuples(st.text(string.ascii_lowercase, min_size=1, max_size=6), st.integers(0, 999)).map(
-        lambda t: f"{t[0]}-{t[1]}"
-    )
+    slug = st.tuples(
+        st.text(string.ascii_lowercase, min_size=1, max_size=6), st.integers(0, 999)
+    ).map(lambda t: f"{t[0]}-{t[1]}")
     return st.one_of(slug, st.uuids().map(str))
 
 
@@ -258,14 +297,18 @@ def _ids() -> st.SearchStrategy[str]:
 def small_worlds(draw):
     ids = draw(st.lists(_ids(), min_size=5, max_size=7, unique=True))
     world_id, places, people = ids[0], ids[1:3], ids[3:]
-    names = draw(st.lists(st.sampled_from(NAMES), min_size=len(people), max_size=len(people), unique=True))
+    names = draw(
+        st.lists(st.sampled_from(NAMES), min_size=len(people), max_size=len(people), unique=True)
+    )
     cast = []
     for person, name in zip(people, names, strict=True):
         aliases = {}
         for other, other_name in zip(people, names, strict=True):
             choice = draw(st.sampled_from(["known", "descriptor", "none"]))
             if other != person and choice != "none":
-                aliases[other] = other_name if choice == "known" else draw(st.sampled_from(DESCRIPTORS))
+                aliases[other] = (
+                    other_name if choice == "known" else draw(st.sampled_from(DESCRIPTORS))
+                )
         cast.append(
             {
                 "id": person,
@@ -281,39 +324,69 @@ def small_worlds(draw):
     for n in range(draw(st.integers(1, 8))):
         owner, actor, target = (draw(st.sampled_from(people)) for _ in range(3))
         memories.append(
-            {"id": f"m{n}", "owner": owner, "actor": actor, "target": target,
-             "v2": draw(st.booleans()), "deed": draw(st.sampled_from(DEEDS))}
+            {
+                "id": f"m{n}",
+                "owner": owner,
+                "actor": actor,
+                "target": target,
+                "v2": draw(st.booleans()),
+                "deed": draw(st.sampled_from(DEEDS)),
+            }
         )
     return {"world": world_id, "places": places, "cast": cast, "memories": memories}
 
 
 def build(world: dict, inject: str | None = None) -> None:
-    w = WorldObject.objects.create(id=world["world"], type="world", clock_iso="2026-07-06T12:30:00.000Z")
+    w = WorldObject.objects.create(
+        id=world["world"], type="world", clock_iso="2026-07-06T12:30:00.000Z"
+    )
     for place in world["places"]:
         obj = WorldObject.objects.create(id=place, type="location", world=w)
-        Attribute.objects.create(object=obj, name="description", value="a drafty room", visibility="PUBLIC")
+        Attribute.objects.create(
+            object=obj, name="description", value="a drafty room", visibility="PUBLIC"
+        )
     for person in world["cast"]:
         obj = WorldObject.objects.create(
-            id=person["id"], type="entity", world=w, location_id=person["place"],
-            aliases_json=json.dumps(list(person["aliases"].items())), is_agent=1,
+            id=person["id"],
+            type="entity",
+            world=w,
+            location_id=person["place"],
+            aliases_json=json.dumps(list(person["aliases"].items())),
+            is_agent=1,
         )
         Attribute.objects.create(
-            object=obj, name="name", value=person["name"],
+            object=obj,
+            name="name",
+            value=person["name"],
             visibility="PUBLIC" if person["name_public"] else "PRIVATE",
         )
-        Attribute.objects.create(object=obj, name="secret", value=person["secret"], visibility="PRIVATE")
+        Attribute.objects.create(
+            object=obj, name="secret", value=person["secret"], visibility="PRIVATE"
+        )
         for allowed in person["acl"]:
             AttributeAcl.objects.create(object=obj, attribute_name="secret", entity_id=allowed)
     for n, m in enumerate(world["memories"]):
         deed = m["deed"] + (f" near {inject}" if inject and n == 0 else "")
         if m["v2"]:
-            intent = {"type": "action", "actorId": m["actor"], "targetIds": [m["target"]],
-                      "content": f"entity@{m['actor']}[I] {deed} for entity@{m['target']}[them]"}
+            intent = {
+                "type": "action",
+                "actorId": m["actor"],
+                "targetIds": [m["target"]],
+                "content": f"entity@{m['actor']}[I] {deed} for entity@{m['target']}[them]",
+            }
         else:
-            intent = {"type": "action", "actorId": m["actor"], "targetIds": [m["target"]], "description": deed}
+            intent = {
+                "type": "action",
+                "actorId": m["actor"],
+                "targetIds": [m["target"]],
+                "description": deed,
+            }
         BufferEntry.objects.create(
-            id=m["id"], owner_id=m["owner"], timestamp=f"2026-07-06T12:{n:02d}:00.000Z",
-            intent_json=json.dumps(intent), created_at=n + 1,
+            id=m["id"],
+            owner_id=m["owner"],
+            timestamp=f"2026-07-06T12:{n:02d}:00.000Z",
+            intent_json=json.dumps(intent),
+            created_at=n + 1,
         )
 
 
@@ -348,9 +421,9 @@ def test_random_worlds_an_id_in_stored_text_is_reported_not_removed(world, data)
         text = scan.prompt.text
         assert text.count(injected) == 1
         at = text.index(injected)
-        assert [(f.finding.kind, f.finding.start, f.finding.entity_id, f.section) for f in scan.findings] == [
-            ("system_id", at, injected, "Recent memories")
-        ]
+        assert [
+            (f.finding.kind, f.finding.start, f.finding.entity_id, f.section) for f in scan.findings
+        ] == [("system_id", at, injected, "Recent memories")]
         assert prompt_context(get_viewer(owner)).text == text
         transaction.set_rollback(True)
 
@@ -364,6 +437,8 @@ def test_scan_world_only_reads():
     with CaptureQueriesContext(connection) as queries:
         scan_world()
     # PostgreSQL streams through server-side cursors: DECLARE ... CURSOR ... FOR SELECT.
-    statements = [q["sql"].split(" FOR ", 1)[-1] if q["sql"].startswith("DECLARE") else q["sql"]
-                  for q in queries.captured_queries]
+    statements = [
+        q["sql"].split(" FOR ", 1)[-1] if q["sql"].startswith("DECLARE") else q["sql"]
+        for q in queries.captured_queries
+    ]
     assert {sql.lstrip().split()[0].upper() for sql in statements} == {"SELECT"}

@@ -102,7 +102,9 @@ def story(cast, django_user_model):
 
 def labels(matrix: dict) -> dict[str, dict[str, tuple]]:
     """The knowledge matrix as viewer -> target -> (label, state)."""
-    return {v: {t: (cell.label, cell.state) for t, cell in row.items()} for v, row in matrix.items()}
+    return {
+        v: {t: (cell.label, cell.state) for t, cell in row.items()} for v, row in matrix.items()
+    }
 
 
 def grow(world_id: str, viewer_id: str, n: int = 12) -> None:
@@ -205,8 +207,24 @@ def test_alias_rows_and_targets(story, django_assert_max_num_queries):
         (r.target_id, r.label, r.state, r.true_name, r.shown_as, r.suggestion, r.in_world)
         for r in rows
     ] == [
-        ("bob", "the hooded figure", "descriptor", "Gareth", "the hooded figure", "the tall hooded man", True),
-        ("charlie", "the bartender", "descriptor", "Charlie", "the bartender", "the bartender", True),
+        (
+            "bob",
+            "the hooded figure",
+            "descriptor",
+            "Gareth",
+            "the hooded figure",
+            "the tall hooded man",
+            True,
+        ),
+        (
+            "charlie",
+            "the bartender",
+            "descriptor",
+            "Charlie",
+            "the bartender",
+            "the bartender",
+            True,
+        ),
     ]
 
 
@@ -215,7 +233,10 @@ def test_alias_history_is_newest_first_with_who(story, django_assert_max_num_que
     with django_assert_max_num_queries(QUERIES["alias_history"]):
         history = viewers.alias_history("bob")
         # the editor is fetched with the change, not one query per row
-        changes = [(c.target_id, c.before, c.after, c.changed_by and c.changed_by.username) for c in history]
+        changes = [
+            (c.target_id, c.before, c.after, c.changed_by and c.changed_by.username)
+            for c in history
+        ]
     assert changes == [
         ("charlie", "the barkeep", "Charlie", None),
         ("charlie", None, "the barkeep", "eddie"),
@@ -408,7 +429,12 @@ def test_leak_findings_and_counts_on_the_demo_world(demo, django_assert_max_num_
         findings = leaks.leak_findings()
     assert [(f["viewer_id"], f["kind"], f["text"], f["entity_id"]) for f in findings] == [
         (ISOLDE, "system_id", "npc-sable", "npc-sable"),
-        (ISOLDE, "private_attribute", "two short flashes and one long means the quay is clear", "npc-oswin"),
+        (
+            ISOLDE,
+            "private_attribute",
+            "two short flashes and one long means the quay is clear",
+            "npc-oswin",
+        ),
         ("npc-oswin", "system_id", "npc-sable", "npc-sable"),
         ("npc-pip", "unknown_name", "Sable Quint", "npc-sable"),
     ]

@@ -588,13 +588,19 @@ def test_viewer_switch_shows_a_window_around_the_viewer(staff_client, cast, monk
     from memory.web.views import viewer
 
     for i in range(6):
-        WorldObject.objects.create(id=f"npc-{i}", type="entity", world_id="tavern", aliases_json="[]")
+        WorldObject.objects.create(
+            id=f"npc-{i}", type="entity", world_id="tavern", aliases_json="[]"
+        )
     # The tavern now has alice, bob, charlie, npc-0..npc-5: nine viewers, in id order.
     monkeypatch.setattr(viewer, "VIEWERS_SHOWN", 4)
 
     def switch(viewer_id: str) -> tuple[list[str], str | None, str]:
         body = staff_client.get(f"/viewers/{viewer_id}/").content.decode()
-        nav = body[body.index('<nav class="viewer-switch"') : body.index("</nav>", body.index('<nav class="viewer-switch"'))]
+        nav = body[
+            body.index('<nav class="viewer-switch"') : body.index(
+                "</nav>", body.index('<nav class="viewer-switch"')
+            )
+        ]
         links = re.findall(r'<a href="/viewers/([^/]+)/"', nav)
         current = re.search(r'<a href="/viewers/([^/]+)/"[^>]*aria-current="page"', nav)
         return links, current.group(1) if current else None, nav
@@ -610,12 +616,16 @@ def test_viewer_switch_shows_a_window_around_the_viewer(staff_client, cast, monk
     assert len(links) == 9 and current == "bob" and "more of" not in nav
 
 
-def test_alias_suggestions_are_derived_only_for_the_rows_shown(staff_client, cast, monkeypatch) -> None:
+def test_alias_suggestions_are_derived_only_for_the_rows_shown(
+    staff_client, cast, monkeypatch
+) -> None:
     from memory.web.selectors import viewers
     from memory.web.views import viewer
 
     for i in range(5):
-        WorldObject.objects.create(id=f"npc-{i}", type="entity", world_id="tavern", aliases_json="[]")
+        WorldObject.objects.create(
+            id=f"npc-{i}", type="entity", world_id="tavern", aliases_json="[]"
+        )
     monkeypatch.setattr(viewer, "ALIASES_SHOWN", 3)
     derived: list[int] = []
     real = viewers.derive_descriptor

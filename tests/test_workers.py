@@ -254,7 +254,10 @@ def test_settle_folds_a_burst_of_notified_writes_in_one_cycle(cast):
 def test_settle_must_not_be_negative(cast):
     done = subprocess.run(
         [sys.executable, "manage.py", "run_projections", "--loop", "--settle", "-1"],
-        cwd=ROOT, env=child_env(), capture_output=True, text=True,
+        cwd=ROOT,
+        env=child_env(),
+        capture_output=True,
+        text=True,
     )
     assert done.returncode == 1
     assert done.stderr.strip() == "CommandError: --settle must be 0 or a positive number of seconds"

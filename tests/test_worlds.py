@@ -86,8 +86,17 @@ def test_render_buffer_reproduces_every_v1_line_byte_for_byte():
 def test_render_buffer_lists_each_owner_in_timestamp_then_insertion_order():
     import_omnia(V1)
     ids = [record["entry_id"] for record in render("alice")]
-    assert ids == ["entry-1", "entry-4", "entry-7", "entry-10", "entry-15", "entry-26",
-                   "entry-29", "entry-31", "entry-34"]
+    assert ids == [
+        "entry-1",
+        "entry-4",
+        "entry-7",
+        "entry-10",
+        "entry-15",
+        "entry-26",
+        "entry-29",
+        "entry-31",
+        "entry-34",
+    ]
 
 
 @pytest.mark.django_db
@@ -96,7 +105,8 @@ def test_resolve_alias_reproduces_every_fixture_alias(stem):
     import_omnia(FIXTURES / f"{stem}.sqlite")
     expected = jsonl(FIXTURES / f"{stem}.aliases.jsonl")
     got = [
-        {**row, "alias": resolve_alias(get_viewer(row["viewer"]), row["target"])} for row in expected
+        {**row, "alias": resolve_alias(get_viewer(row["viewer"]), row["target"])}
+        for row in expected
     ]
     assert got == expected
 
@@ -105,7 +115,11 @@ def test_resolve_alias_reproduces_every_fixture_alias(stem):
 def test_import_omnia_v2_fixture_renders_no_tagged_id():
     report = import_omnia(V2)
     assert report.era == "v2"
-    assert (WorldObject.objects.count(), BufferEntry.objects.count(), LedgerEntry.objects.count()) == (9, 30, 3)
+    assert (
+        WorldObject.objects.count(),
+        BufferEntry.objects.count(),
+        LedgerEntry.objects.count(),
+    ) == (9, 30, 3)
     # Locations may be named in plain words ("the cellar"); entities and worlds never may.
     ids = set(WorldObject.objects.exclude(type="location").values_list("id", flat=True))
     expected = jsonl(FIXTURES / "omnia-head-tavern.expected.jsonl")
@@ -172,8 +186,10 @@ BAD_FILES = [
     ),
     (
         "unknown intent type",
-        ["UPDATE buffer_entries SET intent_json=replace(intent_json, '\"action\"', '\"teleport\"') "
-         "WHERE id='entry-4'"],
+        [
+            "UPDATE buffer_entries SET intent_json=replace(intent_json, '\"action\"', '\"teleport\"') "
+            "WHERE id='entry-4'"
+        ],
         "table buffer_entries, row id=entry-4: intent_json:",
     ),
     (
@@ -185,7 +201,9 @@ BAD_FILES = [
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize(("case", "statements", "message"), BAD_FILES, ids=[b[0] for b in BAD_FILES])
+@pytest.mark.parametrize(
+    ("case", "statements", "message"), BAD_FILES, ids=[b[0] for b in BAD_FILES]
+)
 def test_import_omnia_refuses_bad_rows_and_writes_nothing(tmp_path, case, statements, message):
     load_world(FIXTURES / "omnia-scenario-talking-room-c292626.json")  # a world that must survive
     bad = copy_fixture(tmp_path)
@@ -269,23 +287,40 @@ def test_plain_sql_delete_of_an_object_cascades_in_the_database():
     assert BufferEntry.objects.count() == 36 - 10
     with connection.cursor() as cursor:
         cursor.execute("DELETE FROM objects WHERE id = 'tavern-world'")
-    assert (WorldObject.objects.count(), BufferEntry.objects.count(), Attribute.objects.count()) == (0, 0, 0)
+    assert (
+        WorldObject.objects.count(),
+        BufferEntry.objects.count(),
+        Attribute.objects.count(),
+    ) == (0, 0, 0)
 
 
 @pytest.mark.django_db
 def test_large_first_import_builds_indexes_after_and_lands_the_same_rows(monkeypatch, tmp_path):
     indexes_before = bulk.secondary_indexes("buffer_entries")
     assert {name for name, _sql in indexes_before} >= {
-        "idx_buffer_owner_time", "idx_buffer_fold", "idx_buffer_shard_fold",
-        "idx_buffer_owner_fold", "idx_buffer_owner_retracted",
+        "idx_buffer_owner_time",
+        "idx_buffer_fold",
+        "idx_buffer_shard_fold",
+        "idx_buffer_owner_fold",
+        "idx_buffer_owner_retracted",
     }
+
     def buffer_rows() -> list[tuple]:
         # created_at is handed out by the shard clock at import time, so it moves on between
         # the two imports; every other column must be identical.
-        return list(BufferEntry.objects.order_by("id").values_list(
-            "id", "owner_id", "timestamp", "location_id", "intent_json", "outcome_json",
-            "pinned", "shard", "conversation_id",
-        ))
+        return list(
+            BufferEntry.objects.order_by("id").values_list(
+                "id",
+                "owner_id",
+                "timestamp",
+                "location_id",
+                "intent_json",
+                "outcome_json",
+                "pinned",
+                "shard",
+                "conversation_id",
+            )
+        )
 
     import_omnia(V1)
     plain = buffer_rows()
@@ -328,7 +363,9 @@ def test_large_first_import_that_fails_keeps_its_indexes_and_writes_nothing(monk
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize(("case", "statements", "message"), BAD_FILES, ids=[b[0] for b in BAD_FILES])
+@pytest.mark.parametrize(
+    ("case", "statements", "message"), BAD_FILES, ids=[b[0] for b in BAD_FILES]
+)
 def test_large_import_validates_in_a_second_process_with_the_same_refusals(
     monkeypatch, tmp_path, case, statements, message
 ):
@@ -374,7 +411,9 @@ def test_large_import_reports_the_first_bad_row_in_file_order(monkeypatch, tmp_p
     )
     with pytest.raises(WorldImportError) as caught:
         import_omnia(bad)
-    assert str(caught.value).startswith(f"{bad}: table buffer_entries, row id=entry-2: intent_json:")
+    assert str(caught.value).startswith(
+        f"{bad}: table buffer_entries, row id=entry-2: intent_json:"
+    )
     assert BufferEntry.objects.count() == 0
 
 
@@ -397,7 +436,10 @@ def test_batch_validator_falls_back_to_in_process_when_the_helper_breaks():
         def shutdown(self, **_kwargs) -> None:
             pass
 
-    good = ('{"type":"action","originalText":"x","description":"d","actorId":"a","targetIds":[]}', None)
+    good = (
+        '{"type":"action","originalText":"x","description":"d","actorId":"a","targetIds":[]}',
+        None,
+    )
     validator = validation.BatchValidator("w.sqlite", "buffer_entries", parallel=False)
     validator.pool = BrokenPool()
     validator.submit([("r1", *good), ("r2", "{not json", None)])  # its future fails: pending

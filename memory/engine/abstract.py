@@ -71,11 +71,15 @@ def _resolve_members(owner_id: str, member_ids: Sequence[str]) -> list[Member]:
     members: list[Member] = []
     for member_id in member_ids:
         if member_id in absorbed:
-            raise AbstractConflict(f"member {member_id!r} is already absorbed into a rollup", field="member_ids")
+            raise AbstractConflict(
+                f"member {member_id!r} is already absorbed into a rollup", field="member_ids"
+            )
         if member_id in buffer_rows:
             row = buffer_rows[member_id]
             if row["owner_id"] != owner_id:
-                raise AbstractConflict(f"member {member_id!r} belongs to another owner", field="member_ids")
+                raise AbstractConflict(
+                    f"member {member_id!r} belongs to another owner", field="member_ids"
+                )
             if row["abstracted_into"]:
                 raise AbstractConflict(
                     f"member {member_id!r} is already absorbed into {row['abstracted_into']!r}",

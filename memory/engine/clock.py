@@ -68,18 +68,18 @@ def moment_of_key(key: str) -> datetime | None:
 
 
 def time_of_day(moment: datetime) -> str:
-    """"12:38 PM": how the digest and the prompt say a time."""
+    """ "12:38 PM": how the digest and the prompt say a time."""
     hour = moment.hour % 12 or 12
     return f"{hour}:{moment.minute:02d} {'AM' if moment.hour < 12 else 'PM'}"
 
 
 def short_date(moment: datetime) -> str:
-    """"Jul 6": how the digest says a day."""
+    """ "Jul 6": how the digest says a day."""
     return f"{moment:%b} {moment.day}"
 
 
 def long_date(moment: datetime) -> str:
-    """"Monday, July 6, 2026": how the prompt says a day."""
+    """ "Monday, July 6, 2026": how the prompt says a day."""
     return f"{moment.strftime('%A')}, {moment.strftime('%B')} {moment.day}, {moment.year}"
 
 

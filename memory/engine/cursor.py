@@ -40,7 +40,10 @@ def decode_cursor(
     if (
         not isinstance(value, list)
         or len(value) != len(shape)
-        or not all(isinstance(v, t) and not (t is int and isinstance(v, bool)) for v, t in zip(value, shape, strict=True))
+        or not all(
+            isinstance(v, t) and not (t is int and isinstance(v, bool))
+            for v, t in zip(value, shape, strict=True)
+        )
     ):
         raise BadCursor(message, field=field)
     return value

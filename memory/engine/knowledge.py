@@ -82,7 +82,10 @@ class WorldKnowledge:
 
     def can_see(self, viewer_id: str, attr: Attribute) -> bool:
         return can_see(
-            viewer_id, attr.object_id, attr.visibility, self.acl.get((attr.object_id, attr.name), ())
+            viewer_id,
+            attr.object_id,
+            attr.visibility,
+            self.acl.get((attr.object_id, attr.name), ()),
         )
 
     def visible_attributes(self, viewer_id: str, object_id: str) -> dict[str, str]:
@@ -94,8 +97,10 @@ class WorldKnowledge:
 
 
 def world_knowledge(world_id: str | None) -> WorldKnowledge:
-    objects = WorldObject.objects.all() if world_id is None else WorldObject.objects.filter(
-        Q(pk=world_id) | Q(world_id=world_id)
+    objects = (
+        WorldObject.objects.all()
+        if world_id is None
+        else WorldObject.objects.filter(Q(pk=world_id) | Q(world_id=world_id))
     )
     by_id = {o.id: o for o in objects.order_by("id")}
     attributes: dict[str, dict[str, Attribute]] = defaultdict(dict)
@@ -112,6 +117,6 @@ def world_knowledge(world_id: str | None) -> WorldKnowledge:
         "object_id", "attribute_name", "entity_id"
     ):
         acl[(row[0], row[1])].add(row[2])
-    return WorldKnowledge(world_id=world_id, objects=by_id, attributes=dict(attributes), acl=dict(acl))
-
-
+    return WorldKnowledge(
+        world_id=world_id, objects=by_id, attributes=dict(attributes), acl=dict(acl)
+    )

@@ -45,7 +45,10 @@ class PromptContext:
         return "\n\n".join(f"## {s.name}\n{s.text}" for s in self.sections)
 
     def to_json(self) -> dict:
-        return {"sections": [{"name": s.name, "text": s.text} for s in self.sections], "text": self.text}
+        return {
+            "sections": [{"name": s.name, "text": s.text} for s in self.sections],
+            "text": self.text,
+        }
 
     def section_at(self, offset: int) -> str:
         """The name of the section a character offset of `text` falls in."""
@@ -86,7 +89,9 @@ def place_name(knowledge: WorldKnowledge, viewer_id: str, location_id: str | Non
 
 def _attribute_lines(attrs: dict[str, str], skip: set[str], indent: str = "") -> list[str]:
     return [
-        f"{indent}- {name.replace('_', ' ')}: {value}" for name, value in attrs.items() if name not in skip
+        f"{indent}- {name.replace('_', ' ')}: {value}"
+        for name, value in attrs.items()
+        if name not in skip
     ]
 
 
@@ -105,7 +110,11 @@ def perceived_world(viewer: Viewer, knowledge: WorldKnowledge) -> Section:
         visible = knowledge.visible_attributes(viewer.id, world_id)
         world_attrs = _attribute_lines(visible, {"name", "description"})
         # A world's name is how its people speak of it, not a secret behind an alias.
-        title = " ".join(visible[key].strip().rstrip(".") + "." for key in ("name", "description") if visible.get(key))
+        title = " ".join(
+            visible[key].strip().rstrip(".") + "."
+            for key in ("name", "description")
+            if visible.get(key)
+        )
         if title or world_attrs:
             lines.append(f"The world: {title}" if title else "The world:")
             lines += world_attrs
@@ -117,7 +126,9 @@ def perceived_world(viewer: Viewer, knowledge: WorldKnowledge) -> Section:
             lines.append("Ways out: " + "; ".join(exits) + ".")
     lines.append("You:")
     lines += _attribute_lines(knowledge.visible_attributes(viewer.id, viewer.id), set())
-    present = [e for e in knowledge.entities if e.id != viewer.id and here and e.location_id == here]
+    present = [
+        e for e in knowledge.entities if e.id != viewer.id and here and e.location_id == here
+    ]
     if present:
         # One nested list: two strangers both read "an unfamiliar figure", and only what the
         # viewer sees of each under its label tells them apart.

@@ -85,8 +85,6 @@ def world_clock_for(owner: WorldObject) -> str | None:
     return WorldObject.objects.filter(pk=owner.world_id).values_list("clock_iso", flat=True).first()
 
 
-
-
 def notify_written() -> None:
     """Tell listening workers that rows were written. Call inside the writer's transaction.
 

@@ -77,7 +77,9 @@ def remember(
     if owner is None:
         raise UnknownOwner(f"no entity with id {owner_id!r}", field="viewer_id")
     parsed = intent if isinstance(intent, IntentV1 | IntentV2) else parse_intent(intent)
-    parsed_outcome = outcome if isinstance(outcome, Outcome) or outcome is None else parse_outcome(outcome)
+    parsed_outcome = (
+        outcome if isinstance(outcome, Outcome) or outcome is None else parse_outcome(outcome)
+    )
     if entry_id is not None and BufferEntry.objects.filter(pk=entry_id).exists():
         raise MemoryWriteError(f"a memory with id {entry_id!r} already exists", field="id")
     if timestamp is None:

@@ -39,6 +39,8 @@ class DatabaseUnavailableMiddleware:
         logger.warning("database error on %s: %s", request.path, exception)
         for conn in connections.all(initialized_only=True):
             conn.close_if_unusable_or_obsolete()
-        if request.path.startswith("/api/") or "application/json" in request.headers.get("Accept", ""):
+        if request.path.startswith("/api/") or "application/json" in request.headers.get(
+            "Accept", ""
+        ):
             return JsonResponse(error_body(message, CODES[503]), status=503)
         return HttpResponse(render_to_string("503.html", {"message": message}), status=503)

@@ -107,7 +107,9 @@ def _locked_viewer(viewer_id: str) -> tuple[WorldObject, dict[str, str]]:
     try:
         aliases = parse_aliases_json(viewer.aliases_json)
     except AliasesJsonError as exc:
-        raise AliasRefused({"aliases_json": [f"the viewer's aliases_json is corrupt: {exc}"]}) from None
+        raise AliasRefused(
+            {"aliases_json": [f"the viewer's aliases_json is corrupt: {exc}"]}
+        ) from None
     return viewer, aliases
 
 

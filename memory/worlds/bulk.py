@@ -115,7 +115,9 @@ def check_world_ownership(source: str, objects: dict[str, str | None]) -> None:
     ids = list(objects)
     for start in range(0, len(ids), 500):
         chunk = ids[start : start + 500]
-        found = {o.id: o for o in WorldObject.objects.filter(pk__in=chunk).only("id", "type", "world_id")}
+        found = {
+            o.id: o for o in WorldObject.objects.filter(pk__in=chunk).only("id", "type", "world_id")
+        }
         # In input order, so the message names the first offending row of the file.
         for existing in (found[i] for i in chunk if i in found):
             incoming_world = objects[existing.id]
@@ -128,7 +130,9 @@ def check_world_ownership(source: str, objects: dict[str, str | None]) -> None:
                 )
 
 
-def sync_objects(object_rows: list[tuple], attribute_rows: list[tuple], acl_rows: list[tuple]) -> dict[str, int]:
+def sync_objects(
+    object_rows: list[tuple], attribute_rows: list[tuple], acl_rows: list[tuple]
+) -> dict[str, int]:
     """Upsert objects and make their attributes and ACLs exactly the file's."""
     counts = {"objects": 0, "attributes": 0, "attribute_acl": 0}
     object_ids = [row[0] for row in object_rows]
@@ -160,12 +164,20 @@ def sync_objects(object_rows: list[tuple], attribute_rows: list[tuple], acl_rows
     return counts
 
 
-def record_source(world_ids: Iterable[str], era: str, kind: str, path: str, sha: str, name: str = "") -> None:
+def record_source(
+    world_ids: Iterable[str], era: str, kind: str, path: str, sha: str, name: str = ""
+) -> None:
     for world_id in world_ids:
         existing = WorldSource.objects.filter(world_id=world_id).first()
         if existing and (existing.source_sha256, existing.era) == (sha, era):
             continue  # the same input again: a re-import changes nothing, not even this row
         WorldSource.objects.update_or_create(
             world_id=world_id,
-            defaults={"era": era, "kind": kind, "source_path": path, "source_sha256": sha, "name": name},
+            defaults={
+                "era": era,
+                "kind": kind,
+                "source_path": path,
+                "source_sha256": sha,
+                "name": name,
+            },
         )

@@ -55,5 +55,6 @@ CREATE INDEX IF NOT EXISTS idx_ledger_importance ON ledger_entries(importance);
 CREATE INDEX IF NOT EXISTS idx_ledger_involved_entity ON ledger_involved_entities(entity_id);
 """
 
+
 def statements(script: str) -> list[str]:
     return [part.strip() for part in script.split(";") if part.strip()]

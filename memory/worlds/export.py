@@ -52,7 +52,9 @@ def export_omnia(world_id: str, path: str | Path, *, era: str | None = None) -> 
     if era not in ERAS:
         raise ExportError(f"unknown era {era!r}: choose v1 or v2", field="era")
     path = Path(path)
-    fd, tmp_name = tempfile.mkstemp(prefix=".omnia-export-", suffix=".sqlite", dir=path.parent or ".")
+    fd, tmp_name = tempfile.mkstemp(
+        prefix=".omnia-export-", suffix=".sqlite", dir=path.parent or "."
+    )
     os.close(fd)
     counts: dict[str, int] = {}
     try:
@@ -67,30 +69,60 @@ def export_omnia(world_id: str, path: str | Path, *, era: str | None = None) -> 
         if era == "v1":
             conn.executemany(
                 "INSERT INTO objects VALUES (?,?,?,?,?,?)",
-                [(o.id, o.type, o.world_id, o.clock_iso, o.location_id, o.aliases_json) for o in objects],
+                [
+                    (o.id, o.type, o.world_id, o.clock_iso, o.location_id, o.aliases_json)
+                    for o in objects
+                ],
             )
         else:
             conn.executemany(
                 "INSERT INTO objects (id, type, world_id, clock_iso, location_id, aliases_json, "
                 "connections_json, is_agent) VALUES (?,?,?,?,?,?,?,?)",
-                [(o.id, o.type, o.world_id, o.clock_iso, o.location_id, o.aliases_json,
-                  o.connections_json, o.is_agent) for o in objects],
+                [
+                    (
+                        o.id,
+                        o.type,
+                        o.world_id,
+                        o.clock_iso,
+                        o.location_id,
+                        o.aliases_json,
+                        o.connections_json,
+                        o.is_agent,
+                    )
+                    for o in objects
+                ],
             )
         counts["objects"] = len(objects)
-        attrs = Attribute.objects.filter(object_id__in=ids).values_list("object_id", "name", "value", "visibility")
-        counts["attributes"] = conn.executemany("INSERT INTO attributes VALUES (?,?,?,?)", attrs.iterator()).rowcount
-        acl = AttributeAcl.objects.filter(object_id__in=ids).values_list("object_id", "attribute_name", "entity_id")
-        counts["attribute_acl"] = conn.executemany("INSERT INTO attribute_acl VALUES (?,?,?)", acl.iterator()).rowcount
+        attrs = Attribute.objects.filter(object_id__in=ids).values_list(
+            "object_id", "name", "value", "visibility"
+        )
+        counts["attributes"] = conn.executemany(
+            "INSERT INTO attributes VALUES (?,?,?,?)", attrs.iterator()
+        ).rowcount
+        acl = AttributeAcl.objects.filter(object_id__in=ids).values_list(
+            "object_id", "attribute_name", "entity_id"
+        )
+        counts["attribute_acl"] = conn.executemany(
+            "INSERT INTO attribute_acl VALUES (?,?,?)", acl.iterator()
+        ).rowcount
         entities = [o.id for o in objects if o.type == ObjectType.ENTITY]
         buffer = BufferEntry.objects.filter(owner_id__in=entities).order_by("created_at", "id")
         if era == "v1":
-            rows = buffer.values_list("id", "owner_id", "timestamp", "location_id", "intent_json", "outcome_json")
+            rows = buffer.values_list(
+                "id", "owner_id", "timestamp", "location_id", "intent_json", "outcome_json"
+            )
             counts["buffer_entries"] = conn.executemany(
                 "INSERT INTO buffer_entries VALUES (?,?,?,?,?,?)", rows.iterator(chunk_size=5000)
             ).rowcount
         else:
             rows = buffer.values_list(
-                "id", "owner_id", "timestamp", "location_id", "intent_json", "outcome_json", "pinned"
+                "id",
+                "owner_id",
+                "timestamp",
+                "location_id",
+                "intent_json",
+                "outcome_json",
+                "pinned",
             )
             counts["buffer_entries"] = conn.executemany(
                 "INSERT INTO buffer_entries VALUES (?,?,?,?,?,?,?)", rows.iterator(chunk_size=5000)
@@ -99,14 +131,22 @@ def export_omnia(world_id: str, path: str | Path, *, era: str | None = None) -> 
             counts["ledger_entries"] = conn.executemany(
                 "INSERT INTO ledger_entries VALUES (?,?,?,?,?,?,?,?)",
                 (
-                    (e.id, e.owner_id, e.timestamp, e.location_id, e.content, e.quotes_json,
-                     e.importance, bytes(e.embedding) if e.embedding is not None else None)
+                    (
+                        e.id,
+                        e.owner_id,
+                        e.timestamp,
+                        e.location_id,
+                        e.content,
+                        e.quotes_json,
+                        e.importance,
+                        bytes(e.embedding) if e.embedding is not None else None,
+                    )
                     for e in ledger.iterator(chunk_size=2000)
                 ),
             ).rowcount
-            involved = LedgerInvolvedEntity.objects.filter(entry__owner_id__in=entities).values_list(
-                "entry_id", "entity_id"
-            )
+            involved = LedgerInvolvedEntity.objects.filter(
+                entry__owner_id__in=entities
+            ).values_list("entry_id", "entity_id")
             counts["ledger_involved_entities"] = conn.executemany(
                 "INSERT INTO ledger_involved_entities VALUES (?,?)", involved.iterator()
             ).rowcount

@@ -40,7 +40,9 @@ def _open_omnia(path: Path) -> sqlite3.Connection:
         raise WorldImportError(source, "-", "-", "no such file")
     try:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        tables = {
+            row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+        }
     except sqlite3.DatabaseError as exc:
         raise WorldImportError(source, "-", "-", f"not an omnia SQLite world ({exc})") from None
     missing = {"objects", "attributes", "attribute_acl", "buffer_entries"} - tables
@@ -56,7 +58,9 @@ def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
     return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
 
 
-def _read_omnia_objects(conn: sqlite3.Connection, source: str) -> tuple[list[tuple], dict[str, str]]:
+def _read_omnia_objects(
+    conn: sqlite3.Connection, source: str
+) -> tuple[list[tuple], dict[str, str]]:
     cols = _columns(conn, "objects")
     extra = [c if c in cols else "NULL" for c in ("connections_json", "is_agent")]
     rows = conn.execute(
@@ -79,16 +83,22 @@ def _read_omnia_objects(conn: sqlite3.Connection, source: str) -> tuple[list[tup
             try:
                 json.loads(row[6])
             except (TypeError, ValueError):
-                raise WorldImportError(source, "objects", where, "connections_json is not JSON") from None
+                raise WorldImportError(
+                    source, "objects", where, "connections_json is not JSON"
+                ) from None
         worlds[object_id] = object_id if type_ == ObjectType.WORLD else (world_id or object_id)
     ids = set(worlds)
     for row in rows:
         if row[2] is not None and row[2] not in ids:
-            raise WorldImportError(source, "objects", f"id={row[0]}", f"world_id {row[2]!r} is not in the file")
+            raise WorldImportError(
+                source, "objects", f"id={row[0]}", f"world_id {row[2]!r} is not in the file"
+            )
     return rows, worlds
 
 
-def import_omnia(path: str | Path, *, progress: Callable[[int], None] | None = None) -> ImportReport:
+def import_omnia(
+    path: str | Path, *, progress: Callable[[int], None] | None = None
+) -> ImportReport:
     """Read an omnia SQLite world file (either era) into the inspector's database."""
     path = Path(path)
     source = str(path)
@@ -110,21 +120,31 @@ def _import_omnia(conn: sqlite3.Connection, path: Path, source: str, progress) -
     object_rows, worlds = _read_omnia_objects(conn, source)
     object_ids = set(worlds)
     attribute_rows = []
-    for row in conn.execute("SELECT object_id, name, value, visibility FROM attributes ORDER BY rowid"):
+    for row in conn.execute(
+        "SELECT object_id, name, value, visibility FROM attributes ORDER BY rowid"
+    ):
         where = f"object_id={row[0]}, name={row[1]}"
         if row[0] not in object_ids:
-            raise WorldImportError(source, "attributes", where, f"object {row[0]!r} is not in the file")
+            raise WorldImportError(
+                source, "attributes", where, f"object {row[0]!r} is not in the file"
+            )
         if row[3] not in VISIBILITIES:
-            raise WorldImportError(source, "attributes", where, f"visibility {row[3]!r} is not PUBLIC or PRIVATE")
+            raise WorldImportError(
+                source, "attributes", where, f"visibility {row[3]!r} is not PUBLIC or PRIVATE"
+            )
         if not isinstance(row[2], str):
             raise WorldImportError(source, "attributes", where, "value must be text")
         attribute_rows.append(tuple(row))
     attribute_keys = {(row[0], row[1]) for row in attribute_rows}
     acl_rows = []
-    for row in conn.execute("SELECT object_id, attribute_name, entity_id FROM attribute_acl ORDER BY rowid"):
+    for row in conn.execute(
+        "SELECT object_id, attribute_name, entity_id FROM attribute_acl ORDER BY rowid"
+    ):
         if (row[0], row[1]) not in attribute_keys:
             raise WorldImportError(
-                source, "attribute_acl", f"object_id={row[0]}, attribute_name={row[1]}, entity_id={row[2]}",
+                source,
+                "attribute_acl",
+                f"object_id={row[0]}, attribute_name={row[1]}, entity_id={row[2]}",
                 "refers to an attribute that is not in the file",
             )
         acl_rows.append(tuple(row))
@@ -147,13 +167,23 @@ def _import_omnia(conn: sqlite3.Connection, path: Path, source: str, progress) -
         )
         incoming = conn.execute("SELECT COUNT(*) FROM buffer_entries").fetchone()[0]
         shard_by_owner: dict[str, int] = {}  # a handful of owners, a million rows
-        validator = BatchValidator(source, "buffer_entries", parallel=incoming >= bulk.BULK_INDEX_ROWS)
+        validator = BatchValidator(
+            source, "buffer_entries", parallel=incoming >= bulk.BULK_INDEX_ROWS
+        )
         try:
             with bulk.indexes_built_after("buffer_entries", incoming):
                 while batch := cursor.fetchmany(BATCH):
                     checks: list[tuple[str, str, str | None]] = []
                     rows = []
-                    for entry_id, owner_id, timestamp, location_id, intent_json, outcome_json, pinned in batch:
+                    for (
+                        entry_id,
+                        owner_id,
+                        timestamp,
+                        location_id,
+                        intent_json,
+                        outcome_json,
+                        pinned,
+                    ) in batch:
                         problem = None
                         if owner_id not in object_ids:
                             problem = f"owner {owner_id!r} is not an object in the file"
@@ -163,20 +193,40 @@ def _import_omnia(conn: sqlite3.Connection, path: Path, source: str, progress) -
                             problem = "intent_json must be text"
                         if problem is not None:
                             validator.before_error_at(checks)
-                            raise WorldImportError(source, "buffer_entries", f"id={entry_id}", problem)
+                            raise WorldImportError(
+                                source, "buffer_entries", f"id={entry_id}", problem
+                            )
                         checks.append((entry_id, intent_json, outcome_json))
                         shard = shard_by_owner.get(owner_id)
                         if shard is None:
                             shard = shard_by_owner[owner_id] = shard_of(owner_id, shards)
                         rows.append(
-                            (entry_id, owner_id, timestamp, location_id, intent_json, outcome_json,
-                             pinned, clock.take(shard), shard)
+                            (
+                                entry_id,
+                                owner_id,
+                                timestamp,
+                                location_id,
+                                intent_json,
+                                outcome_json,
+                                pinned,
+                                clock.take(shard),
+                                shard,
+                            )
                         )
                     validator.submit(checks)  # validated there while inserted here
                     inserted += bulk.insert_ignore(
                         "buffer_entries",
-                        ("id", "owner_id", "timestamp", "location_id", "intent_json", "outcome_json",
-                         "pinned", "created_at", "shard"),
+                        (
+                            "id",
+                            "owner_id",
+                            "timestamp",
+                            "location_id",
+                            "intent_json",
+                            "outcome_json",
+                            "pinned",
+                            "created_at",
+                            "shard",
+                        ),
                         rows,
                     )
                     seen += len(rows)
@@ -196,7 +246,9 @@ def _import_omnia(conn: sqlite3.Connection, path: Path, source: str, progress) -
     return report
 
 
-def _check_conflicting_ids(source: str, table: str, conn: sqlite3.Connection, worlds: dict[str, str]) -> None:
+def _check_conflicting_ids(
+    source: str, table: str, conn: sqlite3.Connection, worlds: dict[str, str]
+) -> None:
     """Rows skipped on conflict must be this world's own rows (a re-import), never another's."""
     owner_col = "owner_id"
     cursor = conn.execute(f"SELECT id, {owner_col} FROM {table} ORDER BY rowid")
@@ -207,10 +259,13 @@ def _check_conflicting_ids(source: str, table: str, conn: sqlite3.Connection, wo
             db.execute(f"SELECT id, {owner_col} FROM {table} WHERE id IN ({marks})", list(by_id))
             for entry_id, existing_owner in db.fetchall():
                 if existing_owner != by_id[entry_id] and (
-                    existing_owner is None or worlds.get(by_id[entry_id]) != _world_of(existing_owner)
+                    existing_owner is None
+                    or worlds.get(by_id[entry_id]) != _world_of(existing_owner)
                 ):
                     raise WorldImportError(
-                        source, table, f"id={entry_id}",
+                        source,
+                        table,
+                        f"id={entry_id}",
                         f"id already belongs to {existing_owner!r} of another world in the inspector",
                     )
 
@@ -220,32 +275,71 @@ def _world_of(object_id: str) -> str | None:
     return obj.world_id_or_self if obj else None
 
 
-def _import_ledger(conn, source, object_ids, clock: bulk.ImportClock, report: ImportReport, worlds) -> None:
+def _import_ledger(
+    conn, source, object_ids, clock: bulk.ImportClock, report: ImportReport, worlds
+) -> None:
     rows = []
-    for entry_id, owner_id, timestamp, location_id, content, quotes_json, importance, embedding in conn.execute(
+    for (
+        entry_id,
+        owner_id,
+        timestamp,
+        location_id,
+        content,
+        quotes_json,
+        importance,
+        embedding,
+    ) in conn.execute(
         "SELECT id, owner_id, timestamp, location_id, content, quotes_json, importance, embedding "
         "FROM ledger_entries ORDER BY rowid"
     ):
         where = f"id={entry_id}"
         if owner_id not in object_ids:
-            raise WorldImportError(source, "ledger_entries", where, f"owner {owner_id!r} is not an object in the file")
+            raise WorldImportError(
+                source, "ledger_entries", where, f"owner {owner_id!r} is not an object in the file"
+            )
         if not isinstance(content, str):
             raise WorldImportError(source, "ledger_entries", where, "content must be text")
         if not isinstance(importance, int) or not 1 <= importance <= 10:
-            raise WorldImportError(source, "ledger_entries", where, f"importance {importance!r} is not 1–10")
+            raise WorldImportError(
+                source, "ledger_entries", where, f"importance {importance!r} is not 1–10"
+            )
         if quotes_json is not None:
             try:
                 json.loads(quotes_json)
             except ValueError:
-                raise WorldImportError(source, "ledger_entries", where, "quotes_json is not JSON") from None
+                raise WorldImportError(
+                    source, "ledger_entries", where, "quotes_json is not JSON"
+                ) from None
         rows.append(
-            (entry_id, owner_id, timestamp, location_id, content, quotes_json, importance,
-             embedding, home_scope(owner_id), f"ledger/{entry_id}", clock.take(shard_of(owner_id)))
+            (
+                entry_id,
+                owner_id,
+                timestamp,
+                location_id,
+                content,
+                quotes_json,
+                importance,
+                embedding,
+                home_scope(owner_id),
+                f"ledger/{entry_id}",
+                clock.take(shard_of(owner_id)),
+            )
         )
     inserted = bulk.insert_ignore(
         "ledger_entries",
-        ("id", "owner_id", "timestamp", "location_id", "content", "quotes_json", "importance",
-         "embedding", "scope_id", "slug", "created_at"),
+        (
+            "id",
+            "owner_id",
+            "timestamp",
+            "location_id",
+            "content",
+            "quotes_json",
+            "importance",
+            "embedding",
+            "scope_id",
+            "slug",
+            "created_at",
+        ),
         rows,
     )
     if inserted != len(rows):
@@ -257,7 +351,9 @@ def _import_ledger(conn, source, object_ids, clock: bulk.ImportClock, report: Im
     ):
         if entry_id not in ledger_ids:
             raise WorldImportError(
-                source, "ledger_involved_entities", f"entry_id={entry_id}, entity_id={entity_id}",
+                source,
+                "ledger_involved_entities",
+                f"entry_id={entry_id}, entity_id={entity_id}",
                 "refers to a ledger entry that is not in the file",
             )
         involved.append((entry_id, entity_id))

@@ -38,7 +38,9 @@ class _Scenario:
         self.objects: list[tuple] = []
         self.attributes: list[tuple] = []
         self.acl: list[tuple] = []
-        self.memories: list[tuple] = []  # (id, owner, timestamp, location, intent_json, outcome_json, conversation)
+        self.memories: list[
+            tuple
+        ] = []  # (id, owner, timestamp, location, intent_json, outcome_json, conversation)
         self.layers: list[tuple[str, str]] = []
         self.entries: list[dict[str, Any]] = []  # long-term entries with scope/owner
         self.subscriptions: list[tuple[str, str, int]] = []
@@ -48,7 +50,9 @@ class _Scenario:
     def fail(self, table: str, row: str, problem: str) -> None:
         raise WorldImportError(self.source, table, row, problem)
 
-    def text(self, obj: dict, key: str, table: str, row: str, *, required: bool = True) -> str | None:
+    def text(
+        self, obj: dict, key: str, table: str, row: str, *, required: bool = True
+    ) -> str | None:
         value = obj.get(key)
         if value is None and not required:
             return None
@@ -58,7 +62,11 @@ class _Scenario:
 
     def declare(self, object_id: str, where: str, table: str) -> None:
         if object_id in self.ids:
-            self.fail(table, where, f"duplicate id {object_id!r} (first declared at {self.ids[object_id]})")
+            self.fail(
+                table,
+                where,
+                f"duplicate id {object_id!r} (first declared at {self.ids[object_id]})",
+            )
         self.ids[object_id] = where
 
     def add_attributes(self, object_id: str, attrs: Any, table: str, where: str) -> None:
@@ -101,10 +109,15 @@ class _Scenario:
         self.declare(entry_id, where, "ledger_entries")
         self.entries.append(
             {
-                "id": entry_id, "owner": owner, "scope": scope, "slug": slug, "body": body,
+                "id": entry_id,
+                "owner": owner,
+                "scope": scope,
+                "slug": slug,
+                "body": body,
                 "name": self.text(raw, "name", "ledger_entries", where, required=False),
                 "draft_name": self.text(raw, "draft_name", "ledger_entries", where, required=False),
-                "withheld": bool(raw.get("withheld", False)), "importance": importance,
+                "withheld": bool(raw.get("withheld", False)),
+                "importance": importance,
                 "timestamp": raw.get("timestamp") or self.doc.get("startTime") or "",
             }
         )
@@ -119,7 +132,9 @@ class _Scenario:
         for key in ("name", "description"):
             if isinstance(doc.get(key), str):
                 self.attributes.append((world_id, key, doc[key], "PRIVATE"))
-        self.add_attributes(world_id, (doc.get("world") or {}).get("attributes"), "objects", "world")
+        self.add_attributes(
+            world_id, (doc.get("world") or {}).get("attributes"), "objects", "world"
+        )
 
         locations = doc.get("locations") or []
         if not isinstance(locations, list):
@@ -132,8 +147,16 @@ class _Scenario:
             self.declare(loc_id, where, "objects")
             connections = loc.get("connections")
             self.objects.append(
-                (loc_id, "location", world_id, None, loc.get("parentId"), None,
-                 _js_json(connections) if connections is not None else None, None)
+                (
+                    loc_id,
+                    "location",
+                    world_id,
+                    None,
+                    loc.get("parentId"),
+                    None,
+                    _js_json(connections) if connections is not None else None,
+                    None,
+                )
             )
             self.add_attributes(loc_id, loc.get("attributes"), "objects", where)
 
@@ -165,8 +188,16 @@ class _Scenario:
                 self.fail("objects", where, f"aliases: {exc}")
             is_agent = ent.get("isAgent", ent.get("is_agent", True))
             self.objects.append(
-                (ent_id, "entity", world_id, None, ent.get("locationId"), dump_aliases_json(alias_map),
-                 None, 1 if is_agent else 0)
+                (
+                    ent_id,
+                    "entity",
+                    world_id,
+                    None,
+                    ent.get("locationId"),
+                    dump_aliases_json(alias_map),
+                    None,
+                    1 if is_agent else 0,
+                )
             )
             self.add_attributes(ent_id, ent.get("attributes"), "objects", where)
             for j, mem in enumerate(ent.get("initialMemories") or []):
@@ -184,14 +215,23 @@ class _Scenario:
                 except IntentError as exc:
                     self.fail("buffer_entries", f"{at} (id={mem_id})", str(exc))
                 self.memories.append(
-                    (mem_id, ent_id, self.text(mem, "timestamp", "buffer_entries", at),
-                     mem.get("locationId"), _js_json(intent),
-                     _js_json(outcome) if outcome is not None else None,
-                     mem.get("conversationId"))
+                    (
+                        mem_id,
+                        ent_id,
+                        self.text(mem, "timestamp", "buffer_entries", at),
+                        mem.get("locationId"),
+                        _js_json(intent),
+                        _js_json(outcome) if outcome is not None else None,
+                        mem.get("conversationId"),
+                    )
                 )
             for position, layer_id in enumerate(ent.get("layers") or []):
                 if layer_id not in layer_ids:
-                    self.fail("memory_layer_subscriptions", f"{where}.layers[{position}]", f"unknown layer {layer_id!r}")
+                    self.fail(
+                        "memory_layer_subscriptions",
+                        f"{where}.layers[{position}]",
+                        f"unknown layer {layer_id!r}",
+                    )
                 self.subscriptions.append((ent_id, layer_id, position))
             for j, raw in enumerate(ent.get("memories") or []):
                 self.entry(raw, home_scope(ent_id), ent_id, f"{where}.memories[{j}]")
@@ -204,7 +244,9 @@ class _Scenario:
                 self.text(raw, key, "memory_abstraction_edges", where)
             members = raw.get("members")
             if not isinstance(members, list) or not members:
-                self.fail("memory_abstraction_edges", where, "'members' must be a non-empty list of ids")
+                self.fail(
+                    "memory_abstraction_edges", where, "'members' must be a non-empty list of ids"
+                )
             self.abstractions.append(raw)
 
         entity_ids = {row[0] for row in self.objects if row[1] == "entity"}
@@ -245,32 +287,93 @@ def load_world(path_or_doc: str | Path | dict, *, source: str | None = None) -> 
         report.counts.update(bulk.sync_objects(scenario.objects, scenario.attributes, scenario.acl))
         clock = bulk.ImportClock(marks)
         rows = []
-        for mem_id, owner, timestamp, location, intent_json, outcome_json, conversation in scenario.memories:
+        for (
+            mem_id,
+            owner,
+            timestamp,
+            location,
+            intent_json,
+            outcome_json,
+            conversation,
+        ) in scenario.memories:
             shard = shard_of(owner)
-            rows.append((mem_id, owner, timestamp, location, intent_json, outcome_json, 0,
-                         clock.take(shard), shard, conversation))
+            rows.append(
+                (
+                    mem_id,
+                    owner,
+                    timestamp,
+                    location,
+                    intent_json,
+                    outcome_json,
+                    0,
+                    clock.take(shard),
+                    shard,
+                    conversation,
+                )
+            )
         inserted = bulk.insert_ignore(
             "buffer_entries",
-            ("id", "owner_id", "timestamp", "location_id", "intent_json", "outcome_json", "pinned",
-             "created_at", "shard", "conversation_id"),
+            (
+                "id",
+                "owner_id",
+                "timestamp",
+                "location_id",
+                "intent_json",
+                "outcome_json",
+                "pinned",
+                "created_at",
+                "shard",
+                "conversation_id",
+            ),
             rows,
         )
         if inserted != len(rows):
-            _check_scenario_conflicts(source, "buffer_entries", [(r[0], r[1]) for r in rows], world_of)
+            _check_scenario_conflicts(
+                source, "buffer_entries", [(r[0], r[1]) for r in rows], world_of
+            )
         report.counts["buffer_entries"] = inserted
         report.skipped["buffer_entries"] = len(rows) - inserted
         for layer_id, title in scenario.layers:
-            Layer.objects.update_or_create(id=layer_id, defaults={"world_id": scenario.world_id, "title": title})
+            Layer.objects.update_or_create(
+                id=layer_id, defaults={"world_id": scenario.world_id, "title": title}
+            )
         entry_rows = [
-            (e["id"], e["owner"], e["timestamp"], None, e["body"], None, e["importance"], None,
-             e["scope"], e["slug"], e["name"], e["draft_name"], e["withheld"],
-             clock.take(shard_of(e["owner"] or e["scope"])))
+            (
+                e["id"],
+                e["owner"],
+                e["timestamp"],
+                None,
+                e["body"],
+                None,
+                e["importance"],
+                None,
+                e["scope"],
+                e["slug"],
+                e["name"],
+                e["draft_name"],
+                e["withheld"],
+                clock.take(shard_of(e["owner"] or e["scope"])),
+            )
             for e in scenario.entries
         ]
         entries_inserted = bulk.insert_ignore(
             "ledger_entries",
-            ("id", "owner_id", "timestamp", "location_id", "content", "quotes_json", "importance",
-             "embedding", "scope_id", "slug", "name", "draft_name", "withheld", "created_at"),
+            (
+                "id",
+                "owner_id",
+                "timestamp",
+                "location_id",
+                "content",
+                "quotes_json",
+                "importance",
+                "embedding",
+                "scope_id",
+                "slug",
+                "name",
+                "draft_name",
+                "withheld",
+                "created_at",
+            ),
             entry_rows,
         )
         if entries_inserted != len(entry_rows):
@@ -278,20 +381,30 @@ def load_world(path_or_doc: str | Path | dict, *, source: str | None = None) -> 
             wanted = {e["id"]: e["scope"] for e in scenario.entries}
             for entry in existing:
                 if entry.scope_id != wanted[entry.id]:
-                    raise WorldImportError(source, "ledger_entries", f"id={entry.id}", "id already belongs to another scope")
+                    raise WorldImportError(
+                        source,
+                        "ledger_entries",
+                        f"id={entry.id}",
+                        "id already belongs to another scope",
+                    )
         report.counts["ledger_entries"] = entries_inserted
         entity_ids = [row[0] for row in scenario.objects if row[1] == "entity"]
         LayerSubscription.objects.filter(entity_id__in=entity_ids).delete()
         LayerSubscription.objects.bulk_create(
-            LayerSubscription(entity_id=e, layer_id=layer, position=pos) for e, layer, pos in scenario.subscriptions
+            LayerSubscription(entity_id=e, layer_id=layer, position=pos)
+            for e, layer, pos in scenario.subscriptions
         )
         bulk.advance_shards(clock.assigned)
         report.counts["abstractions"] = _land_abstractions(source, scenario.abstractions)
-        bulk.record_source([scenario.world_id], era, "scenario", source, sha, str(doc.get("name") or ""))
+        bulk.record_source(
+            [scenario.world_id], era, "scenario", source, sha, str(doc.get("name") or "")
+        )
     return report
 
 
-def _check_scenario_conflicts(source: str, table: str, rows: list[tuple[str, str]], world_of: dict[str, str]) -> None:
+def _check_scenario_conflicts(
+    source: str, table: str, rows: list[tuple[str, str]], world_of: dict[str, str]
+) -> None:
     wanted = dict(rows)
     ids = list(wanted)
     for start in range(0, len(ids), 500):
@@ -301,7 +414,9 @@ def _check_scenario_conflicts(source: str, table: str, rows: list[tuple[str, str
             db.execute(f"SELECT id, owner_id FROM {table} WHERE id IN ({marks})", chunk)
             for entry_id, owner in db.fetchall():
                 if owner != wanted[entry_id]:
-                    raise WorldImportError(source, table, f"id={entry_id}", f"id already belongs to {owner!r}")
+                    raise WorldImportError(
+                        source, table, f"id={entry_id}", f"id already belongs to {owner!r}"
+                    )
 
 
 def _land_abstractions(source: str, abstractions: list[dict[str, Any]]) -> int:
@@ -313,10 +428,17 @@ def _land_abstractions(source: str, abstractions: list[dict[str, Any]]) -> int:
             continue  # a re-load: this rollup already landed
         try:
             abstract(
-                raw["owner"], list(raw["members"]), name=raw["name"], body=raw["body"],
-                slug=raw.get("slug"), rollup_id=raw["id"], expected_generation=generation_of(raw["owner"]),
+                raw["owner"],
+                list(raw["members"]),
+                name=raw["name"],
+                body=raw["body"],
+                slug=raw.get("slug"),
+                rollup_id=raw["id"],
+                expected_generation=generation_of(raw["owner"]),
             )
         except (AbstractConflict, ValueError) as exc:
-            raise WorldImportError(source, "memory_abstraction_edges", f"abstractions[{i}] (id={raw['id']})", str(exc)) from None
+            raise WorldImportError(
+                source, "memory_abstraction_edges", f"abstractions[{i}] (id={raw['id']})", str(exc)
+            ) from None
         landed += 1
     return landed

@@ -85,6 +85,8 @@ class BatchValidator:
             found = first_invalid_row(rows)
         self._check(rows, found)
 
-    def _check(self, rows: list[tuple[str, str, str | None]], found: tuple[int, str] | None) -> None:
+    def _check(
+        self, rows: list[tuple[str, str, str | None]], found: tuple[int, str] | None
+    ) -> None:
         if found is not None:
             raise WorldImportError(self.source, self.table, f"id={rows[found[0]][0]}", found[1])

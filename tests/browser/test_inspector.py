@@ -86,9 +86,7 @@ def test_qa_toggle_reveals_ids(page, story) -> None:
     assert page.console_errors == []
 
 
-def test_inline_alias_edit_shows_at_once_in_buffer_and_history(
-    page, story, screenshots
-) -> None:
+def test_inline_alias_edit_shows_at_once_in_buffer_and_history(page, story, screenshots) -> None:
     login(page)
     page.goto("/viewers/alice/")
     page.fill("#label-bob", "Gareth")

@@ -29,9 +29,7 @@ def panels(page) -> dict[str, str]:
     return {p: page.locator(f"#{p}").inner_text() for p in PANELS}
 
 
-def test_picking_a_viewer_swaps_all_four_panels_and_back_restores(
-    page, demo, screenshots
-) -> None:
+def test_picking_a_viewer_swaps_all_four_panels_and_back_restores(page, demo, screenshots) -> None:
     login(page)
     screenshots("overview-demo")
     page.goto("/viewers/npc-pip/")
@@ -70,9 +68,7 @@ def test_faces_toggle_is_a_permalink(page, demo) -> None:
     assert page.console_errors == []
 
 
-def test_prompt_page_highlights_the_planted_leak_and_copies(
-    page, demo, screenshots
-) -> None:
+def test_prompt_page_highlights_the_planted_leak_and_copies(page, demo, screenshots) -> None:
     page.context.grant_permissions(["clipboard-read", "clipboard-write"])
     login(page)
     page.goto("/viewers/npc-pip/prompt/")

@@ -46,7 +46,10 @@ def _intent_facts(intent_json: str) -> tuple[str | None, str | None, tuple[str, 
 
 def render_entry(entry: BufferEntry, viewer: Viewer) -> RenderedEntry:
     try:
-        line, reason = render_stored_entry(entry.timestamp, entry.intent_json, entry.outcome_json, viewer), None
+        line, reason = (
+            render_stored_entry(entry.timestamp, entry.intent_json, entry.outcome_json, viewer),
+            None,
+        )
     except Undeliverable as exc:
         line, reason = None, str(exc)
     type_, actor, targets = _intent_facts(entry.intent_json)
@@ -69,8 +72,16 @@ def render_entry(entry: BufferEntry, viewer: Viewer) -> RenderedEntry:
 
 
 BUFFER_FIELDS = (
-    "id", "timestamp", "created_at", "intent_json", "outcome_json", "location_id",
-    "conversation_id", "retracted_at", "abstracted_into", "owner_id",
+    "id",
+    "timestamp",
+    "created_at",
+    "intent_json",
+    "outcome_json",
+    "location_id",
+    "conversation_id",
+    "retracted_at",
+    "abstracted_into",
+    "owner_id",
 )
 
 
@@ -78,5 +89,3 @@ def iter_buffer(owner_id: str, *, chunk: int = 2000) -> Iterator[BufferEntry]:
     """Every row of one owner in chronological order (ties: write order), streamed."""
     qs = BufferEntry.objects.filter(owner_id=owner_id).only(*BUFFER_FIELDS)
     yield from qs.order_by("timestamp", "created_at", "id").iterator(chunk_size=chunk)
-
-

@@ -95,7 +95,9 @@ def leak_world_from(knowledge: WorldKnowledge) -> LeakWorld:
         for name, attr in sorted(attrs.items())
         if attr.visibility != PUBLIC
     ]
-    places = [o.id for o in objects.values() if o.type != ObjectType.ENTITY] + sorted(bare_locations)
+    places = [o.id for o in objects.values() if o.type != ObjectType.ENTITY] + sorted(
+        bare_locations
+    )
     return LeakWorld(
         object_ids=frozenset(objects) | frozenset(bare_locations),
         true_names=true_names,
@@ -118,7 +120,8 @@ def leak_world(world_id: str) -> LeakWorld:
 def _scan_prompt(index: LeakIndex, viewer_id: str, prompt: PromptContext) -> ViewerScan:
     text = prompt.text
     findings = [
-        ScanFinding(viewer_id, prompt.section_at(f.start), f) for f in scan_text(index, viewer_id, text)
+        ScanFinding(viewer_id, prompt.section_at(f.start), f)
+        for f in scan_text(index, viewer_id, text)
     ]
     return ViewerScan(viewer_id=viewer_id, prompt=prompt, findings=findings)
 
@@ -130,7 +133,9 @@ def scan_viewer(viewer_id: str) -> ViewerScan:
     return _scan_prompt(index, viewer.id, prompt_context(viewer, knowledge))
 
 
-def _viewers_by_world(world_id: str | None, viewer_id: str | None) -> dict[str | None, list[WorldObject]]:
+def _viewers_by_world(
+    world_id: str | None, viewer_id: str | None
+) -> dict[str | None, list[WorldObject]]:
     qs = WorldObject.objects.filter(type=ObjectType.ENTITY)
     if viewer_id is not None:
         viewer = get_viewer(viewer_id)  # NotFound for an unknown id

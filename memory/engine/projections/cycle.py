@@ -86,7 +86,9 @@ class Flush:
             self.result.session_rows_read += len(stored)
             for pair in new_pairs:
                 self.sessions[pair] = stored.get(pair)
-        new_owners = list(dict.fromkeys(r.owner_id for r in rows if r.owner_id not in self.episode_start))
+        new_owners = list(
+            dict.fromkeys(r.owner_id for r in rows if r.owner_id not in self.episode_start)
+        )
         if new_owners:
             latest = episodes.latest_episodes(new_owners)
             self.result.episode_rows_read += len(latest)
@@ -126,7 +128,9 @@ def fold_batch(rows: Sequence[FoldRow], flush: Flush) -> None:
     flush.fold(rows)
 
 
-def _fold_shard(shard: int, result: CycleResult, batch_size: int, flush_rows: int, flush_sessions: int) -> bool:
+def _fold_shard(
+    shard: int, result: CycleResult, batch_size: int, flush_rows: int, flush_sessions: int
+) -> bool:
     """One transaction under the shard's lock: fold chunks past the watermark until the shard
     is drained or the flush is full, write back, move the watermark. False when drained
     (or when another worker holds the shard)."""

@@ -97,7 +97,9 @@ def _session_rows(
         raise InvalidInput("limit must be at least 1", field="limit")
     rows = MemorySession.objects.filter(owner_id=viewer_id)
     if before:
-        last_at, key = decode_cursor(before, (str, str), field="before", message=f"malformed cursor {before!r}")
+        last_at, key = decode_cursor(
+            before, (str, str), field="before", message=f"malformed cursor {before!r}"
+        )
         rows = rows.filter(Q(last_at__lt=last_at) | Q(last_at=last_at, session_key__lt=key))
     # One row past the page tells us whether there is a next one; it was read, so it counts.
     fetched = list(rows.order_by("-last_at", "-session_key")[: limit + 1])
@@ -294,7 +296,9 @@ def episodes(viewer_id: str, *, limit: int = 50, before: str | None = None) -> P
         raise InvalidInput("limit must be at least 1", field="limit")
     rows = Episode.objects.filter(owner_id=viewer_id)
     if before:
-        (ordinal,) = decode_cursor(before, (int,), field="before", message=f"malformed cursor {before!r}")
+        (ordinal,) = decode_cursor(
+            before, (int,), field="before", message=f"malformed cursor {before!r}"
+        )
         rows = rows.filter(ordinal__lt=ordinal)
     fetched = list(rows.order_by("-ordinal")[: limit + 1])
     page = fetched[:limit]

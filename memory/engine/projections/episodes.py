@@ -209,9 +209,11 @@ def latest_episodes(owner_ids: Sequence[str]) -> dict[str, EpisodeState]:
     columns = ", ".join(_COLUMNS)
     found: dict[str, EpisodeState] = {}
     for start in range(0, len(owner_ids), 200):
-        chunk = owner_ids[start:start + 200]
-        branch = (f"SELECT * FROM (SELECT {columns} FROM {table} WHERE owner_id = %s "
-                  "ORDER BY ordinal DESC LIMIT 1) AS latest")
+        chunk = owner_ids[start : start + 200]
+        branch = (
+            f"SELECT * FROM (SELECT {columns} FROM {table} WHERE owner_id = %s "
+            "ORDER BY ordinal DESC LIMIT 1) AS latest"
+        )
         with connection.cursor() as cursor:
             cursor.execute(" UNION ALL ".join([branch] * len(chunk)), chunk)
             for values in cursor.fetchall():

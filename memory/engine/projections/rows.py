@@ -89,5 +89,3 @@ def by_owner(rows: Iterable[FoldRow]) -> Iterator[tuple[str, list[FoldRow]]]:
         group.append(row)
     if group:
         yield owner, group  # type: ignore[misc]
-
-

@@ -211,7 +211,6 @@ def load_sessions(pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], Ses
     return found
 
 
-
 def fold_owner(rows: Sequence[FoldRow]) -> dict[str, SessionState]:
     sessions: dict[str, SessionState] = {}
     for row in rows:

@@ -17,9 +17,13 @@ class Command(BaseCommand):
 
     def handle(self, *args, path: str, world: str | None, era: str | None, **options) -> None:
         if world is None:
-            worlds = list(WorldObject.objects.filter(type=ObjectType.WORLD).values_list("id", flat=True))
+            worlds = list(
+                WorldObject.objects.filter(type=ObjectType.WORLD).values_list("id", flat=True)
+            )
             if len(worlds) != 1:
-                raise refuse(f"name the world with --world (worlds here: {', '.join(worlds) or 'none'})")
+                raise refuse(
+                    f"name the world with --world (worlds here: {', '.join(worlds) or 'none'})"
+                )
             world = worlds[0]
         try:
             counts = export_omnia(world, path, era=era)

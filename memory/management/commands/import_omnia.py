@@ -17,7 +17,9 @@ class Command(BaseCommand):
         parser.add_argument("path")
 
     def handle(self, *args, path: str, **options) -> None:
-        bar = tqdm(unit=" rows", desc="buffer_entries", disable=not sys.stderr.isatty(), file=sys.stderr)
+        bar = tqdm(
+            unit=" rows", desc="buffer_entries", disable=not sys.stderr.isatty(), file=sys.stderr
+        )
         try:
             report = import_omnia(path, progress=bar.update)
         except WorldImportError as exc:

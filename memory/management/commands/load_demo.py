@@ -12,10 +12,15 @@ class Command(BaseCommand):
     help = "Load the bundled demo world."
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("--if-empty", action="store_true", help="do nothing if a demo is loaded")
+        parser.add_argument(
+            "--if-empty", action="store_true", help="do nothing if a demo is loaded"
+        )
 
     def handle(self, *args, if_empty: bool, **options) -> None:
-        if if_empty and WorldSource.objects.filter(kind="scenario", source_path="demo_world.json").exists():
+        if (
+            if_empty
+            and WorldSource.objects.filter(kind="scenario", source_path="demo_world.json").exists()
+        ):
             self.stdout.write("demo world already loaded")
             return
         try:

@@ -15,7 +15,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("viewer_id")
-        parser.add_argument("--json", action="store_true", help='{"sections": [{"name", "text"}], "text"}')
+        parser.add_argument(
+            "--json", action="store_true", help='{"sections": [{"name", "text"}], "text"}'
+        )
 
     def handle(self, *args, viewer_id: str, json: bool, **options) -> None:
         try:

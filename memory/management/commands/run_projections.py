@@ -100,9 +100,13 @@ class Command(BaseCommand):
         # One line once the signal handlers are in place: from here SIGTERM finishes the
         # cycle and exits 0 (before it, the process is still starting and simply dies).
         if as_json:
-            self.stdout.write(json.dumps({"started": True, "shards": shard_list(shards), "poll": options["poll"]}))
+            self.stdout.write(
+                json.dumps({"started": True, "shards": shard_list(shards), "poll": options["poll"]})
+            )
         else:
-            self.stdout.write(f"projection worker: shards {shard_list(shards)}, poll {options['poll']}s")
+            self.stdout.write(
+                f"projection worker: shards {shard_list(shards)}, poll {options['poll']}s"
+            )
         self.stdout.flush()
         stats = run_loop(
             poll=options["poll"],
@@ -118,4 +122,6 @@ class Command(BaseCommand):
             "wakeups": stats.wakeups,
             "errors": stats.errors,
         }
-        self.stdout.write(json.dumps(summary) if as_json else f"projection worker stopped: {summary}")
+        self.stdout.write(
+            json.dumps(summary) if as_json else f"projection worker stopped: {summary}"
+        )

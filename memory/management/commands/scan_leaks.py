@@ -25,20 +25,32 @@ class Command(BaseCommand):
         parser.add_argument("--fail-on-leak", action="store_true")
 
     def handle(
-        self, *args, viewer_id: str | None, world_id: str | None, format: str, fail_on_leak: bool, **options
+        self,
+        *args,
+        viewer_id: str | None,
+        world_id: str | None,
+        format: str,
+        fail_on_leak: bool,
+        **options,
     ) -> None:
         try:
             total = count_viewers(world_id, viewer_id=viewer_id)
             # The bar is for a person watching a large world; pipes and CI logs get none.
             with tqdm(
-                total=total, unit=" viewers", desc="scan", file=sys.stderr, disable=not sys.stderr.isatty()
+                total=total,
+                unit=" viewers",
+                desc="scan",
+                file=sys.stderr,
+                disable=not sys.stderr.isatty(),
             ) as bar:
                 scans = scan_world(world_id, viewer_id=viewer_id, progress=bar.update)
         except NotFound as exc:
             raise refuse(str(exc)) from None
         findings = all_findings(scans)
         if format == "json":
-            self.stdout.write(json.dumps([f.to_dict() for f in findings], ensure_ascii=False, indent=2))
+            self.stdout.write(
+                json.dumps([f.to_dict() for f in findings], ensure_ascii=False, indent=2)
+            )
         elif format == "csv":
             writer = csv.writer(self.stdout, lineterminator="\n")
             writer.writerow(CSV_HEADER)
