@@ -25,7 +25,7 @@ run: $(STAMP)
 	OMNIA_DEBUG=1 $(PY) manage.py ensure_login --username designer --password omnia-demo
 	@echo ""
 	@echo "  Omnia Memory Inspector: http://$(HOST):$(PORT)/"
-	@echo "  Log in as designer / omnia-demo (staff: can edit aliases)."
+	@echo "  Log in as designer / omnia-demo (admin role: edits aliases, runs and rebuilds projections)."
 	@echo ""
 	OMNIA_DEBUG=1 $(PY) manage.py runserver $(HOST):$(PORT)
 

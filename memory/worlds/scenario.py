@@ -1,5 +1,8 @@
 """Way in: an omnia scenario JSON (plus our optional layers, long-term memories and
 abstractions), validated whole and then written in one transaction like a world file.
+
+Longer than most modules on purpose: it is one file format read top to bottom, section by
+section, and splitting it would scatter the rules of one format over several files.
 """
 
 from __future__ import annotations

@@ -65,7 +65,7 @@ def buffer(
     before: str | None = None,
     after: str | None = None,
     cursor: str | None = None,
-    type: list[BufferType] = Query(None),  # noqa: A002, B008 - the page's own parameter name
+    type: list[BufferType] = Query(None),  # noqa: B008 - the page's own parameter name
     q: str | None = None,
     limit: int = 50,
 ):
