@@ -170,7 +170,7 @@ sessions = []
 for _ in range(64):
     s = store()
     s[SESSION_KEY] = str(reader.pk)
-    s[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+    s[BACKEND_SESSION_KEY] = "memory.web.roles.RoleBackend"
     s[HASH_SESSION_KEY] = reader.get_session_auth_hash()
     s.create()
     sessions.append(s.session_key)

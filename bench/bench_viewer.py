@@ -171,7 +171,7 @@ def session_cookie() -> str:
     user = User.objects.create_user("bench", password="bench", is_staff=True, is_superuser=True)
     session = SessionStore()
     session[SESSION_KEY] = str(user.pk)
-    session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+    session[BACKEND_SESSION_KEY] = "memory.web.roles.RoleBackend"
     session[HASH_SESSION_KEY] = user.get_session_auth_hash()
     session.create()
     return f"{settings.SESSION_COOKIE_NAME}={session.session_key}"
