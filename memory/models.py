@@ -399,3 +399,38 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…)"
+
+
+class LeakScan(models.Model):
+    """The leak-findings projection's bookkeeping, one row per viewer: the fingerprint of the
+    inputs its stored findings were computed from, and whether a fold since has moved its
+    prompt (new rows change the recent buffer and the session digest)."""
+
+    viewer_id = models.TextField(primary_key=True)
+    world_id = models.TextField(null=True, blank=True)
+    fingerprint = models.TextField(default="")
+    stale = models.BooleanField(default=True)
+    scanned_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "memory_leak_scans"
+        indexes = [models.Index(fields=["stale"], name="leak_scans_stale")]
+
+
+class LeakFinding(models.Model):
+    """One stored leak finding in one viewer's prompt context (PRODUCT §7)."""
+
+    viewer_id = models.TextField()
+    ordinal = models.IntegerField()  # the scanner's order within the viewer's prompt
+    section = models.TextField()
+    kind = models.TextField()
+    start = models.IntegerField()
+    end = models.IntegerField()
+    text = models.TextField()
+    entity_id = models.TextField(null=True, blank=True)
+    attribute_name = models.TextField(null=True, blank=True)
+    reason = models.TextField()
+
+    class Meta:
+        db_table = "memory_leak_findings"
+        indexes = [models.Index(fields=["viewer_id", "ordinal"], name="leak_findings_viewer")]

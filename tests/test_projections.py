@@ -353,10 +353,20 @@ def test_rebuild_projections_command_verifies_and_exits_1_on_drift(cast):
     write("alice", 0)
     out = io.StringIO()
     call_command("rebuild_projections", "--json", stdout=out)
-    assert json.loads(out.getvalue()) == {"sessions": 1, "rows_folded": 1, "episodes": 1}
+    assert json.loads(out.getvalue()) == {
+        "sessions": 1,
+        "rows_folded": 1,
+        "episodes": 1,
+        "leak_viewers_scanned": 3,
+    }
     out = io.StringIO()
     call_command("rebuild_projections", "--verify", "--json", stdout=out)
-    assert json.loads(out.getvalue()) == {"sessions": 1, "identical": 1, "drift": []}
+    assert json.loads(out.getvalue()) == {
+        "sessions": 1,
+        "identical": 1,
+        "drift": [],
+        "leak_findings": {"viewers": 3, "identical": 3, "behind": 0, "drift": []},
+    }
     MemorySession.objects.update(dialogue_count=0)
     out = io.StringIO()
     with pytest.raises(SystemExit) as exit_info:

@@ -17,8 +17,8 @@ from memory.engine.aliases import (
     parse_aliases_json,
 )
 from memory.engine.errors import InvalidInput, NotFound
-from memory.engine.projections import rebuild, verify
-from memory.engine.projections import run_cycle as cycle
+from memory.engine.leaks import stored as leak_findings
+from memory.engine.upkeep import rebuild_all, run_upkeep, verify_all
 from memory.engine.write_door import remember, retract
 from memory.models import AliasChange, AuditLog, ObjectType, WorldObject
 
@@ -132,6 +132,9 @@ def _record(
         before_json=json.dumps({"label": before}),
         after_json=json.dumps({"label": after}),
     )
+    # The viewer's prompt just changed: its stored leak findings follow in this same
+    # transaction, so the page the editor lands on is never stale.
+    leak_findings.refresh([viewer_id])
 
 
 def set_alias(
@@ -211,16 +214,16 @@ def _audit(user, action: str, target: str, after: dict) -> None:
 
 
 def run_cycle(*, user=None) -> dict:
-    """One incremental projection cycle over every shard; returns what it did."""
-    result = cycle()
+    """One incremental projection cycle over every shard, then the leak findings it moved."""
+    result = run_upkeep()
     done = {**result.as_dict(), "shards_skipped": list(result.shards_skipped)}
     _audit(user, "projections.cycle", "projections", done)
     return done
 
 
 def rebuild_projections(*, user=None) -> dict:
-    """The full rebuild door: every session and episode row re-folded from the buffer."""
-    result = rebuild()
+    """The full rebuild door: every session, episode and leak finding re-derived."""
+    result, _findings = rebuild_all()
     done = {
         "rows_folded": result.rows_folded,
         "sessions": result.sessions,
@@ -232,7 +235,8 @@ def rebuild_projections(*, user=None) -> dict:
 
 def verify_projections() -> dict:
     """Fold everything afresh in memory and compare with the stored rows (writes nothing)."""
-    return verify().as_dict()
+    sessions, findings = verify_all()
+    return {**sessions.as_dict(), "leak_findings": findings.as_dict()}
 
 
 def abstract_memories(

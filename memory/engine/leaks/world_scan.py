@@ -117,7 +117,7 @@ def leak_world(world_id: str) -> LeakWorld:
     return leak_world_from(world_knowledge(world_id))
 
 
-def _scan_prompt(index: LeakIndex, viewer_id: str, prompt: PromptContext) -> ViewerScan:
+def scan_prompt(index: LeakIndex, viewer_id: str, prompt: PromptContext) -> ViewerScan:
     text = prompt.text
     findings = [
         ScanFinding(viewer_id, prompt.section_at(f.start), f)
@@ -130,7 +130,7 @@ def scan_viewer(viewer_id: str) -> ViewerScan:
     viewer = get_viewer(viewer_id)
     knowledge = world_knowledge(viewer.obj.world_id)
     index = build_leak_index(leak_world_from(knowledge))
-    return _scan_prompt(index, viewer.id, prompt_context(viewer, knowledge))
+    return scan_prompt(index, viewer.id, prompt_context(viewer, knowledge))
 
 
 def _viewers_by_world(
@@ -165,7 +165,7 @@ def scan_world(
         index = build_leak_index(leak_world_from(knowledge))
         for obj in viewers:
             viewer = viewer_of(obj)
-            scans.append(_scan_prompt(index, viewer.id, prompt_context(viewer, knowledge)))
+            scans.append(scan_prompt(index, viewer.id, prompt_context(viewer, knowledge)))
             if progress is not None:
                 progress(1)
     return scans

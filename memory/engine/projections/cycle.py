@@ -22,7 +22,7 @@ from memory.engine.projections.sessions import (
     upsert_sessions,
 )
 from memory.engine.shards import ensure_shards, shard_count
-from memory.models import ProjectionShard
+from memory.models import LeakScan, ProjectionShard
 
 # A flush is one transaction: it ends after this many rows or sessions held in memory (about
 # 300 bytes each), bounding both memory and how long writers on the shard wait for its lock.
@@ -40,6 +40,9 @@ class CycleResult:
     session_rows_read: int = 0
     episode_rows_read: int = 0
     shards_skipped: list[int] = field(default_factory=list)
+    # Set by memory.engine.upkeep, which refreshes the leak findings after the fold.
+    leak_viewers_scanned: int = 0
+    leak_findings_written: int = 0
 
     def as_dict(self) -> dict[str, int]:
         return {
@@ -120,6 +123,18 @@ class Flush:
         ]
         self.result.episodes_written += episodes.upsert_episodes(changed)
         self.result.rows_folded += self.rows
+        _mark_leak_scans_stale({owner_id for owner_id, _key in self.sessions})
+
+
+def _mark_leak_scans_stale(owner_ids: set[str]) -> None:
+    """These owners' digests just moved, so their prompts did: their stored leak findings are
+    no longer current (memory.engine.leaks.stored rescans them). In the flush's transaction,
+    so a fold and its mark land together."""
+    ids = sorted(owner_ids)
+    for start in range(0, len(ids), 500):
+        LeakScan.objects.filter(viewer_id__in=ids[start : start + 500], stale=False).update(
+            stale=True
+        )
 
 
 def fold_batch(rows: Sequence[FoldRow], flush: Flush) -> None:

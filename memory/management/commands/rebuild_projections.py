@@ -7,13 +7,13 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from memory.engine.projections import rebuild, verify
+from memory.engine.upkeep import rebuild_all, verify_all
 
 
 class Command(BaseCommand):
     help = (
-        "Re-derive every session and episode from the canonical memory rows. With --verify, "
-        "write nothing: fold afresh, compare with the stored sessions, exit 1 on drift."
+        "Re-derive every session, episode and stored leak finding. With --verify, write nothing: "
+        "fold and scan afresh, compare with what is stored, exit 1 on drift."
     )
 
     def add_arguments(self, parser: Any) -> None:
@@ -24,9 +24,11 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["verify"]:
-            result = verify()
+            result, findings = verify_all()
             if options["json"]:
-                self.stdout.write(json.dumps(result.as_dict()))
+                self.stdout.write(
+                    json.dumps({**result.as_dict(), "leak_findings": findings.as_dict()})
+                )
             else:
                 self.stdout.write(
                     f"{result.sessions} sessions, {result.identical} identical, "
@@ -34,10 +36,17 @@ class Command(BaseCommand):
                 )
                 for item in result.drift:
                     self.stdout.write(json.dumps(item))
-            if result.drift:
+                self.stdout.write(
+                    f"leak findings: {findings.viewers} viewers compared, {findings.identical} "
+                    f"identical to a fresh scan, {len(findings.drift)} drifted, "
+                    f"{findings.behind} not rescanned yet"
+                )
+                for item in findings.drift:
+                    self.stdout.write(json.dumps(item))
+            if result.drift or findings.drift:
                 raise SystemExit(1)
             return
-        rebuilt = rebuild()
+        rebuilt, findings = rebuild_all()
         if options["json"]:
             self.stdout.write(
                 json.dumps(
@@ -45,11 +54,13 @@ class Command(BaseCommand):
                         "sessions": rebuilt.sessions,
                         "rows_folded": rebuilt.rows_folded,
                         "episodes": rebuilt.episodes,
+                        "leak_viewers_scanned": findings.viewers_scanned,
                     }
                 )
             )
         else:
             self.stdout.write(
                 f"rebuilt {rebuilt.sessions} sessions and {rebuilt.episodes} episodes "
-                f"from {rebuilt.rows_folded} rows"
+                f"from {rebuilt.rows_folded} rows; leak findings of {findings.viewers_scanned} "
+                "viewer(s) rescanned"
             )

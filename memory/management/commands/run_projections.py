@@ -8,7 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 
-from memory.engine.projections import CycleResult, run_cycle
+from memory.engine.projections import CycleResult
 from memory.engine.projections.worker import (
     StopFlag,
     describe,
@@ -17,6 +17,7 @@ from memory.engine.projections.worker import (
     run_loop,
     shard_list,
 )
+from memory.engine.upkeep import run_upkeep
 
 
 class Command(BaseCommand):
@@ -71,13 +72,14 @@ class Command(BaseCommand):
         if options["loop"]:
             self._loop(shards, options)
             return
-        result = run_cycle(shards=shards)
+        result = run_upkeep(shards=shards)
         if options["json"]:
             self.stdout.write(json.dumps(result.as_dict()))
             return
         self.stdout.write(
             f"folded {result.rows_folded} rows into {result.sessions_written} sessions "
-            f"({result.episodes_written} episodes written); rows visited {result.rows_visited}"
+            f"({result.episodes_written} episodes written); rows visited {result.rows_visited}; "
+            f"leak findings rescanned for {result.leak_viewers_scanned} viewer(s)"
         )
         if result.shards_skipped:
             self.stdout.write(f"shards held by another worker: {result.shards_skipped}")
@@ -114,6 +116,7 @@ class Command(BaseCommand):
             stop=stop,
             on_cycle=report,
             settle=options["settle"],
+            cycle=run_upkeep,
         )
         summary = {
             "stopped_by": stop.signal,

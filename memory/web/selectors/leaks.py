@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
-from memory.engine.knowledge import Viewer
-from memory.engine.leaks.world_scan import FINDING_KINDS, all_findings, scan_viewer, scan_world
-from memory.engine.leaks.world_scan import leak_counts as leak_counts_of_world
-from memory.web.selectors.viewers import list_worlds
+from memory.engine.knowledge import Viewer, get_viewer
+from memory.engine.leaks.stored import scan_fresh, scan_state, stored_findings
+from memory.engine.leaks.world_scan import FINDING_KINDS, ScanFinding, scan_viewer
 
 
 @dataclass(frozen=True)
@@ -52,9 +52,37 @@ def prompt_view(viewer: Viewer) -> PromptView:
     return PromptView(text, list(result.prompt.sections), findings, highlight(text, findings))
 
 
+# A page rescans in memory at most this many viewers whose stored findings are behind (a
+# just-loaded world, a write not yet folded); past it they are listed as pending, and the
+# next projection cycle (run_projections) stores them. Reads never write.
+FRESH_BUDGET = 50
+
+
+@dataclass(frozen=True)
+class LeakReport:
+    findings: dict[str, list[ScanFinding]]  # viewer -> its findings, for every viewer known
+    pending: list[str]  # viewers whose findings are behind and were not rescanned
+
+
+def leak_report(viewer_id: str | None = None) -> LeakReport:
+    """Stored findings for the viewers whose inputs have not moved since their scan; a fresh
+    in-memory scan for the few that have; the rest pending."""
+    if viewer_id is not None:
+        get_viewer(viewer_id)  # NotFound for an unknown id
+    state = scan_state([viewer_id] if viewer_id is not None else None)
+    findings = stored_findings(state.up_to_date)
+    behind = state.behind
+    rescanned, pending = behind[:FRESH_BUDGET], behind[FRESH_BUDGET:]
+    findings.update(scan_fresh(rescanned))
+    for viewer in rescanned:
+        findings.setdefault(viewer, [])
+    return LeakReport(findings=findings, pending=pending)
+
+
 def leak_findings(*, viewer_id: str | None = None, kind: str | None = None) -> list[dict]:
     """Every finding in every viewer's prompt, ordered by viewer then offset."""
-    found = [f.to_dict() for f in all_findings(scan_world(viewer_id=viewer_id))]
+    report = leak_report(viewer_id)
+    found = [f.to_dict() for v in report.findings for f in report.findings[v]]
     if kind is not None:
         found = [f for f in found if f["kind"] == kind]
     return sorted(found, key=lambda f: (f["viewer_id"], f["start"], f["end"], f["kind"]))
@@ -65,8 +93,10 @@ def leak_kinds() -> tuple[str, ...]:
 
 
 def leak_counts() -> dict[str, dict[str, int]]:
-    """viewer id -> kind -> findings, over every loaded world."""
+    """viewer id -> kind -> findings (zeros kept), over every viewer whose findings are known."""
+    report = leak_report()
     counts: dict[str, dict[str, int]] = {}
-    for world in list_worlds():
-        counts.update(leak_counts_of_world(world.id))
-    return dict(sorted(counts.items()))
+    for viewer in sorted(report.findings):
+        found = Counter(f.finding.kind for f in report.findings[viewer])
+        counts[viewer] = {kind: found[kind] for kind in FINDING_KINDS}
+    return counts

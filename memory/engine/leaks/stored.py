@@ -1,0 +1,260 @@
+"""Leak findings as a stored projection (PRODUCT §7, §10): computed once, kept, and brought up
+to date only for the viewers whose inputs changed.
+
+A viewer's prompt (and so its findings) is a function of:
+- its world: objects, attributes, ACLs, layers, the clock — changed only by a way in
+  (`memory.worlds`), which leaves its mark on the world's source row (sha and time);
+- its own aliases and where it stands;
+- its own memories and long-term entries — every write bumps its generation;
+- its session digest — moved by the projection cycle, which marks the owners it folded stale.
+
+The first three make the *fingerprint* (one query for every viewer); the last is the `stale`
+flag. A stored scan is current when its fingerprint matches and it is not stale. `refresh`
+rescans exactly the viewers that are not current, each under its own row lock (SKIP LOCKED on
+PostgreSQL), so two workers never scan or store one viewer twice. Reads never write: a page
+shows stored findings for current viewers and, for a few that are not, a fresh in-memory scan.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from django.db import connection, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from memory.engine.knowledge import viewer_of, world_knowledge
+from memory.engine.leaks.scanner import Finding, build_leak_index
+from memory.engine.leaks.world_scan import ScanFinding, leak_world_from, scan_prompt
+from memory.engine.prompt import prompt_context
+from memory.models import LeakFinding, LeakScan, ObjectType, WorldObject
+
+# Viewers rescanned per transaction: bounds how long a refresh holds their rows.
+REFRESH_CHUNK = 200
+# SQLite refuses statements with too many parameters; ids go in this many at a time.
+ID_CHUNK = 500
+
+_FINGERPRINT_SQL = (
+    "SELECT o.id, o.world_id, o.aliases_json, o.location_id, w.clock_iso, "
+    "s.source_sha256, s.imported_at, g.generation "
+    "FROM objects o "
+    "LEFT JOIN objects w ON w.id = o.world_id "
+    "LEFT JOIN memory_world_sources s ON s.world_id = o.world_id "
+    "LEFT JOIN memory_owner_state g ON g.owner_id = o.id "
+    "WHERE o.type = %s"
+)
+
+
+def _chunks(ids: Sequence[str], size: int = ID_CHUNK) -> Iterable[Sequence[str]]:
+    for start in range(0, len(ids), size):
+        yield ids[start : start + size]
+
+
+def input_fingerprints(viewer_ids: Sequence[str] | None = None) -> dict[str, tuple[str, str]]:
+    """viewer id -> (world id, fingerprint of everything but the digest its prompt reads)."""
+    rows: list[tuple] = []
+    with connection.cursor() as cursor:
+        if viewer_ids is None:
+            cursor.execute(_FINGERPRINT_SQL, [ObjectType.ENTITY.value])
+            rows = cursor.fetchall()
+        else:
+            for chunk in _chunks(list(viewer_ids)):
+                marks = ", ".join(["%s"] * len(chunk))
+                cursor.execute(
+                    f"{_FINGERPRINT_SQL} AND o.id IN ({marks})", [ObjectType.ENTITY.value, *chunk]
+                )
+                rows.extend(cursor.fetchall())
+    out: dict[str, tuple[str, str]] = {}
+    for viewer_id, world_id, *inputs in rows:
+        raw = json.dumps([world_id, *(str(v) if v is not None else None for v in inputs)])
+        out[viewer_id] = (world_id, hashlib.sha1(raw.encode("utf-8")).hexdigest())
+    return out
+
+
+def mark_stale(owner_ids: Iterable[str]) -> None:
+    """The cycle folded rows of these owners: their digests moved, so their scans did too."""
+    ids = sorted(set(owner_ids))
+    for chunk in _chunks(ids):
+        LeakScan.objects.filter(viewer_id__in=chunk, stale=False).update(stale=True)
+
+
+@dataclass(frozen=True)
+class ScanState:
+    current: dict[str, tuple[str, str]]  # viewer -> (world, fingerprint) as the store is now
+    up_to_date: frozenset[str]  # viewers whose stored findings are current
+
+    @property
+    def behind(self) -> list[str]:
+        return sorted(v for v in self.current if v not in self.up_to_date)
+
+
+def scan_state(viewer_ids: Sequence[str] | None = None) -> ScanState:
+    current = input_fingerprints(viewer_ids)
+    stored: dict[str, tuple[str, bool]] = {}
+    scans = LeakScan.objects.values_list("viewer_id", "fingerprint", "stale")
+    if viewer_ids is None:
+        stored = {v: (fp, stale) for v, fp, stale in scans}
+    else:
+        for chunk in _chunks(list(viewer_ids)):
+            stored.update({v: (fp, s) for v, fp, s in scans.filter(viewer_id__in=chunk)})
+    up_to_date = frozenset(v for v, (_world, fp) in current.items() if stored.get(v) == (fp, False))
+    return ScanState(current=current, up_to_date=up_to_date)
+
+
+def _finding_of(row: LeakFinding) -> ScanFinding:
+    return ScanFinding(
+        row.viewer_id,
+        row.section,
+        Finding(
+            kind=row.kind,
+            start=row.start,
+            end=row.end,
+            text=row.text,
+            entity_id=row.entity_id,
+            reason=row.reason,
+            attribute_name=row.attribute_name,
+        ),
+    )
+
+
+def stored_findings(viewer_ids: Iterable[str]) -> dict[str, list[ScanFinding]]:
+    """The stored findings of these viewers, each in its scanner's order."""
+    wanted = sorted(set(viewer_ids))
+    found: dict[str, list[ScanFinding]] = {v: [] for v in wanted}
+    for chunk in _chunks(wanted):
+        for row in LeakFinding.objects.filter(viewer_id__in=chunk).order_by("viewer_id", "ordinal"):
+            found[row.viewer_id].append(_finding_of(row))
+    return found
+
+
+def scan_fresh(viewer_ids: Sequence[str]) -> dict[str, list[ScanFinding]]:
+    """Scan these viewers now, in memory (one knowledge load and one automaton per world)."""
+    by_world: dict[str | None, list[str]] = {}
+    for obj in WorldObject.objects.filter(pk__in=list(viewer_ids), type=ObjectType.ENTITY).only(
+        "id", "world_id"
+    ):
+        by_world.setdefault(obj.world_id, []).append(obj.id)
+    found: dict[str, list[ScanFinding]] = {}
+    for world_id, ids in sorted(by_world.items(), key=lambda item: str(item[0])):
+        knowledge = world_knowledge(world_id)
+        index = build_leak_index(leak_world_from(knowledge))
+        for viewer_id in sorted(ids):
+            viewer = viewer_of(knowledge.objects[viewer_id])
+            scan = scan_prompt(index, viewer_id, prompt_context(viewer, knowledge))
+            found[viewer_id] = scan.findings
+    return found
+
+
+@dataclass
+class RefreshResult:
+    viewers_checked: int = 0
+    viewers_scanned: int = 0
+    findings_written: int = 0
+    skipped: list[str] = field(default_factory=list)  # held by another worker
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "viewers_checked": self.viewers_checked,
+            "viewers_scanned": self.viewers_scanned,
+            "findings_written": self.findings_written,
+        }
+
+
+def _claim(viewer_ids: Sequence[str], current: dict[str, tuple[str, str]]) -> list[str]:
+    """Lock the scan rows of these viewers for this transaction and keep those still behind:
+    another worker may have scanned one since we looked (its row then shows the fingerprint)."""
+    LeakScan.objects.bulk_create(
+        [LeakScan(viewer_id=v, world_id=current[v][0]) for v in viewer_ids], ignore_conflicts=True
+    )
+    rows = LeakScan.objects.filter(viewer_id__in=list(viewer_ids))
+    if connection.vendor == "sqlite":
+        # No row locks: a write first takes SQLite's one writer lock before we read.
+        rows.update(stale=F("stale"))
+    else:
+        rows = rows.select_for_update(skip_locked=True)
+    return [
+        v
+        for v, fp, stale in rows.values_list("viewer_id", "fingerprint", "stale")
+        if stale or fp != current[v][1]
+    ]
+
+
+def refresh(viewer_ids: Sequence[str] | None = None) -> RefreshResult:
+    """Rescan and store every viewer (of these, or all) whose stored findings are not current."""
+    state = scan_state(viewer_ids)
+    result = RefreshResult(viewers_checked=len(state.current))
+    behind = state.behind
+    for chunk in _chunks(behind, REFRESH_CHUNK):
+        with transaction.atomic():
+            claimed = sorted(_claim(chunk, state.current))
+            result.skipped.extend(sorted(set(chunk) - set(claimed)))
+            if not claimed:
+                continue
+            scans = scan_fresh(claimed)
+            LeakFinding.objects.filter(viewer_id__in=claimed).delete()
+            rows = [
+                LeakFinding(
+                    viewer_id=viewer_id,
+                    ordinal=ordinal,
+                    section=f.section,
+                    kind=f.finding.kind,
+                    start=f.finding.start,
+                    end=f.finding.end,
+                    text=f.finding.text,
+                    entity_id=f.finding.entity_id,
+                    attribute_name=f.finding.attribute_name,
+                    reason=f.finding.reason,
+                )
+                for viewer_id in claimed
+                for ordinal, f in enumerate(scans.get(viewer_id, []))
+            ]
+            LeakFinding.objects.bulk_create(rows, batch_size=1000)
+            now = timezone.now()
+            for viewer_id in claimed:
+                world_id, fingerprint = state.current[viewer_id]
+                LeakScan.objects.filter(viewer_id=viewer_id).update(
+                    world_id=world_id, fingerprint=fingerprint, stale=False, scanned_at=now
+                )
+            result.viewers_scanned += len(claimed)
+            result.findings_written += len(rows)
+    return result
+
+
+@dataclass
+class FindingsVerifyResult:
+    viewers: int  # viewers whose stored findings are current, and so were compared
+    identical: int
+    behind: int  # viewers not rescanned since their inputs moved: lag, not drift
+    drift: list[dict[str, object]]
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "viewers": self.viewers,
+            "identical": self.identical,
+            "behind": self.behind,
+            "drift": self.drift,
+        }
+
+
+def verify() -> FindingsVerifyResult:
+    """Scan afresh every viewer whose stored findings claim to be current, write nothing, and
+    compare finding by finding."""
+    state = scan_state()
+    current = sorted(state.up_to_date)
+    kept = stored_findings(current)
+    fresh = scan_fresh(current)
+    drift = []
+    for viewer_id in current:
+        was = [f.to_dict() for f in kept.get(viewer_id, [])]
+        now = [f.to_dict() for f in fresh.get(viewer_id, [])]
+        if was != now:
+            drift.append({"viewer_id": viewer_id, "stored": was, "fresh": now})
+    return FindingsVerifyResult(
+        viewers=len(current),
+        identical=len(current) - len(drift),
+        behind=len(state.behind),
+        drift=drift,
+    )

@@ -1,0 +1,41 @@
+"""Upkeep: one pass of everything derived from the canonical rows and the world — the
+projection cycle, then the stored leak findings of every viewer whose prompt moved.
+
+The workers (`run_projections`, `--loop`), the overview's button and the API run this; the
+projections package itself knows nothing of leaks (it only marks the owners it folded).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from memory.engine.leaks import stored
+from memory.engine.projections import (
+    CycleResult,
+    RebuildResult,
+    VerifyResult,
+    rebuild,
+    run_cycle,
+    verify,
+)
+from memory.models import LeakFinding, LeakScan
+
+
+def run_upkeep(shards: Iterable[int] | None = None, **cycle_options) -> CycleResult:
+    result = run_cycle(shards, **cycle_options)
+    refreshed = stored.refresh()
+    result.leak_viewers_scanned = refreshed.viewers_scanned
+    result.leak_findings_written = refreshed.findings_written
+    return result
+
+
+def rebuild_all() -> tuple[RebuildResult, stored.RefreshResult]:
+    """Re-derive every projection row and every stored finding from the store alone."""
+    rebuilt = rebuild()
+    LeakFinding.objects.all().delete()
+    LeakScan.objects.all().delete()
+    return rebuilt, stored.refresh()
+
+
+def verify_all() -> tuple[VerifyResult, stored.FindingsVerifyResult]:
+    return verify(), stored.verify()
