@@ -18,8 +18,6 @@ from memory.web.selectors import projections as projection_reads
 from memory.web.selectors import viewers as viewer_reads
 from memory.web.views._common import get_viewer_for_user, query_text, render_page
 
-MATRIX_MAX_ENTITIES = 60
-
 
 @require_GET
 @login_required
@@ -27,16 +25,7 @@ MATRIX_MAX_ENTITIES = 60
 def overview(request: HttpRequest) -> HttpResponse:
     q = query_text(request, "q")
     viewers = viewer_reads.list_viewers(q=q)
-    worlds = []
-    for world in viewer_reads.list_worlds():
-        entities, matrix = viewer_reads.knowledge_matrix(world.id)
-        too_big = len(entities) > MATRIX_MAX_ENTITIES
-        rows = []
-        if not too_big:
-            for viewer_obj in entities:
-                cells = [(target, matrix[viewer_obj.id].get(target.id)) for target in entities]
-                rows.append((viewer_obj, cells))
-        worlds.append({"world": world, "entities": entities, "rows": rows, "too_big": too_big})
+    worlds = [_matrix(request, world) for world in viewer_reads.list_worlds()]
     context = {
         **projection_context(request),
         "q": q or "",
@@ -45,6 +34,44 @@ def overview(request: HttpRequest) -> HttpResponse:
         "json_twin": reverse("api:entities") + (f"?{urlencode({'q': q})}" if q else ""),
     }
     return render_page(request, "memory/overview.html", "viewer-list", context)
+
+
+def _offset(request: HttpRequest, name: str) -> int:
+    raw = request.GET.get(name, "")
+    return int(raw) if raw.isdigit() and len(raw) < 9 else 0
+
+
+def _matrix(request: HttpRequest, world) -> dict[str, Any]:
+    """One world's matrix window: the filters and offsets in the query string apply to the
+    world they name (?mw=), so each world keeps its own permalink."""
+    mine = request.GET.get("mw") == world.id
+    row_q = query_text(request, "mrq") if mine else None
+    col_q = query_text(request, "mcq") if mine else None
+    window = viewer_reads.matrix_window(
+        world,
+        row_q=row_q,
+        col_q=col_q,
+        row_start=_offset(request, "mr") if mine else 0,
+        col_start=_offset(request, "mc") if mine else 0,
+    )
+    base = reverse("memory:overview")
+
+    def url(**moved: int) -> str:
+        params = {"mw": world.id, "mrq": row_q or "", "mcq": col_q or ""}
+        params.update(mr=window.row_start, mc=window.col_start)
+        params.update(moved)
+        return f"{base}?{urlencode({k: v for k, v in params.items() if v not in ('', None)})}#matrix-{world.id}"
+
+    links = {
+        name: url(**{key: page[step]}) if page[step] is not None else None
+        for name, key, page, step in (
+            ("rows_prev", "mr", window.row_page, "prev"),
+            ("rows_next", "mr", window.row_page, "next"),
+            ("cols_prev", "mc", window.col_page, "prev"),
+            ("cols_next", "mc", window.col_page, "next"),
+        )
+    }
+    return {"world": world, "window": window, "row_q": row_q or "", "col_q": col_q or "", **links}
 
 
 def projection_context(request: HttpRequest) -> dict[str, Any]:

@@ -1,0 +1,75 @@
+"""The overview's knowledge matrix as a window: paged and filtered by the user, every query
+bounded by what is shown, never by the world (2,000 entities would be four million cells)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from memory.models import Attribute, WorldObject
+from memory.web.selectors.viewers import MATRIX_COLS, MATRIX_ROWS, matrix_window
+
+
+@pytest.fixture
+def crowd(cast):
+    """The tavern cast plus 60 sailors; sailor-07 knows alice by her name."""
+    for n in range(60):
+        WorldObject.objects.create(
+            id=f"sailor-{n:02d}",
+            type="entity",
+            world=cast.world,
+            aliases_json=json.dumps([["alice", "Alice"]] if n == 7 else []),
+        )
+        Attribute.objects.create(
+            object_id=f"sailor-{n:02d}", name="name", value=f"Sailor {n}", visibility="PUBLIC"
+        )
+    return cast
+
+
+def test_matrix_window_pages_rows_and_columns(crowd, django_assert_num_queries):
+    with django_assert_num_queries(5):  # two counts, two windows, the targets' true names
+        window = matrix_window(crowd.world)
+    assert (window.entities, window.viewer_total, window.target_total) == (63, 63, 63)
+    assert [v.id for v in window.viewers] == ["alice", "bob", "charlie"] + [
+        f"sailor-{n:02d}" for n in range(MATRIX_ROWS - 3)
+    ]
+    assert [t.id for t in window.targets][:3] == ["alice", "bob", "charlie"]
+    assert len(window.targets) == MATRIX_COLS
+    assert window.cells["alice"]["bob"].label == "the hooded figure"
+    assert window.cells["alice"]["bob"].state == "descriptor"
+    assert window.cells["sailor-07"]["alice"].state == "known"
+    assert "alice" not in window.cells["alice"]  # no self cell
+    assert window.row_page == {"prev": None, "next": MATRIX_ROWS, "first": 1, "last": MATRIX_ROWS}
+
+    later = matrix_window(crowd.world, row_start=50, col_start=60)
+    assert [v.id for v in later.viewers] == [f"sailor-{n:02d}" for n in range(47, 60)]
+    assert [t.id for t in later.targets] == ["sailor-57", "sailor-58", "sailor-59"]
+    assert later.row_page == {"prev": 25, "next": None, "first": 51, "last": 63}
+
+
+def test_matrix_window_filters_by_id_or_name_and_stays_bounded(crowd, django_assert_num_queries):
+    with django_assert_num_queries(6):  # plus the world's entity count, since a filter is set
+        window = matrix_window(crowd.world, row_q="sailor 7", col_q="gareth")
+    assert window.entities == 63
+    assert [v.id for v in window.viewers] == ["sailor-07"]
+    assert [t.id for t in window.targets] == ["bob"]  # Gareth is bob's (private) true name
+    for n in range(60, 400):
+        WorldObject.objects.create(id=f"sailor-{n:03d}", type="entity", world=crowd.world)
+    with django_assert_num_queries(5):
+        bigger = matrix_window(crowd.world, row_start=100)
+    assert bigger.entities == 403
+    assert len(bigger.viewers) == MATRIX_ROWS
+
+
+def test_overview_draws_a_window_with_links_to_the_next(client, crowd, django_user_model):
+    client.force_login(django_user_model.objects.create_user("ann", password="pw"))
+    body = client.get("/").content.decode()
+    assert "Viewers 1–25 of 63" in body
+    assert 'href="/?mw=tavern&amp;mr=25&amp;mc=0#matrix-tavern"' in body
+    body = client.get("/?mw=tavern&mr=25&mrq=sailor").content.decode()
+    assert "Viewers 26–50 of 60" in body
+    assert 'data-viewer="sailor-25" data-target="alice"' in body
+    assert 'data-viewer="sailor-24" data-target=' not in body
+    body = client.get("/?mw=tavern&mr=x&mc=-3").content.decode()  # junk offsets: the start
+    assert "Viewers 1–25 of 63" in body
