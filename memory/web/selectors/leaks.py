@@ -92,9 +92,9 @@ def leak_kinds() -> tuple[str, ...]:
     return FINDING_KINDS
 
 
-def leak_counts() -> dict[str, dict[str, int]]:
+def leak_counts(report: LeakReport | None = None) -> dict[str, dict[str, int]]:
     """viewer id -> kind -> findings (zeros kept), over every viewer whose findings are known."""
-    report = leak_report()
+    report = report or leak_report()
     counts: dict[str, dict[str, int]] = {}
     for viewer in sorted(report.findings):
         found = Counter(f.finding.kind for f in report.findings[viewer])

@@ -30,6 +30,15 @@ def list_viewers(*, world_id: str | None = None, q: str | None = None) -> list[W
     return list(qs.order_by("world_id", "id"))
 
 
+def viewer_window(*, q: str | None = None, limit: int = 50) -> tuple[list[WorldObject], int]:
+    """The first `limit` viewers matching `q` (id or any attribute), and how many match:
+    a list a person can read, however large the world."""
+    qs = _entities(None)
+    if q:
+        qs = qs.filter(Q(id__icontains=q) | Q(attributes__value__icontains=q)).distinct()
+    return list(qs.order_by("world_id", "id")[:limit]), qs.count()
+
+
 def viewer_ids(world_id: str | None) -> list[str]:
     """Ids of the entities of one world (or of every world), in id order: ids only, cheap
     enough for a 1,000-entity switcher to slice from."""

@@ -24,16 +24,22 @@ from memory.web.views._common import get_viewer_for_user, query_text, render_pag
 @permission_required(READ_PERMISSION, raise_exception=True)
 def overview(request: HttpRequest) -> HttpResponse:
     q = query_text(request, "q")
-    viewers = viewer_reads.list_viewers(q=q)
+    viewers, viewer_total = viewer_reads.viewer_window(q=q, limit=VIEWERS_LISTED)
     worlds = [_matrix(request, world) for world in viewer_reads.list_worlds()]
     context = {
         **projection_context(request),
         "q": q or "",
         "viewers": viewers,
+        "viewer_total": viewer_total,
         "worlds": worlds,
         "json_twin": reverse("api:entities") + (f"?{urlencode({'q': q})}" if q else ""),
     }
     return render_page(request, "memory/overview.html", "viewer-list", context)
+
+
+# The overview lists this many viewers (search narrows the rest) and this many leak rows.
+VIEWERS_LISTED = 50
+LEAK_ROWS_LISTED = 50
 
 
 def _offset(request: HttpRequest, name: str) -> int:
@@ -76,16 +82,25 @@ def _matrix(request: HttpRequest, world) -> dict[str, Any]:
 
 def projection_context(request: HttpRequest) -> dict[str, Any]:
     """The overview's leak counts and projection panel (also re-rendered after an action)."""
-    counts = leak_reads.leak_counts()
+    report = leak_reads.leak_report()
+    counts = leak_reads.leak_counts(report)
     seen = {k for per_kind in counts.values() for k in per_kind}
     known = leak_reads.leak_kinds()
     kinds = [k for k in known if k in seen] + sorted(seen - set(known))
+    rows = [
+        (viewer_id, [per_kind.get(k, 0) for k in kinds], sum(per_kind.values()))
+        for viewer_id, per_kind in counts.items()
+    ]
+    if len(rows) > LEAK_ROWS_LISTED:
+        # A crowd: the viewers with most findings first; the clean ones are summed up.
+        rows = sorted((r for r in rows if r[2]), key=lambda r: (-r[2], r[0]))
     return {
         "leak_kinds": kinds,
-        "leak_rows": [
-            (viewer_id, [per_kind.get(k, 0) for k in kinds], sum(per_kind.values()))
-            for viewer_id, per_kind in counts.items()
-        ],
+        "leak_rows": rows[:LEAK_ROWS_LISTED],
+        "leak_viewers": len(counts),
+        "leak_rows_hidden": len(rows) - len(rows[:LEAK_ROWS_LISTED]),
+        "leak_pending": len(report.pending),
+        "leak_clean": sum(1 for per_kind in counts.values() if not sum(per_kind.values())),
         "status": projection_reads.projection_status(),
         "projection_result": None,
         "can_run": request.user.has_perm(EDIT_PERMISSION),
