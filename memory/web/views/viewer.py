@@ -15,7 +15,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from memory.engine.cursor import BadCursor
 from memory.engine.errors import NotFound
-from memory.engine.knowledge import Viewer, get_viewer, world_knowledge
+from memory.engine.knowledge import Viewer, get_viewer, load_attributes, world_knowledge
 from memory.web import services
 from memory.web.roles import EDIT_PERMISSION
 from memory.web.selectors import buffer as buffer_reads
@@ -110,7 +110,8 @@ def _aliases_context(
     """Every alias row; past ALIASES_SHOWN targets only the labelled ones and any the edit just
     touched, unless ?all_aliases=1 (a crowd of strangers would make the page megabytes)."""
     errors, warnings = errors or {}, warnings or {}
-    knowledge = world_knowledge(viewer.obj.world_id)
+    # Objects first (ids and kinds), attributes only for the rows shown.
+    knowledge = world_knowledge(viewer.obj.world_id, attributes_for=())
     targets = viewer_reads.alias_targets(viewer, knowledge)
     if not show_all and len(targets) > ALIASES_SHOWN:
         # Picked by label alone, before any row is built: the hidden ones cost nothing.
@@ -121,6 +122,7 @@ def _aliases_context(
         visible = [t for t in targets if t in picked]
     else:
         visible = targets
+    load_attributes(knowledge, [viewer.id, *visible])
     rows = [
         {"row": r, "errors": errors.get(r.target_id, []), "warnings": warnings.get(r.target_id, [])}
         for r in viewer_reads.alias_rows(viewer, knowledge, targets=visible)
