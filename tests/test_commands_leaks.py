@@ -204,3 +204,21 @@ def test_unknown_ids_are_one_line(tavern):
         run("render_prompt", "nobody")
     with pytest.raises(CommandError, match=r"^no world with id 'nowhere'$"):
         run("scan_leaks", "--world", "nowhere")
+
+
+@pytest.mark.django_db
+def test_scan_leaks_stores_what_it_reports_and_fresh_stores_nothing(tavern):
+    from memory.models import LeakFinding, LeakScan
+
+    assert json.loads(run("scan_leaks", "--format", "json", "--fresh")) == [GARETH, CHARLIE]
+    assert (LeakScan.objects.count(), LeakFinding.objects.count()) == (0, 0)
+    assert json.loads(run("scan_leaks", "--format", "json")) == [GARETH, CHARLIE]
+    assert LeakScan.objects.count() == 3
+    assert sorted(LeakFinding.objects.values_list("viewer_id", "text")) == [
+        ("alice", "Charlie"),
+        ("alice", "Gareth"),
+    ]
+    # a stored finding is what the next run reports, until the viewer's inputs move
+    LeakFinding.objects.filter(text="Charlie").update(reason="stored")
+    assert json.loads(run("scan_leaks", "--format", "json"))[1]["reason"] == "stored"
+    assert json.loads(run("scan_leaks", "--format", "json", "--fresh")) == [GARETH, CHARLIE]

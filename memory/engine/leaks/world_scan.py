@@ -133,7 +133,7 @@ def scan_viewer(viewer_id: str) -> ViewerScan:
     return scan_prompt(index, viewer.id, prompt_context(viewer, knowledge))
 
 
-def _viewers_by_world(
+def viewers_by_world(
     world_id: str | None, viewer_id: str | None
 ) -> dict[str | None, list[WorldObject]]:
     qs = WorldObject.objects.filter(type=ObjectType.ENTITY)
@@ -160,7 +160,7 @@ def scan_world(
     One knowledge load and one automaton per world serve all of its viewers. `progress` is
     called with 1 after each viewer, so a caller can drive a progress bar."""
     scans: list[ViewerScan] = []
-    for group_world, viewers in _viewers_by_world(world_id, viewer_id).items():
+    for group_world, viewers in viewers_by_world(world_id, viewer_id).items():
         knowledge = world_knowledge(group_world)
         index = build_leak_index(leak_world_from(knowledge))
         for obj in viewers:
@@ -172,7 +172,7 @@ def scan_world(
 
 
 def count_viewers(world_id: str | None = None, *, viewer_id: str | None = None) -> int:
-    return sum(len(v) for v in _viewers_by_world(world_id, viewer_id).values())
+    return sum(len(v) for v in viewers_by_world(world_id, viewer_id).values())
 
 
 def leak_counts(world_id: str) -> dict[str, dict[str, int]]:

@@ -8,14 +8,24 @@ from django.core.management.base import BaseCommand
 from tqdm import tqdm
 
 from memory.engine.errors import NotFound
-from memory.engine.leaks.world_scan import CSV_HEADER, all_findings, count_viewers, scan_world
+from memory.engine.leaks import stored
+from memory.engine.leaks.world_scan import (
+    CSV_HEADER,
+    ScanFinding,
+    all_findings,
+    count_viewers,
+    scan_world,
+    viewers_by_world,
+)
 from memory.management.commands._base import refuse
 
 
 class Command(BaseCommand):
     help = (
         "Scan every viewer's prompt context for epistemic leaks (system ids, unknown true names, "
-        "private values). Exit 1 with --fail-on-leak when anything is found."
+        "private values). Reads the stored findings, first rescanning (and storing) the viewers "
+        "whose inputs moved; --fresh scans every prompt from scratch and stores nothing. "
+        "Exit 1 with --fail-on-leak when anything is found."
     )
 
     def add_arguments(self, parser) -> None:
@@ -23,6 +33,11 @@ class Command(BaseCommand):
         parser.add_argument("--world", dest="world_id", help="scan only this world's viewers")
         parser.add_argument("--format", choices=["text", "json", "csv"], default="text")
         parser.add_argument("--fail-on-leak", action="store_true")
+        parser.add_argument(
+            "--fresh",
+            action="store_true",
+            help="scan from scratch; read and write no stored finding",
+        )
 
     def handle(
         self,
@@ -31,8 +46,28 @@ class Command(BaseCommand):
         world_id: str | None,
         format: str,
         fail_on_leak: bool,
+        fresh: bool = False,
         **options,
     ) -> None:
+        if fresh:
+            findings, viewers = self._fresh(world_id, viewer_id)
+        else:
+            findings, viewers = self._stored(world_id, viewer_id)
+        self._report(findings, viewers, format)
+        if fail_on_leak and findings:
+            raise SystemExit(1)
+
+    def _stored(self, world_id: str | None, viewer_id: str | None) -> tuple[list[ScanFinding], int]:
+        try:
+            groups = viewers_by_world(world_id, viewer_id)
+        except NotFound as exc:
+            raise refuse(str(exc)) from None
+        ids = [obj.id for objs in groups.values() for obj in objs]
+        stored.refresh(ids)
+        kept = stored.stored_findings(ids)
+        return [f for viewer in ids for f in kept[viewer]], len(ids)
+
+    def _fresh(self, world_id: str | None, viewer_id: str | None) -> tuple[list[ScanFinding], int]:
         try:
             total = count_viewers(world_id, viewer_id=viewer_id)
             # The bar is for a person watching a large world; pipes and CI logs get none.
@@ -46,7 +81,9 @@ class Command(BaseCommand):
                 scans = scan_world(world_id, viewer_id=viewer_id, progress=bar.update)
         except NotFound as exc:
             raise refuse(str(exc)) from None
-        findings = all_findings(scans)
+        return all_findings(scans), len(scans)
+
+    def _report(self, findings: list[ScanFinding], viewers: int, format: str) -> None:
         if format == "json":
             self.stdout.write(
                 json.dumps([f.to_dict() for f in findings], ensure_ascii=False, indent=2)
@@ -61,6 +98,4 @@ class Command(BaseCommand):
                 self.stdout.write(
                     f"{f.viewer_id} [{f.section}] {g.kind} {g.start}-{g.end} {g.text!r}: {g.reason}"
                 )
-            self.stdout.write(f"{len(findings)} finding(s) in {len(scans)} viewer prompt(s)")
-        if fail_on_leak and findings:
-            raise SystemExit(1)
+            self.stdout.write(f"{len(findings)} finding(s) in {viewers} viewer prompt(s)")
