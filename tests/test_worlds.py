@@ -449,3 +449,29 @@ def test_batch_validator_falls_back_to_in_process_when_the_helper_breaks():
         validator.submit([("r3", *good)])
     assert str(caught.value).startswith("w.sqlite: table buffer_entries, row id=r2: intent_json:")
     assert validator.broken
+
+
+def test_import_omnia_command_says_what_to_run_or_folds_with_fold(db):
+    from io import StringIO
+
+    from memory.models import LeakScan, MemorySession
+
+    source = sorted(FIXTURES.glob("*.sqlite"))[0]
+    out = StringIO()
+    call_command("import_omnia", str(source), stdout=out)
+    last = out.getvalue().strip().splitlines()[-1]
+    assert last.endswith(
+        "run `manage.py run_projections` (about 1 s here at the benchmarked "
+        "40,000 rows/s), or import with --fold"
+    )
+    assert MemorySession.objects.count() == 0
+    out = StringIO()
+    call_command("run_projections", stdout=out)
+    assert MemorySession.objects.count() > 0
+    assert LeakScan.objects.filter(stale=False).count() == LeakScan.objects.count() > 0
+    # imported again with --fold: nothing new to fold, nothing said; a second world folds at once
+    source2 = sorted(FIXTURES.glob("*.sqlite"))[1]
+    out = StringIO()
+    call_command("import_omnia", str(source2), "--fold", stdout=out)
+    assert out.getvalue().strip().splitlines()[-1].startswith("folded ")
+    assert "run_projections" not in out.getvalue()
