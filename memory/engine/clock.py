@@ -58,11 +58,12 @@ def time_key(timestamp: str) -> str:
 
 
 def moment_of_key(key: str) -> datetime | None:
-    """The instant a time key names (keys are UTC with microseconds), or None if it names none."""
+    """The instant a time key names, as a naive datetime in UTC (keys are UTC; moments are only
+    compared with each other, and the fold makes one per row), or None if it names none."""
     if key.startswith("~"):
         return None
     try:
-        return datetime.fromisoformat(key[:-1]).replace(tzinfo=UTC)
+        return datetime.fromisoformat(key[:-1])
     except ValueError:
         return None  # toISOString-shaped but not a real time ("T25:00"): no gap evidence
 

@@ -66,7 +66,7 @@ def step(
     state: EpisodeState | None, row: FoldRow, gap_: timedelta | None = None
 ) -> tuple[EpisodeState | None, EpisodeState]:
     """Walk one row: returns (the episode this row closed, if any; the owner's latest episode)."""
-    key = time_key(row.timestamp)
+    key = row.key or time_key(row.timestamp)
     if state is None:
         return None, _opened(row.owner_id, 1, row, key)
     first_at, first_key = (

@@ -9,6 +9,8 @@ from typing import Any, NamedTuple
 
 from django.db import connection
 
+from memory.engine.clock import time_key
+
 CYCLE_BATCH = 2000
 REBUILD_BATCH = 10000
 
@@ -22,6 +24,9 @@ class FoldRow(NamedTuple):
     intent_json: str
     created_at: int
     shard: int
+    # time_key(timestamp), computed once where the row is read: the session fold and the
+    # episode walk both compare through it. None when a caller builds a row by hand.
+    key: str | None = None
 
 
 FOLD_COLUMNS = (
@@ -44,7 +49,7 @@ def rows_after(shard: int, created_at: int, row_id: str, limit: int) -> list[Fol
         "WHERE shard = %s AND (created_at, id) > (%s, %s) "
         "ORDER BY shard, created_at, id LIMIT %s"
     )
-    return [FoldRow(*r) for r in fetch(sql, (shard, created_at, row_id, limit))]
+    return [FoldRow(*r, time_key(r[2])) for r in fetch(sql, (shard, created_at, row_id, limit))]
 
 
 def iter_rows_owner_major(batch: int = REBUILD_BATCH) -> Iterator[FoldRow]:
@@ -71,7 +76,7 @@ def iter_rows_owner_major(batch: int = REBUILD_BATCH) -> Iterator[FoldRow]:
             params = (owner, created_at, row_id, batch)
         rows = fetch(sql, params)
         for r in rows:
-            yield FoldRow(*r)
+            yield FoldRow(*r, time_key(r[2]))
         if len(rows) < batch:
             return
         last = rows[-1]

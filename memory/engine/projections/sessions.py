@@ -59,7 +59,7 @@ SESSION_FIELDS = ("first_at", "last_at", "memory_count", "dialogue_count", "last
 
 def fold_session(state: SessionState | None, row: FoldRow) -> SessionState:
     """Fold one canonical row into its session. Callers feed rows in (created_at, id) order."""
-    key = time_key(row.timestamp)
+    key = row.key or time_key(row.timestamp)
     spoken = 1 if is_dialogue(row.intent_json) else 0
     if state is None:
         return SessionState(
