@@ -24,9 +24,10 @@ from memory.engine.projections.sessions import (
 from memory.engine.shards import ensure_shards, shard_count
 from memory.models import LeakScan, ProjectionShard
 
-# A flush is one transaction: it ends after this many rows or sessions held in memory (about
-# 300 bytes each), bounding both memory and how long writers on the shard wait for its lock.
-FLUSH_ROWS = 200_000
+# A flush is one transaction: it ends after this many sessions held in memory (about 300 bytes
+# each; rows are not held) or rows folded (how long writers on the shard wait for its lock:
+# a million rows is about ten seconds here, the first cycle after a large import).
+FLUSH_ROWS = 1_000_000
 FLUSH_SESSIONS = 100_000
 
 
