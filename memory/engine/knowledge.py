@@ -114,14 +114,20 @@ def world_knowledge(
     world_id: str | None, *, attributes_for: Iterable[str] | None = None
 ) -> WorldKnowledge:
     """One world's objects, with the attributes and ACLs of every object — or, with
-    `attributes_for`, of those objects only (a panel showing a hundred targets of a
-    2,000-entity world should not read the other 1,900's attributes)."""
+    `attributes_for`, of those objects only, and each object's id and type alone (a panel
+    showing a hundred targets of a 2,000-entity world should not read the other 1,900)."""
     objects = (
         WorldObject.objects.all()
         if world_id is None
         else WorldObject.objects.filter(Q(pk=world_id) | Q(world_id=world_id))
     )
-    by_id = {o.id: o for o in objects.order_by("id")}
+    if attributes_for is not None:
+        # A panel reading a few objects' attributes needs of the rest only what they are:
+        # (id, type) rows, not model instances (2,000 of those cost 17 ms a page).
+        rows = objects.order_by("id").values_list("id", "type", named=True)
+        by_id = {o.id: o for o in rows}
+    else:
+        by_id = {o.id: o for o in objects.order_by("id")}
     knowledge = WorldKnowledge(world_id=world_id, objects=by_id, attributes={}, acl={})
     load_attributes(knowledge, list(by_id) if attributes_for is None else list(attributes_for))
     return knowledge
