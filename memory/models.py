@@ -434,3 +434,14 @@ class LeakFinding(models.Model):
     class Meta:
         db_table = "memory_leak_findings"
         indexes = [models.Index(fields=["viewer_id", "ordinal"], name="leak_findings_viewer")]
+
+
+class ClockMark(models.Model):
+    """The world clock the projection cycle last closed episodes by: a clock that moves is an
+    input the cycle notices (episodes the new time has passed get closed)."""
+
+    world_id = models.TextField(primary_key=True)
+    clock_iso = models.TextField()
+
+    class Meta:
+        db_table = "memory_world_clock_marks"

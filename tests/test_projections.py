@@ -20,7 +20,6 @@ from memory.engine.projections import (
     MEMORY_PROJECTION_NAMES,
     MEMORY_PROJECTIONS,
     Projection,
-    episodes,
     rebuild,
     run_cycle,
     verify,
@@ -272,14 +271,24 @@ def test_rebuild_resets_watermarks_so_the_next_cycle_reads_nothing(cast):
 
 def test_rebuild_of_virgin_store_writes_nothing(db):
     assert (rebuild().rows_folded, MemorySession.objects.count()) == (0, 0)
-    assert verify().as_dict() == {"sessions": 0, "identical": 0, "drift": []}
+    assert verify().as_dict() == {
+        "sessions": 0,
+        "identical": 0,
+        "drift": [],
+        "episodes": {"episodes": 0, "identical": 0, "drift": []},
+    }
 
 
 def test_verify_reports_drift_field_by_field(cast):
     write("alice", 0, conversation="c1")
     write("bob", 0)
     run_cycle()
-    assert verify().as_dict() == {"sessions": 2, "identical": 2, "drift": []}
+    assert verify().as_dict() == {
+        "sessions": 2,
+        "identical": 2,
+        "drift": [],
+        "episodes": {"episodes": 2, "identical": 2, "drift": []},
+    }
     MemorySession.objects.filter(owner_id="alice").update(memory_count=7)
     stored_hash = MemorySession.objects.get(owner_id="alice").content_hash
     result = verify()
@@ -310,7 +319,12 @@ def test_verify_treats_unfolded_rows_as_lag_not_drift(cast):
     run_cycle()
     write("alice", 1)
     write("charlie", 1)
-    assert verify().as_dict() == {"sessions": 1, "identical": 1, "drift": []}
+    assert verify().as_dict() == {
+        "sessions": 1,
+        "identical": 1,
+        "drift": [],
+        "episodes": {"episodes": 1, "identical": 1, "drift": []},
+    }
 
 
 def test_verify_reports_extra_and_missing_sessions(cast):
@@ -365,6 +379,7 @@ def test_rebuild_projections_command_verifies_and_exits_1_on_drift(cast):
         "sessions": 1,
         "identical": 1,
         "drift": [],
+        "episodes": {"episodes": 1, "identical": 1, "drift": []},
         "leak_findings": {"viewers": 3, "identical": 3, "behind": 0, "drift": []},
     }
     MemorySession.objects.update(dialogue_count=0)
@@ -451,10 +466,10 @@ def _apply(ops: list[tuple[Any, ...]]) -> None:
 def test_rebuild_equals_incremental_for_any_interleaving(cast, ops):
     _reset_store()
     _apply(ops)
-    run_cycle()
-    episodes.close_expired(cast.world.clock_iso, world_id="tavern")
+    run_cycle()  # the public door alone: the cycle applies the clock rule itself
     incremental, incremental_episodes = session_rows(), episode_rows()
-    assert verify().drift == []
+    verified = verify()
+    assert (verified.drift, verified.episode_drift) == ([], [])
     rebuild()
     assert session_rows() == incremental
     assert episode_rows() == incremental_episodes
@@ -590,3 +605,46 @@ def test_run_cycle_flush_limits_bound_each_transaction_and_fold_the_same(cast, s
     incremental = (session_rows(), episode_rows())
     rebuild()
     assert (session_rows(), episode_rows()) == incremental
+
+
+# --- episodes end by the world clock in the cycle, not only in a rebuild (issue 13.1) ----------
+
+
+def test_run_projections_closes_episodes_the_world_clock_has_passed(cast):
+    cast.world.clock_iso = "2026-07-06T12:30:00.000Z"
+    cast.world.save(update_fields=["clock_iso"])
+    write("alice", 0)  # 12:00, within the 30-minute gap of the clock: stays open
+    write("bob", -45)  # 11:15: the clock is 75 minutes past it
+    call_command("run_projections", stdout=io.StringIO())
+    assert dict(Episode.objects.values_list("owner_id", "is_open")) == {"alice": True, "bob": False}
+    # The clock moves on with no new row: the next cycle notices and closes alice's too.
+    cast.world.clock_iso = "2026-07-06T13:00:00.001Z"
+    cast.world.save(update_fields=["clock_iso"])
+    result = run_cycle()
+    assert (result.rows_folded, result.episodes_closed, result.episode_rows_read) == (0, 1, 1)
+    assert dict(Episode.objects.values_list("owner_id", "is_open")) == {
+        "alice": False,
+        "bob": False,
+    }
+    # A clock that stays still costs nothing.
+    assert run_cycle().rows_visited == 0
+    incremental = episode_rows()
+    rebuild()
+    assert episode_rows() == incremental
+
+
+def test_verify_reports_episode_drift_alone_and_exits_1(cast):
+    write("alice", 0)
+    write("alice", 1)
+    run_cycle()
+    Episode.objects.filter(owner_id="alice").update(member_count=5)
+    result = verify()
+    assert result.drift == []
+    assert result.episode_drift == [
+        {"owner_id": "alice", "ordinal": 1, "field": "member_count", "stored": 5, "rebuilt": 2}
+    ]
+    out = io.StringIO()
+    with pytest.raises(SystemExit) as exited:
+        call_command("rebuild_projections", "--verify", "--json", stdout=out)
+    assert exited.value.code == 1
+    assert json.loads(out.getvalue())["episodes"]["drift"][0]["field"] == "member_count"

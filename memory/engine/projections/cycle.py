@@ -42,6 +42,7 @@ class CycleResult:
     episode_rows_read: int = 0
     shards_skipped: list[int] = field(default_factory=list)
     # Set by memory.engine.upkeep, which refreshes the leak findings after the fold.
+    episodes_closed: int = 0  # open episodes the world clock has passed, closed this cycle
     leak_viewers_scanned: int = 0
     leak_findings_written: int = 0
 
@@ -117,8 +118,9 @@ class Flush:
     def write(self) -> None:
         touched = [s for s in self.sessions.values() if s is not None]
         self.result.sessions_written += upsert_sessions(touched)
+        clocks = episodes.owner_clocks(list(self.episode_latest))
         changed = self.episodes_closed + [
-            state
+            episodes.closed_by_clock(state, clocks.get(owner_id))
             for owner_id, state in self.episode_latest.items()
             if state is not self.episode_start.get(owner_id)
         ]
@@ -200,6 +202,10 @@ def run_cycle(
     if ordered:
         turn = start % len(ordered)
         ordered = ordered[turn:] + ordered[:turn]
+    # Episodes also end by the world clock, not only by the next row (seed 003): first the
+    # worlds whose clock moved, then each flush closes what it folds.
+    result.episodes_closed, open_read = episodes.close_by_clocks()
+    result.episode_rows_read += open_read
     for shard in ordered:
         while _fold_shard(shard, result, batch_size, flush_rows, flush_sessions):
             pass

@@ -24,7 +24,7 @@ from django.db import connection
 
 from memory.engine.clock import moment_of_key, time_key
 from memory.engine.projections.rows import FoldRow
-from memory.models import Episode, WorldObject
+from memory.models import ClockMark, Episode, WorldObject
 
 
 def gap() -> timedelta:
@@ -227,6 +227,14 @@ def close_expired(world_clock_iso: str, *, world_id: str | None = None) -> int:
     With world_id, only episodes of that world's entities (each world keeps its own clock).
     Returns how many closed.
     """
+    expired, _read = _expired(world_clock_iso, world_id)
+    for start in range(0, len(expired), 500):
+        Episode.objects.filter(pk__in=expired[start : start + 500]).update(is_open=False)
+    return len(expired)
+
+
+def _expired(world_clock_iso: str, world_id: str | None) -> tuple[list[int], int]:
+    """The open episodes the clock has passed (their keys), and how many open ones were read."""
     clock = time_key(world_clock_iso)
     if clock.startswith("~"):
         raise ValueError(f"world clock {world_clock_iso!r} is not an ISO timestamp")
@@ -235,11 +243,60 @@ def close_expired(world_clock_iso: str, *, world_id: str | None = None) -> int:
         owners = WorldObject.objects.filter(world_id=world_id).values("id")
         open_episodes = open_episodes.filter(owner_id__in=owners)
     now = moment_of_key(clock)
+    read = list(open_episodes.values_list("pk", "last_at"))
     expired = [
-        e.pk
-        for e in open_episodes.only("pk", "last_at")
-        if (end := moment_of_key(time_key(e.last_at))) is not None and now - end > gap()
+        pk
+        for pk, last_at in read
+        if (end := moment_of_key(time_key(last_at))) is not None and now - end > gap()
     ]
-    for start in range(0, len(expired), 500):
-        Episode.objects.filter(pk__in=expired[start : start + 500]).update(is_open=False)
-    return len(expired)
+    return expired, len(read)
+
+
+def world_clocks() -> dict[str, str]:
+    """world id -> its clock, for every world that has one."""
+    return dict(
+        WorldObject.objects.filter(type="world", clock_iso__isnull=False)
+        .exclude(clock_iso="")
+        .values_list("id", "clock_iso")
+    )
+
+
+def close_by_clocks() -> tuple[int, int]:
+    """The cycle's clock rule for worlds whose clock moved since the cycle last looked (a
+    ClockMark per world): close the open episodes the new time has passed by more than the
+    gap. Returns (episodes closed, open episode rows read). Episodes a fold touches are
+    closed by the fold itself (closed_by_clock), so a still clock costs nothing."""
+    closed = read = 0
+    marks = dict(ClockMark.objects.values_list("world_id", "clock_iso"))
+    for world_id, clock in world_clocks().items():
+        if marks.get(world_id) == clock or time_key(clock).startswith("~"):
+            continue
+        expired, seen = _expired(clock, world_id)
+        for start in range(0, len(expired), 500):
+            Episode.objects.filter(pk__in=expired[start : start + 500]).update(is_open=False)
+        closed, read = closed + len(expired), read + seen
+        ClockMark.objects.update_or_create(world_id=world_id, defaults={"clock_iso": clock})
+    return closed, read
+
+
+def owner_clocks(owner_ids: list[str]) -> dict[str, str]:
+    """owner id -> its world's clock, for these owners (one query, bounded by the owners)."""
+    found: dict[str, str] = {}
+    for start in range(0, len(owner_ids), 500):
+        chunk = owner_ids[start : start + 500]
+        for owner_id, clock in WorldObject.objects.filter(pk__in=chunk).values_list(
+            "id", "world__clock_iso"
+        ):
+            if clock:
+                found[owner_id] = clock
+    return found
+
+
+def closed_by_clock(state: EpisodeState, clock_iso: str | None) -> EpisodeState:
+    """The episode as the clock rule leaves it: an open one the clock has passed is closed."""
+    if not state.is_open or not clock_iso or state.last_moment is None:
+        return state
+    now = moment_of_key(time_key(clock_iso))
+    if now is not None and now - state.last_moment > gap():
+        return state._replace(is_open=False)
+    return state

@@ -6,7 +6,7 @@ nothing and reports drift. Rebuild = incremental is structural: both use the cyc
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import transaction
@@ -23,7 +23,7 @@ from memory.engine.projections.sessions import (
     session_values,
 )
 from memory.engine.shards import ensure_shards
-from memory.models import Episode, MemorySession, ProjectionShard, WorldObject
+from memory.models import ClockMark, Episode, MemorySession, ProjectionShard, WorldObject
 
 
 @dataclass
@@ -38,9 +38,25 @@ class VerifyResult:
     sessions: int
     identical: int
     drift: list[dict[str, Any]]
+    episodes: int = 0
+    episodes_identical: int = 0
+    episode_drift: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"sessions": self.sessions, "identical": self.identical, "drift": self.drift}
+        return {
+            "sessions": self.sessions,
+            "identical": self.identical,
+            "drift": self.drift,
+            "episodes": {
+                "episodes": self.episodes,
+                "identical": self.episodes_identical,
+                "drift": self.episode_drift,
+            },
+        }
+
+    @property
+    def drifted(self) -> bool:
+        return bool(self.drift or self.episode_drift)
 
 
 def rebuild() -> RebuildResult:
@@ -89,6 +105,10 @@ def rebuild() -> RebuildResult:
         ):
             if clock:
                 episodes.close_expired(clock, world_id=world_id)
+        ClockMark.objects.all().delete()
+        ClockMark.objects.bulk_create(
+            [ClockMark(world_id=w, clock_iso=c) for w, c in episodes.world_clocks().items()]
+        )
     return RebuildResult(
         rows_folded=rows_folded, sessions=sessions_written, episodes=episodes_written
     )
@@ -149,4 +169,74 @@ def verify() -> VerifyResult:
     stored_owners = set(MemorySession.objects.values_list("owner_id", flat=True).distinct())
     for owner_id in sorted(stored_owners - seen_owners):
         compare(owner_id, {})
-    return VerifyResult(sessions=rebuilt_total, identical=identical, drift=drift)
+    episodes_total, episodes_identical, episode_drift = _verify_episodes(marks)
+    return VerifyResult(
+        sessions=rebuilt_total,
+        identical=identical,
+        drift=drift,
+        episodes=episodes_total,
+        episodes_identical=episodes_identical,
+        episode_drift=episode_drift,
+    )
+
+
+_EPISODE_FIELDS = (
+    "first_at",
+    "last_at",
+    "first_member_id",
+    "last_member_id",
+    "member_count",
+    "is_open",
+)
+
+
+def _verify_episodes(marks: dict[int, tuple[int, str]]) -> tuple[int, int, list[dict[str, Any]]]:
+    """Walk every owner's folded rows afresh, close by its world's clock, compare with the
+    stored episodes field by field (one owner's episodes in memory at a time)."""
+    clocks = episodes.world_clocks()
+    world_of = dict(WorldObject.objects.filter(type="entity").values_list("id", "world_id"))
+    total = identical = 0
+    drift: list[dict[str, Any]] = []
+    seen: set[str] = set()
+
+    def compare(owner_id: str, rebuilt: list[episodes.EpisodeState]) -> None:
+        nonlocal identical
+        stored = {
+            e.ordinal: e for e in Episode.objects.filter(owner_id=owner_id).order_by("ordinal")
+        }
+        for state in rebuilt:
+            row = stored.pop(state.ordinal, None)
+            item = {"owner_id": owner_id, "ordinal": state.ordinal}
+            if row is None:
+                drift.append(
+                    {**item, "field": "missing", "stored": None, "rebuilt": list(state[:8])}
+                )
+                continue
+            problems = [
+                {
+                    **item,
+                    "field": name,
+                    "stored": getattr(row, name),
+                    "rebuilt": getattr(state, name),
+                }
+                for name in _EPISODE_FIELDS
+                if getattr(row, name) != getattr(state, name)
+            ]
+            drift.extend(problems)
+            identical += not problems
+        for ordinal in stored:
+            drift.append({"owner_id": owner_id, "ordinal": ordinal, "field": "extra"})
+
+    for owner_id, owner_rows in by_owner(iter_rows_owner_major()):
+        seen.add(owner_id)
+        folded = [r for r in owner_rows if (r.created_at, r.id) <= marks.get(r.shard, (0, ""))]
+        walked = episodes.segment(folded)
+        clock = clocks.get(world_of.get(owner_id) or "")
+        if walked:
+            walked[-1] = episodes.closed_by_clock(walked[-1], clock)
+        total += len(walked)
+        compare(owner_id, walked)
+    stored_owners = set(Episode.objects.values_list("owner_id", flat=True).distinct())
+    for owner_id in sorted(stored_owners - seen):
+        compare(owner_id, [])
+    return total, identical, drift

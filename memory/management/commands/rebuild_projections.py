@@ -37,13 +37,19 @@ class Command(BaseCommand):
                 for item in result.drift:
                     self.stdout.write(json.dumps(item))
                 self.stdout.write(
+                    f"{result.episodes} episodes, {result.episodes_identical} identical, "
+                    f"{len(result.episode_drift)} drifted fields"
+                )
+                for item in result.episode_drift:
+                    self.stdout.write(json.dumps(item, default=str))
+                self.stdout.write(
                     f"leak findings: {findings.viewers} viewers compared, {findings.identical} "
                     f"identical to a fresh scan, {len(findings.drift)} drifted, "
                     f"{findings.behind} not rescanned yet"
                 )
                 for item in findings.drift:
                     self.stdout.write(json.dumps(item))
-            if result.drift or findings.drift:
+            if result.drifted or findings.drift:
                 raise SystemExit(1)
             return
         rebuilt, findings = rebuild_all()
