@@ -183,6 +183,37 @@ def first_upkeep() -> dict:
     stored_s = time.perf_counter() - started
     assert not report.pending and len(report.findings) == len(scans)
     assert stored.refresh().viewers_scanned == 0
+    # One alias edit: the editor's viewer alone is rescanned, in the edit's transaction.
+    from memory.engine.write_door import remember
+    from memory.web import services
+
+    started = time.perf_counter()
+    services.set_alias(VIEWER, "npc-0001", "the bosun", source="bench")
+    alias_edit_s = time.perf_counter() - started
+    # 1,000 new rows over 100 owners, then the next upkeep: only those owners are rescanned.
+    from memory.models import WorldObject
+
+    owners = list(
+        WorldObject.objects.filter(type="entity")
+        .exclude(pk=VIEWER)
+        .values_list("id", flat=True)[:100]
+    )
+    for n in range(1000):
+        owner = owners[n % len(owners)]
+        remember(
+            owner,
+            {
+                "type": "action",
+                "originalText": "coiled a rope",
+                "description": "coiled a rope",
+                "actorId": owner,
+                "targetIds": [],
+            },
+            timestamp=time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(T0 + 2_000_000 + n)),
+        )
+    started = time.perf_counter()
+    after_rows = run_upkeep()
+    after_rows_s = time.perf_counter() - started
     return {
         "upkeep_s": round(upkeep_s, 2),
         "rows_folded": cycle.rows_folded,
@@ -190,6 +221,10 @@ def first_upkeep() -> dict:
         "leak_viewers_scanned": cycle.leak_viewers_scanned,
         "fresh_scan_all_viewers_s": round(fresh_s, 2),
         "stored_findings_read_s": round(stored_s, 3),
+        "alias_edit_with_its_rescan_s": round(alias_edit_s, 3),
+        "upkeep_after_1000_rows_s": round(after_rows_s, 3),
+        "upkeep_after_1000_rows_leak_viewers_scanned": after_rows.leak_viewers_scanned,
+        "upkeep_after_1000_rows_rows_visited": after_rows.rows_visited,
         "viewer_entry": BufferEntry.objects.filter(owner_id=VIEWER)
         .values_list("id", flat=True)
         .first(),

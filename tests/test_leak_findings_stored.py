@@ -199,3 +199,17 @@ def test_two_workers_never_scan_or_store_a_viewer_twice(demo):
     for viewer_id, ordinal in LeakFinding.objects.values_list("viewer_id", "ordinal"):
         assert (viewer_id, ordinal) not in per_viewer
         per_viewer[(viewer_id, ordinal)] = True
+
+
+def test_the_prompt_page_reads_stored_findings_when_current_and_scans_when_behind(demo):
+    from memory.engine.knowledge import get_viewer
+
+    pip = get_viewer("npc-pip")
+    fresh_view = leaks.prompt_view(pip)  # nothing stored: a fresh scan
+    stored.refresh()
+    assert leaks.stored_is_current("npc-pip")
+    assert leaks.prompt_view(pip) == fresh_view
+    LeakFinding.objects.filter(viewer_id="npc-pip").update(reason="as stored")
+    assert [f["reason"] for f in leaks.prompt_view(pip).findings] == ["as stored"]
+    services.set_alias("npc-pip", "npc-sable", "Sable Quint", source="test")
+    assert leaks.prompt_view(get_viewer("npc-pip")).findings == []

@@ -49,12 +49,12 @@ QUERIES = {
     "sessions_panel": 12,
     "faces_view": 3,
     "face_maps": 3,
-    "prompt_view": 12,
+    "prompt_view": 14,  # 12 for a fresh scan, 2 to see the stored findings are behind
     "projection_status": 5,
     "long_term_entry": 5,
 }
 # The demo world has layers of shared lore: one more query for the layers a viewer reads.
-DEMO_QUERIES = {**QUERIES, "faces_view": 4, "face_maps": 4, "prompt_view": 13}
+DEMO_QUERIES = {**QUERIES, "faces_view": 4, "face_maps": 4, "prompt_view": 15}
 # The leak scan reads each world's knowledge once, then builds every viewer's prompt.
 CAST_LEAK_QUERIES = 24
 DEMO_LEAK_QUERIES = 60

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from memory.engine.knowledge import Viewer, get_viewer
 from memory.engine.leaks.stored import scan_fresh, scan_state, stored_findings
 from memory.engine.leaks.world_scan import FINDING_KINDS, ScanFinding, scan_viewer
+from memory.engine.prompt import prompt_context
 
 
 @dataclass(frozen=True)
@@ -45,11 +46,22 @@ class PromptView:
 
 
 def prompt_view(viewer: Viewer) -> PromptView:
-    """The viewer's prompt context with its leak findings, cut into highlightable runs."""
-    result = scan_viewer(viewer.id)
-    findings = sorted((f.to_dict() for f in result.findings), key=lambda f: (f["start"], -f["end"]))
-    text = result.prompt.text
-    return PromptView(text, list(result.prompt.sections), findings, highlight(text, findings))
+    """The viewer's prompt context with its leak findings, cut into highlightable runs: the
+    stored findings when the viewer's are current (no automaton to build for the world),
+    else a fresh scan."""
+    if stored_is_current(viewer.id):
+        prompt = prompt_context(viewer)
+        found = stored_findings([viewer.id])[viewer.id]
+    else:
+        scan = scan_viewer(viewer.id)
+        prompt, found = scan.prompt, scan.findings
+    findings = sorted((f.to_dict() for f in found), key=lambda f: (f["start"], -f["end"]))
+    text = prompt.text
+    return PromptView(text, list(prompt.sections), findings, highlight(text, findings))
+
+
+def stored_is_current(viewer_id: str) -> bool:
+    return scan_state([viewer_id]).behind == []
 
 
 # A page rescans in memory at most this many viewers whose stored findings are behind (a
