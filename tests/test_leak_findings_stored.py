@@ -110,6 +110,18 @@ def test_verify_reports_a_tampered_finding_and_the_command_exits_1(demo):
     assert verify_all()[1].drift == []
 
 
+def _demo_with_sable_name(*, visibility: str, also_allowed: str | None) -> dict:
+    from memory.worlds.demo import DEMO_PATH
+
+    doc = json.loads(DEMO_PATH.read_text())
+    sable = next(e for e in doc["entities"] if e["id"] == "npc-sable")
+    name = next(a for a in sable["attributes"] if a["name"] == "name")
+    name["visibility"] = visibility
+    if also_allowed:
+        name["allowedEntities"] = [*name.get("allowedEntities", []), also_allowed]
+    return doc
+
+
 OPERATIONS = st.lists(
     st.one_of(
         st.tuples(st.just("remember"), st.sampled_from(["npc-pip", "npc-maren", "npc-oswin"])),
@@ -120,6 +132,11 @@ OPERATIONS = st.lists(
         ),
         st.tuples(st.just("upkeep")),
         st.tuples(st.just("reload")),
+        st.tuples(
+            st.just("attributes"),
+            st.sampled_from(["PUBLIC", "PRIVATE"]),
+            st.sampled_from(["npc-pip", "npc-oswin", None]),
+        ),
     ),
     max_size=6,
 )
@@ -133,6 +150,7 @@ OPERATIONS = st.lists(
 @given(operations=OPERATIONS)
 def test_stored_findings_equal_a_fresh_scan_after_any_sequence(demo, operations):
     from memory.worlds.demo import load_demo
+    from memory.worlds.scenario import load_world
 
     stored.refresh()
     for step, op in enumerate(operations):
@@ -154,6 +172,10 @@ def test_stored_findings_equal_a_fresh_scan_after_any_sequence(demo, operations)
             services.set_alias(op[1], "npc-sable", op[2], source="test")
         elif op[0] == "upkeep":
             run_upkeep()
+        elif op[0] == "attributes":
+            # The world changes by its only door, an import: Sable's true name made public
+            # or private, shared with one more viewer or not.
+            load_world(_demo_with_sable_name(visibility=op[1], also_allowed=op[2]))
         else:
             load_demo()
         # Whatever is stored, what a page shows is what a scan from scratch finds.
