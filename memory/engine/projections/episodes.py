@@ -101,16 +101,70 @@ def step(
 
 
 def segment(rows: Sequence[FoldRow], start: EpisodeState | None = None) -> list[EpisodeState]:
-    """Every episode the rows touch (one owner's rows, fold order), the latest last."""
+    """Every episode the rows touch (one owner's rows, fold order), the latest last.
+
+    `step` row by row, with the open episode's terms in local variables: one state per
+    episode, not one per row (the property tests hold this to the cycle's `step`).
+    """
+    if not rows:
+        return []
     out: list[EpisodeState] = []
-    current = start
     gap_ = gap()
-    for row in rows:
-        closed, current = step(current, row, gap_)
-        if closed is not None:
-            out.append(closed)
-    if current is not None and current is not start:
-        out.append(current)
+    if start is None:
+        first = rows[0]
+        start_state = _opened(first.owner_id, 1, first, first.key or time_key(first.timestamp))
+        rest = rows[1:]
+    else:
+        start_state, rest = start, rows
+    (owner_id, ordinal, first_at, last_at, first_id, last_id, count, is_open, first_key,
+     last_key, last_moment) = start_state  # fmt: skip
+    for row in rest:
+        key = row.key or time_key(row.timestamp)
+        if key > last_key:
+            moment = moment_of_key(key)
+            if moment is not None and last_moment is not None and moment - last_moment > gap_:
+                # The cut: the open episode closes as it stood before this row.
+                out.append(
+                    EpisodeState(
+                        owner_id,
+                        ordinal,
+                        first_at,
+                        last_at,
+                        first_id,
+                        last_id,
+                        count,
+                        False,
+                        first_key,
+                        last_key,
+                        last_moment,
+                    )  # fmt: skip
+                )
+                ordinal += 1
+                first_at = last_at = row.timestamp
+                first_id = last_id = row.id
+                count, is_open, first_key, last_key, last_moment = 1, True, key, key, moment
+                continue
+            last_at, last_key, last_moment = row.timestamp, key, moment
+        elif key < first_key:  # (first_key <= last_key, so only when not past the end)
+            first_at, first_key = row.timestamp, key
+        count += 1
+        last_id = row.id
+        is_open = True
+    out.append(
+        EpisodeState(
+            owner_id,
+            ordinal,
+            first_at,
+            last_at,
+            first_id,
+            last_id,
+            count,
+            is_open,
+            first_key,
+            last_key,
+            last_moment,
+        )  # fmt: skip
+    )
     return out
 
 

@@ -212,8 +212,30 @@ def load_sessions(pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], Ses
 
 
 def fold_owner(rows: Sequence[FoldRow]) -> dict[str, SessionState]:
-    sessions: dict[str, SessionState] = {}
+    """fold_session over one owner's rows (fold order), every session at once.
+
+    The same terms as folding row by row (the property tests hold rebuild to the cycle), with
+    each session's terms in a mutable list until the end: a rebuild makes one state per
+    session instead of one per row, which is most of what it spends beyond reading.
+    """
+    terms: dict[
+        str, list
+    ] = {}  # session key -> [first_at, last_at, count, spoken, last id, first_key, last_key]
     for row in rows:
-        key = session_key_of(row.conversation_id, row.location_id)
-        sessions[key] = fold_session(sessions.get(key), row)
-    return sessions
+        skey = row.conversation_id or f"scene:{row.location_id or ''}"
+        key = row.key or time_key(row.timestamp)
+        j = row.intent_json
+        spoken = 1 if ('"dialogue"' in j or "\\u" in j) and is_dialogue(j) else 0
+        t = terms.get(skey)
+        if t is None:
+            terms[skey] = [row.timestamp, row.timestamp, 1, spoken, row.id, key, key]
+            continue
+        if key < t[5]:
+            t[0], t[5] = row.timestamp, key
+        if key > t[6]:
+            t[1], t[6] = row.timestamp, key
+        t[2] += 1
+        t[3] += spoken
+        t[4] = row.id
+    owner_id = rows[0].owner_id if rows else ""
+    return {skey: SessionState(owner_id, skey, *t) for skey, t in terms.items()}
