@@ -11,6 +11,7 @@ from django.contrib.auth.decorators import login_required, permission_required
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 from django.utils.functional import SimpleLazyObject
+from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_POST
 
 from memory.engine.cursor import BadCursor
@@ -123,8 +124,16 @@ def _aliases_context(
     else:
         visible = targets
     load_attributes(knowledge, [viewer.id, *visible])
+    # The row's DOM id and edit URL are made here, once each: in the template, a hundred rows'
+    # slugify and {% url %} calls were a third of the viewer page.
     rows = [
-        {"row": r, "errors": errors.get(r.target_id, []), "warnings": warnings.get(r.target_id, [])}
+        {
+            "row": r,
+            "errors": errors.get(r.target_id, []),
+            "warnings": warnings.get(r.target_id, []),
+            "dom": slugify(r.target_id),
+            "edit_url": reverse("memory:alias_edit", args=[viewer.id, r.target_id]),
+        }
         for r in viewer_reads.alias_rows(viewer, knowledge, targets=visible)
     ]
     shown = {item["row"].target_id for item in rows}
