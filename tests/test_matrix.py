@@ -66,6 +66,10 @@ def test_overview_draws_a_window_with_links_to_the_next(client, crowd, django_us
     client.force_login(django_user_model.objects.create_user("ann", password="pw"))
     body = client.get("/").content.decode()
     assert "Viewers 1–25 of 63" in body
+    # 50 viewers scanned afresh for the page, 13 left to the next cycle; no zero rows listed
+    assert "No leak in the prompt of any of the 50 viewers scanned." in body
+    assert "13 viewers not scanned since their memories or world changed" in body
+    assert "50 of 63 shown: search to narrow" in body
     assert 'href="/?mw=tavern&amp;mr=25&amp;mc=0#matrix-tavern"' in body
     body = client.get("/?mw=tavern&mr=25&mrq=sailor").content.decode()
     assert "Viewers 26–50 of 60" in body

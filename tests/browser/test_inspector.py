@@ -125,3 +125,35 @@ def test_keyboard_navigation(page, story) -> None:
     page.keyboard.press("Escape")
     page.keyboard.press("/")
     assert page.evaluate("document.activeElement.id") == "viewer-search"
+
+
+def test_a_crowded_world_pages_and_filters_its_knowledge_matrix(page, story, screenshots) -> None:
+    import json
+
+    from memory.models import Attribute, WorldObject
+
+    for n in range(60):
+        WorldObject.objects.create(
+            id=f"sailor-{n:02d}",
+            type="entity",
+            world_id="tavern",
+            aliases_json=json.dumps([["alice", "Alice"]] if n == 7 else []),
+        )
+        Attribute.objects.create(
+            object_id=f"sailor-{n:02d}", name="name", value=f"Sailor {n}", visibility="PUBLIC"
+        )
+    login(page)
+    assert page.inner_text(".matrix-nav").startswith("Viewers 1–25 of 63")
+    screenshots("overview-crowd")
+    page.click("text=later viewers →")
+    page.wait_for_url(re.compile(r"mr=25"))
+    assert page.inner_text(".matrix-nav").startswith("Viewers 26–50 of 63")
+    page.fill("input[name=mrq]", "sailor 7")
+    page.fill("input[name=mcq]", "alice")
+    page.click(".matrix-filter button[type=submit]")
+    page.wait_for_url(re.compile(r"mrq=sailor"))
+    cell = page.locator('td[data-viewer="sailor-07"][data-target="alice"]')
+    assert cell.inner_text() == "Alice"
+    assert cell.get_attribute("class") == "state-known"
+    screenshots("overview-crowd-filtered")
+    assert page.console_errors == []

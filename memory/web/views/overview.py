@@ -40,6 +40,9 @@ def overview(request: HttpRequest) -> HttpResponse:
 # The overview lists this many viewers (search narrows the rest) and this many leak rows.
 VIEWERS_LISTED = 50
 LEAK_ROWS_LISTED = 50
+# Past this many viewers the leak table lists only those with findings (a crowd of zeros
+# hides the rows that matter); the clean ones are counted beneath it.
+LEAK_ALL_ROWS_UPTO = 12
 
 
 def _offset(request: HttpRequest, name: str) -> int:
@@ -91,7 +94,7 @@ def projection_context(request: HttpRequest) -> dict[str, Any]:
         (viewer_id, [per_kind.get(k, 0) for k in kinds], sum(per_kind.values()))
         for viewer_id, per_kind in counts.items()
     ]
-    if len(rows) > LEAK_ROWS_LISTED:
+    if len(rows) > LEAK_ALL_ROWS_UPTO:
         # A crowd: the viewers with most findings first; the clean ones are summed up.
         rows = sorted((r for r in rows if r[2]), key=lambda r: (-r[2], r[0]))
     return {
