@@ -243,13 +243,18 @@ class MemorySession(models.Model):
     dialogue_count = models.BigIntegerField()
     last_member_id = models.TextField()
     content_hash = models.TextField()
+    # time_key(last_at): UTC, microseconds, so text order is time order ("09:00+09:00" is
+    # 00:00Z). Not a term of the session (no hash covers it); the doors order and page by it.
+    last_key = models.TextField(default="")
 
     class Meta:
         db_table = "memory_sessions"
         constraints = [
             models.UniqueConstraint(fields=["owner", "session_key"], name="uniq_session_owner_key")
         ]
-        indexes = [models.Index(fields=["owner", "last_at"], name="idx_session_owner_last")]
+        indexes = [
+            models.Index(fields=["owner", "last_key", "session_key"], name="idx_session_owner_lkey")
+        ]
 
 
 class SessionSummary(models.Model):

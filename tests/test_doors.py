@@ -199,3 +199,41 @@ def test_episodes_door_newest_first_with_pages(cast):
     assert page.rows_visited == 3
     rest = episodes("alice", limit=2, before=page.next_cursor)
     assert ([e.ordinal for e in rest.items], rest.next_cursor, rest.rows_visited) == ([1], None, 1)
+
+
+def test_sessions_and_digest_order_by_time_not_by_text(cast):
+    from memory.engine.write_door import remember
+
+    def said(conversation: str, timestamp: str) -> None:
+        remember(
+            "alice",
+            {
+                "type": "dialogue",
+                "originalText": "hm",
+                "description": "hm",
+                "actorId": "alice",
+                "targetIds": [],
+            },
+            timestamp=timestamp,
+            conversation_id=conversation,
+            location_id="tavern-main",
+        )
+
+    said("tokyo", "2026-07-07T09:00:00+09:00")  # 00:00Z: the earliest, though "09" sorts late
+    said("noon", "2026-07-07T08:00:00.000Z")
+    said("whole", "2026-07-07T03:00:00Z")  # before 03:00:00.500Z, though "Z" > "."
+    said("half", "2026-07-07T03:00:00.500Z")
+    run_cycle()
+    keys = [s.session_key for s in sessions("alice").items]
+    assert keys == ["noon", "half", "whole", "tokyo"]
+    first, second = sessions("alice", limit=2), None
+    second = sessions("alice", limit=2, before=first.next_cursor)
+    assert [s.session_key for s in first.items + second.items] == keys
+    assert second.next_cursor is None
+    # the digest's latest sessions, oldest first, by the same time
+    assert [line.split(" at ")[2].split(":")[0:2] for line in digest("alice").lines] == [
+        ["12", "00 AM"],
+        ["3", "00 AM"],
+        ["3", "00 AM"],
+        ["8", "00 AM"],
+    ]

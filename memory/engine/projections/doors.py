@@ -97,15 +97,16 @@ def _session_rows(
         raise InvalidInput("limit must be at least 1", field="limit")
     rows = MemorySession.objects.filter(owner_id=viewer_id)
     if before:
-        last_at, key = decode_cursor(
+        last_key, key = decode_cursor(
             before, (str, str), field="before", message=f"malformed cursor {before!r}"
         )
-        rows = rows.filter(Q(last_at__lt=last_at) | Q(last_at=last_at, session_key__lt=key))
+        rows = rows.filter(Q(last_key__lt=last_key) | Q(last_key=last_key, session_key__lt=key))
     # One row past the page tells us whether there is a next one; it was read, so it counts.
-    fetched = list(rows.order_by("-last_at", "-session_key")[: limit + 1])
+    # By time, not by text: last_key is last_at as a UTC key (stored beside it by the fold).
+    fetched = list(rows.order_by("-last_key", "-session_key")[: limit + 1])
     page = fetched[:limit]
     next_cursor = (
-        encode_cursor([page[-1].last_at, page[-1].session_key]) if len(fetched) > limit else None
+        encode_cursor([page[-1].last_key, page[-1].session_key]) if len(fetched) > limit else None
     )
     return page, next_cursor, len(fetched)
 

@@ -146,7 +146,7 @@ def verify() -> VerifyResult:
                 continue
             problems = [
                 _drift(owner_id, key, name, getattr(row, name), getattr(state, name))
-                for name in SESSION_FIELDS
+                for name in (*SESSION_FIELDS, "last_key")
                 if getattr(row, name) != getattr(state, name)
             ]
             if row.content_hash != session_hash(state):

@@ -144,6 +144,7 @@ SESSION_COLUMNS = (
     "dialogue_count",
     "last_member_id",
     "content_hash",
+    "last_key",
 )
 
 
@@ -157,6 +158,7 @@ def session_values(state: SessionState) -> tuple:
         state.dialogue_count,
         state.last_member_id,
         session_hash(state),
+        state.last_key,
     )
 
 
