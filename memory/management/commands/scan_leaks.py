@@ -18,6 +18,7 @@ from memory.engine.leaks.world_scan import (
     viewers_by_world,
 )
 from memory.management.commands._base import refuse
+from memory.web.spreadsheet import safe_row
 
 
 class Command(BaseCommand):
@@ -91,7 +92,7 @@ class Command(BaseCommand):
         elif format == "csv":
             writer = csv.writer(self.stdout, lineterminator="\n")
             writer.writerow(CSV_HEADER)
-            writer.writerows(f.csv_row() for f in findings)
+            writer.writerows(safe_row(f.csv_row()) for f in findings)
         else:
             for f in findings:
                 g = f.finding

@@ -16,6 +16,7 @@ from memory.engine.leaks.world_scan import CSV_HEADER
 from memory.web.roles import READ_PERMISSION
 from memory.web.selectors import leaks as leak_reads
 from memory.web.selectors import viewers as viewer_reads
+from memory.web.spreadsheet import safe_row
 from memory.web.views._common import get_viewer_for_user, query_text, render_page
 
 LEAK_FORMATS = ("html", "csv", "json")
@@ -52,9 +53,9 @@ def leaks_page(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
     if fmt == "csv":
         response = HttpResponse(content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = 'attachment; filename="leaks.csv"'
-        writer = csv.DictWriter(response, fieldnames=CSV_HEADER, extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(findings)
+        writer = csv.writer(response)
+        writer.writerow(CSV_HEADER)
+        writer.writerows(safe_row(f.get(column) for column in CSV_HEADER) for f in findings)
         return response
     filters = [(k, v) for k, v in (("viewer", viewer_id), ("kind", kind)) if v]
     query = urlencode(filters)

@@ -1,0 +1,46 @@
+"""CSV exports never hand a spreadsheet a formula (LLM-written text is attacker-steered)."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory.web.spreadsheet import safe_row
+
+
+def test_every_formula_leader_is_neutralised_and_nothing_else_changes():
+    assert safe_row(["=1+1", "+1", "-1", "@SUM(A1)", "\tx", "\rx", "a=b", "", None, 7]) == [
+        "'=1+1",
+        "'+1",
+        "'-1",
+        "'@SUM(A1)",
+        "'\tx",
+        "'\rx",
+        "a=b",
+        "",
+        None,
+        7,
+    ]
+
+
+@pytest.mark.django_db
+def test_the_leak_csv_export_neutralises_hostile_cells(client, django_user_model, monkeypatch):
+    from memory.web.selectors import leaks
+
+    hostile = {
+        "viewer_id": "npc-1",
+        "section": "Recent memories",
+        "kind": "private_attribute",
+        "start": 3,
+        "end": 9,
+        "text": '=HYPERLINK("http://x")',
+        "entity_id": "@bob",
+        "reason": "-cmd",
+    }
+    monkeypatch.setattr(leaks, "leak_findings", lambda **_: [hostile])
+    client.force_login(django_user_model.objects.create_user("qa", password="pw"))
+    response = client.get("/leaks/?format=csv")
+    assert response.status_code == 200
+    assert response.content.decode() == (
+        "viewer_id,section,kind,start,end,text,entity_id,reason\r\n"
+        'npc-1,Recent memories,private_attribute,3,9,"\'=HYPERLINK(""http://x"")",\'@bob,\'-cmd\r\n'
+    )
