@@ -8,10 +8,11 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required, permission_required
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
+from memory.engine.errors import NotFound
 from memory.engine.leaks.world_scan import CSV_HEADER
 from memory.web.roles import READ_PERMISSION
 from memory.web.selectors import leaks as leak_reads
@@ -47,7 +48,13 @@ def leaks_page(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
             content_type="text/plain",
         )
     viewer_id, kind = query_text(request, "viewer"), query_text(request, "kind")
-    findings = leak_reads.leak_findings(viewer_id=viewer_id, kind=kind)
+    try:
+        findings = leak_reads.leak_findings(viewer_id=viewer_id, kind=kind)
+    except NotFound as exc:  # ?viewer= names nobody: a 404 in the format asked for
+        if fmt == "json":
+            body = {"detail": str(exc), "code": exc.code, "field": "viewer"}
+            return JsonResponse(body, status=404)
+        raise Http404(str(exc)) from None
     if fmt == "json":
         return JsonResponse({"items": findings, "count": len(findings)})
     if fmt == "csv":

@@ -1,4 +1,5 @@
-"""CSV exports never hand a spreadsheet a formula (LLM-written text is attacker-steered)."""
+"""The leak report as exports: CSV never hands a spreadsheet a formula (LLM-written text is
+attacker-steered), and an unknown viewer is a 404 in every format."""
 
 from __future__ import annotations
 
@@ -43,4 +44,18 @@ def test_the_leak_csv_export_neutralises_hostile_cells(client, django_user_model
     assert response.content.decode() == (
         "viewer_id,section,kind,start,end,text,entity_id,reason\r\n"
         'npc-1,Recent memories,private_attribute,3,9,"\'=HYPERLINK(""http://x"")",\'@bob,\'-cmd\r\n'
+    )
+
+
+@pytest.mark.django_db
+def test_the_leak_report_of_an_unknown_viewer_is_a_404_in_each_format(
+    cast, client, django_user_model
+):
+    client.force_login(django_user_model.objects.create_user("qa", password="pw"))
+    assert client.get("/leaks/?viewer=nobody").status_code == 404
+    assert client.get("/leaks.csv?viewer=nobody").status_code == 404
+    answer = client.get("/leaks/?viewer=nobody&format=json")
+    assert (answer.status_code, answer.json()) == (
+        404,
+        {"detail": "no entity with id 'nobody'", "code": "not_found", "field": "viewer"},
     )
