@@ -159,3 +159,37 @@ def test_abstract_fault_between_writes_lands_nothing(cast, monkeypatch):
     monkeypatch.undo()
     abstract("alice", [a, b], name="n", body="b", expected_generation=generation, rollup_id="R1")
     assert len(landed()[2]) == 2
+
+
+def test_a_reload_that_adds_memories_moves_the_generation_and_refuses_a_stale_pin(db):
+    import json as _json
+
+    from memory.worlds.demo import DEMO_PATH
+    from memory.worlds.scenario import load_world
+
+    doc = _json.loads(DEMO_PATH.read_text())
+    load_world(doc)
+    pinned = generation_of("npc-pip")
+    member = BufferEntry.objects.filter(owner_id="npc-pip").values_list("id", flat=True).first()
+    load_world(doc)  # the same file again: nothing new, nothing moves
+    assert generation_of("npc-pip") == pinned
+    pip = next(e for e in doc["entities"] if e["id"] == "npc-pip")
+    pip.setdefault("initialMemories", []).append(
+        {
+            "id": "pip-new",
+            "timestamp": "2027-01-01T00:00:00.000Z",
+            "locationId": pip.get("locationId"),
+            "intent": {
+                "type": "action",
+                "originalText": "counts coins",
+                "description": "counts coins",
+                "actorId": "npc-pip",
+                "targetIds": [],
+            },
+            "outcome": None,
+        }
+    )
+    load_world(doc)
+    assert generation_of("npc-pip") == pinned + 1
+    with pytest.raises(AbstractConflict, match="generation"):
+        abstract("npc-pip", [member], name="n", body="b", expected_generation=pinned)

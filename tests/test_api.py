@@ -486,7 +486,7 @@ def test_abstract_door_lands_once_and_conflicts_on_stale_generation(
         "member_ids": ["m-a01-pip", "m-a02-pip"],
         "name": "Dawn on the Quay",
         "body": "Crates came off the Gullwing before the fog lifted.",
-        "expected_generation": 0,
+        "expected_generation": 1,  # loading the demo wrote pip's memories: generation 1
     }
     assert_error(
         client.post(
@@ -512,7 +512,7 @@ def test_abstract_door_lands_once_and_conflicts_on_stale_generation(
         "scope": "home:npc-pip",
         "slug": body["slug"],
         "name": "Dawn on the Quay",
-        "generation": 1,
+        "generation": 2,
         "member_ids": ["m-a01-pip", "m-a02-pip"],
     }
     assert set(
@@ -529,7 +529,7 @@ def test_abstract_door_lands_once_and_conflicts_on_stale_generation(
     assert_error(stale, 409, "conflict", "expected_generation")
     absorbed = client.post(
         "/api/viewers/npc-pip/abstract",
-        {**payload, "expected_generation": 1},
+        {**payload, "expected_generation": 2},
         content_type="application/json",
         headers=bearer(staff_token),
     )

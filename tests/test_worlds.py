@@ -475,3 +475,15 @@ def test_import_omnia_command_says_what_to_run_or_folds_with_fold(db):
     call_command("import_omnia", str(source2), "--fold", stdout=out)
     assert out.getvalue().strip().splitlines()[-1].startswith("folded ")
     assert "run_projections" not in out.getvalue()
+
+
+def test_import_omnia_bumps_the_generation_of_owners_it_wrote_for_and_a_reimport_does_not(db):
+    from memory.engine.shards import generation_of
+    from memory.models import BufferEntry
+
+    source = sorted(FIXTURES.glob("*.sqlite"))[0]
+    import_omnia(source)
+    owners = sorted(set(BufferEntry.objects.values_list("owner_id", flat=True)))
+    assert owners and [generation_of(o) for o in owners] == [1] * len(owners)
+    import_omnia(source)
+    assert [generation_of(o) for o in owners] == [1] * len(owners)

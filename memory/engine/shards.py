@@ -9,9 +9,11 @@ owner's generation counts its writes; abstract() pins it.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Iterable
 
 from django.conf import settings
 from django.db import connection
+from django.db.models import F
 
 from memory.engine.clock import now_us
 from memory.models import OwnerState, ProjectionShard, WorldObject
@@ -95,3 +97,17 @@ def notify_written() -> None:
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute(f"NOTIFY {CHANNEL}")
+
+
+def bump_generations(owner_ids: Iterable[str]) -> None:
+    """Bump the generation of every owner a loader wrote memories for (seed 003: every write
+    for an owner bumps it, so an abstract() pinned before a reload is refused)."""
+    ids = sorted(set(owner_ids))
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        OwnerState.objects.filter(owner_id__in=chunk).update(generation=F("generation") + 1)
+        have = set(OwnerState.objects.filter(owner_id__in=chunk).values_list("owner_id", flat=True))
+        OwnerState.objects.bulk_create(
+            [OwnerState(owner_id=o, generation=1) for o in chunk if o not in have],
+            ignore_conflicts=True,
+        )

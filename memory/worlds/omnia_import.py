@@ -17,7 +17,7 @@ from django.db import connection, transaction
 
 from memory.engine.aliases import AliasesJsonError, parse_aliases_json
 from memory.engine.scopes import home_scope
-from memory.engine.shards import shard_count, shard_of
+from memory.engine.shards import bump_generations, shard_count, shard_of
 from memory.models import ObjectType, WorldObject
 from memory.worlds import bulk
 from memory.worlds.report import ImportReport, WorldImportError
@@ -167,6 +167,7 @@ def _import_omnia(conn: sqlite3.Connection, path: Path, source: str, progress) -
         )
         incoming = conn.execute("SELECT COUNT(*) FROM buffer_entries").fetchone()[0]
         shard_by_owner: dict[str, int] = {}  # a handful of owners, a million rows
+        written_for: set[str] = set()  # owners that got new memories: their generation moves
         validator = BatchValidator(
             source, "buffer_entries", parallel=incoming >= bulk.BULK_INDEX_ROWS
         )
@@ -214,7 +215,7 @@ def _import_omnia(conn: sqlite3.Connection, path: Path, source: str, progress) -
                             )
                         )
                     validator.submit(checks)  # validated there while inserted here
-                    inserted += bulk.insert_ignore(
+                    added = bulk.insert_ignore(
                         "buffer_entries",
                         (
                             "id",
@@ -229,6 +230,9 @@ def _import_omnia(conn: sqlite3.Connection, path: Path, source: str, progress) -
                         ),
                         rows,
                     )
+                    if added:  # (a batch partly known already bumps all its owners: safe side)
+                        written_for.update(row[1] for row in rows)
+                    inserted += added
                     seen += len(rows)
                     if progress:
                         progress(len(rows))
@@ -240,7 +244,8 @@ def _import_omnia(conn: sqlite3.Connection, path: Path, source: str, progress) -
         report.counts["buffer_entries"] = inserted
         report.skipped["buffer_entries"] = seen - inserted
         if has_ledger:
-            _import_ledger(conn, source, object_ids, clock, report, worlds)
+            written_for |= _import_ledger(conn, source, object_ids, clock, report, worlds)
+        bump_generations(written_for)
         bulk.advance_shards(clock.assigned)
         bulk.record_source(world_ids, era, "sqlite", source, sha)
     return report
@@ -277,7 +282,8 @@ def _world_of(object_id: str) -> str | None:
 
 def _import_ledger(
     conn, source, object_ids, clock: bulk.ImportClock, report: ImportReport, worlds
-) -> None:
+) -> set[str]:
+    """Import the long-term ledger; returns the owners that got new entries."""
     rows = []
     for (
         entry_id,
@@ -362,3 +368,4 @@ def _import_ledger(
     report.counts["ledger_involved_entities"] = bulk.insert_ignore(
         "ledger_involved_entities", ("entry_id", "entity_id"), involved
     )
+    return {row[1] for row in rows if row[1]} if inserted else set()

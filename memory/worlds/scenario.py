@@ -18,7 +18,7 @@ from memory.engine.abstract import AbstractConflict, abstract
 from memory.engine.aliases import AliasesJsonError, dump_aliases_json, parse_aliases_json
 from memory.engine.intents import IntentError, parse_intent, parse_outcome
 from memory.engine.scopes import home_scope, layer_scope
-from memory.engine.shards import generation_of, shard_of
+from memory.engine.shards import bump_generations, generation_of, shard_of
 from memory.models import Layer, LayerSubscription, LedgerEntry
 from memory.worlds import bulk
 from memory.worlds.report import ImportReport, WorldImportError
@@ -396,6 +396,12 @@ def load_world(path_or_doc: str | Path | dict, *, source: str | None = None) -> 
         LayerSubscription.objects.bulk_create(
             LayerSubscription(entity_id=e, layer_id=layer, position=pos)
             for e, layer, pos in scenario.subscriptions
+        )
+        # Every write for an owner bumps its generation (seed 003): new memories or entries
+        # from a load too, so an abstract() pinned before the reload is refused.
+        bump_generations(
+            ({row[1] for row in rows} if inserted else set())
+            | ({row[1] for row in entry_rows if row[1]} if entries_inserted else set())
         )
         bulk.advance_shards(clock.assigned)
         report.counts["abstractions"] = _land_abstractions(source, scenario.abstractions)
