@@ -237,3 +237,33 @@ def test_sessions_and_digest_order_by_time_not_by_text(cast):
         ["3", "00 AM"],
         ["8", "00 AM"],
     ]
+
+
+def test_a_conversation_named_like_a_scene_keeps_its_own_session(cast):
+    from memory.engine.write_door import remember
+
+    def said(conversation: str | None, minute: int) -> None:
+        remember(
+            "alice",
+            {
+                "type": "dialogue",
+                "originalText": "hm",
+                "description": "hm",
+                "actorId": "alice",
+                "targetIds": [],
+            },
+            timestamp=f"2026-07-06T12:{minute:02d}:00.000Z",
+            conversation_id=conversation,
+            location_id="tavern-main",
+        )
+
+    said(None, 1)  # the tavern's scene
+    said("scene:tavern-main", 2)  # a conversation whose id reads like that scene's key
+    said("conversation:scene:tavern-main", 3)  # and one that reads like the escaped form
+    run_cycle()
+    items = sessions("alice").items
+    assert sorted((s.session_key, s.kind, s.memory_count) for s in items) == [
+        ("conversation:conversation:scene:tavern-main", "conversation", 1),
+        ("conversation:scene:tavern-main", "conversation", 1),
+        ("scene:tavern-main", "scene", 1),
+    ]

@@ -487,3 +487,17 @@ def test_import_omnia_bumps_the_generation_of_owners_it_wrote_for_and_a_reimport
     assert owners and [generation_of(o) for o in owners] == [1] * len(owners)
     import_omnia(source)
     assert [generation_of(o) for o in owners] == [1] * len(owners)
+
+
+def test_load_world_refuses_a_non_string_conversation_or_location_in_one_line(db):
+    from memory.models import BufferEntry, WorldObject
+    from memory.worlds.demo import DEMO_PATH
+
+    for key, value in (("conversationId", {"id": 1}), ("locationId", 7)):
+        doc = json.loads(DEMO_PATH.read_text())
+        doc["entities"][0]["initialMemories"][0][key] = value
+        with pytest.raises(WorldImportError) as caught:
+            load_world(doc)
+        assert str(caught.value).endswith(f"'{key}' must be a non-empty string")
+        assert "\n" not in str(caught.value)
+        assert (WorldObject.objects.count(), BufferEntry.objects.count()) == (0, 0)

@@ -222,10 +222,10 @@ class _Scenario:
                         mem_id,
                         ent_id,
                         self.text(mem, "timestamp", "buffer_entries", at),
-                        mem.get("locationId"),
+                        self.text(mem, "locationId", "buffer_entries", at, required=False),
                         _js_json(intent),
                         _js_json(outcome) if outcome is not None else None,
-                        mem.get("conversationId"),
+                        self.text(mem, "conversationId", "buffer_entries", at, required=False),
                     )
                 )
             for position, layer_id in enumerate(ent.get("layers") or []):

@@ -23,8 +23,16 @@ from memory.models import MemorySession
 LOOKUP_CHUNK = 200
 
 
+# A conversation id that could be read as a scene's key (or as an escaped one) is escaped, so
+# the two kinds of session never share a key: "scene:cellar" the conversation is not the
+# cellar's scene. Every other conversation id is its own key.
+_KEY_PREFIXES = ("scene:", "conversation:")
+
+
 def session_key_of(conversation_id: str | None, location_id: str | None) -> str:
     if conversation_id:
+        if conversation_id.startswith(_KEY_PREFIXES):
+            return f"conversation:{conversation_id}"
         return conversation_id
     return f"scene:{location_id or ''}"
 
@@ -224,7 +232,7 @@ def fold_owner(rows: Sequence[FoldRow]) -> dict[str, SessionState]:
         str, list
     ] = {}  # session key -> [first_at, last_at, count, spoken, last id, first_key, last_key]
     for row in rows:
-        skey = row.conversation_id or f"scene:{row.location_id or ''}"
+        skey = session_key_of(row.conversation_id, row.location_id)
         key = row.key or time_key(row.timestamp)
         j = row.intent_json
         spoken = 1 if ('"dialogue"' in j or "\\u" in j) and is_dialogue(j) else 0
