@@ -26,10 +26,8 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from memory.engine.knowledge import viewer_of, world_knowledge
-from memory.engine.leaks.scanner import Finding, build_leak_index
-from memory.engine.leaks.world_scan import ScanFinding, leak_world_from, scan_prompt
-from memory.engine.prompt import prompt_context
+from memory.engine.leaks.scanner import Finding
+from memory.engine.leaks.world_scan import ScanFinding, scan_groups
 from memory.models import LeakFinding, LeakScan, ObjectType, WorldObject
 
 # Viewers rescanned per transaction: bounds how long a refresh holds their rows.
@@ -72,13 +70,6 @@ def input_fingerprints(viewer_ids: Sequence[str] | None = None) -> dict[str, tup
         raw = json.dumps([world_id, *(str(v) if v is not None else None for v in inputs)])
         out[viewer_id] = (world_id, hashlib.sha1(raw.encode("utf-8")).hexdigest())
     return out
-
-
-def mark_stale(owner_ids: Iterable[str]) -> None:
-    """The cycle folded rows of these owners: their digests moved, so their scans did too."""
-    ids = sorted(set(owner_ids))
-    for chunk in _chunks(ids):
-        LeakScan.objects.filter(viewer_id__in=chunk, stale=False).update(stale=True)
 
 
 @dataclass(frozen=True)
@@ -132,20 +123,11 @@ def stored_findings(viewer_ids: Iterable[str]) -> dict[str, list[ScanFinding]]:
 
 def scan_fresh(viewer_ids: Sequence[str]) -> dict[str, list[ScanFinding]]:
     """Scan these viewers now, in memory (one knowledge load and one automaton per world)."""
-    by_world: dict[str | None, list[str]] = {}
-    for obj in WorldObject.objects.filter(pk__in=list(viewer_ids), type=ObjectType.ENTITY).only(
-        "id", "world_id"
-    ):
-        by_world.setdefault(obj.world_id, []).append(obj.id)
-    found: dict[str, list[ScanFinding]] = {}
-    for world_id, ids in sorted(by_world.items(), key=lambda item: str(item[0])):
-        knowledge = world_knowledge(world_id)
-        index = build_leak_index(leak_world_from(knowledge))
-        for viewer_id in sorted(ids):
-            viewer = viewer_of(knowledge.objects[viewer_id])
-            scan = scan_prompt(index, viewer_id, prompt_context(viewer, knowledge))
-            found[viewer_id] = scan.findings
-    return found
+    groups: dict[str | None, list[WorldObject]] = {}
+    viewers = WorldObject.objects.filter(pk__in=list(viewer_ids), type=ObjectType.ENTITY)
+    for obj in viewers.order_by("world_id", "id"):
+        groups.setdefault(obj.world_id, []).append(obj)
+    return {scan.viewer_id: scan.findings for scan in scan_groups(groups)}
 
 
 @dataclass

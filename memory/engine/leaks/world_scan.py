@@ -159,8 +159,16 @@ def scan_world(
 
     One knowledge load and one automaton per world serve all of its viewers. `progress` is
     called with 1 after each viewer, so a caller can drive a progress bar."""
+    return scan_groups(viewers_by_world(world_id, viewer_id), progress)
+
+
+def scan_groups(
+    groups: dict[str | None, list[WorldObject]],
+    progress: Callable[[int], None] | None = None,
+) -> list[ViewerScan]:
+    """Scan these viewers, grouped by world: one knowledge load and one automaton per world."""
     scans: list[ViewerScan] = []
-    for group_world, viewers in viewers_by_world(world_id, viewer_id).items():
+    for group_world, viewers in groups.items():
         knowledge = world_knowledge(group_world)
         index = build_leak_index(leak_world_from(knowledge))
         for obj in viewers:

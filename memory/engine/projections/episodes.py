@@ -118,27 +118,18 @@ def segment(rows: Sequence[FoldRow], start: EpisodeState | None = None) -> list[
         start_state, rest = start, rows
     (owner_id, ordinal, first_at, last_at, first_id, last_id, count, is_open, first_key,
      last_key, last_moment) = start_state  # fmt: skip
+
+    def state(open_: bool) -> EpisodeState:
+        return EpisodeState(owner_id, ordinal, first_at, last_at, first_id, last_id, count,
+                            open_, first_key, last_key, last_moment)  # fmt: skip
+
     for row in rest:
         key = row.key or time_key(row.timestamp)
         if key > last_key:
             moment = moment_of_key(key)
             if moment is not None and last_moment is not None and moment - last_moment > gap_:
                 # The cut: the open episode closes as it stood before this row.
-                out.append(
-                    EpisodeState(
-                        owner_id,
-                        ordinal,
-                        first_at,
-                        last_at,
-                        first_id,
-                        last_id,
-                        count,
-                        False,
-                        first_key,
-                        last_key,
-                        last_moment,
-                    )  # fmt: skip
-                )
+                out.append(state(False))
                 ordinal += 1
                 first_at = last_at = row.timestamp
                 first_id = last_id = row.id
@@ -150,21 +141,7 @@ def segment(rows: Sequence[FoldRow], start: EpisodeState | None = None) -> list[
         count += 1
         last_id = row.id
         is_open = True
-    out.append(
-        EpisodeState(
-            owner_id,
-            ordinal,
-            first_at,
-            last_at,
-            first_id,
-            last_id,
-            count,
-            is_open,
-            first_key,
-            last_key,
-            last_moment,
-        )  # fmt: skip
-    )
+    out.append(state(is_open))
     return out
 
 
@@ -282,9 +259,13 @@ def close_expired(world_clock_iso: str, *, world_id: str | None = None) -> int:
     Returns how many closed.
     """
     expired, _read = _expired(world_clock_iso, world_id)
-    for start in range(0, len(expired), 500):
-        Episode.objects.filter(pk__in=expired[start : start + 500]).update(is_open=False)
+    _close(expired)
     return len(expired)
+
+
+def _close(episode_pks: list[int]) -> None:
+    for start in range(0, len(episode_pks), 500):
+        Episode.objects.filter(pk__in=episode_pks[start : start + 500]).update(is_open=False)
 
 
 def _expired(world_clock_iso: str, world_id: str | None) -> tuple[list[int], int]:
@@ -326,8 +307,7 @@ def close_by_clocks() -> tuple[int, int]:
         if marks.get(world_id) == clock or time_key(clock).startswith("~"):
             continue
         expired, seen = _expired(clock, world_id)
-        for start in range(0, len(expired), 500):
-            Episode.objects.filter(pk__in=expired[start : start + 500]).update(is_open=False)
+        _close(expired)
         closed, read = closed + len(expired), read + seen
         ClockMark.objects.update_or_create(world_id=world_id, defaults={"clock_iso": clock})
     return closed, read
