@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from memory.engine.buffer.coordination import coordinated_agree
+
 _SUBJECT, _OBJECT, _POSSESSIVE, _INDEPENDENT, _REFLEXIVE = range(5)
 _FIRST_PERSON = ("I", "me", "my", "mine", "myself")
 
@@ -25,7 +27,8 @@ _FIRST, _THIRD, _PLURAL = 1, 3, 0
 _CONJUNCTION = re.compile(r"\s*(?:,\s*(?:(?:and|or|nor)\s+)?|(?:and|or|nor)\s+)", re.IGNORECASE)
 _NEXT_WORD = re.compile(r"(\s+)([A-Za-z][A-Za-z'’]*)")
 _POSSESSIVE_MARK = re.compile(r"['’]s(?![A-Za-z])")
-_FIRST_PERSON_CONTRACTION = re.compile(r"['’](m|ve)(?![A-Za-z])")
+_FIRST_PERSON_CONTRACTION = re.compile(r"['’](m|ve|ll|d)(?![A-Za-z])")
+_CONTRACTION_TO_THIRD = {"m": " is", "ve": " has", "ll": " will", "d": " would"}
 
 _PRONOUN_ROLES = {
     "i": (_SUBJECT, _FIRST),
@@ -334,8 +337,9 @@ def _first_person(verb: str, source: int) -> str:
     return out.capitalize() if verb[:1].isupper() else out
 
 
-def _agree(text: str, source: int, target: int) -> str:
-    """Make the verb at the head of `text` agree with a subject that changed person."""
+def _agree(text: str, source: int, target: int, object_follows: bool) -> str:
+    """Make the verb at the head of `text` agree with a subject that changed person, and the
+    verbs coordinated with it ("draws a knife and steps forward")."""
     if source == target:
         return text
     pos = 0
@@ -348,8 +352,15 @@ def _agree(text: str, source: int, target: int) -> str:
         if low in _ADVERBS or (low.endswith("ly") and low not in _LY_VERBS):
             pos = m.end()
             continue
-        changed = _third_person(word) if target == _THIRD else _first_person(word, source)
-        return text[: m.start(2)] + changed + text[m.end(2) :]
+
+        def change(verb: str) -> str:
+            return _third_person(verb) if target == _THIRD else _first_person(verb, source)
+
+        changed = change(word)
+        if changed == word:
+            return text  # a modal or a past: the verbs coordinated with it keep their form too
+        text = text[: m.start(2)] + changed + text[m.end(2) :]
+        return coordinated_agree(text, m.start(2) + len(changed), change, object_follows)
     return text
 
 
@@ -421,14 +432,15 @@ def forms_around_tags(texts: Sequence[str], words: Sequence[str | None]) -> list
             role, after = _POSSESSIVE, after[possessive_mark.end() :]
         after_self = after_other = after
         if role == _SUBJECT and not chained[i] and not chained[i + 1]:
-            after_self = _agree(after, source, _FIRST)
+            object_follows = i + 1 < n
+            after_self = _agree(after, source, _FIRST, object_follows)
             contraction = _FIRST_PERSON_CONTRACTION.match(after) if source == _FIRST else None
             if contraction is not None:
-                after_other = (" is" if contraction.group(1) == "m" else " has") + after[
-                    contraction.end() :
-                ]
+                after_other = (
+                    _CONTRACTION_TO_THIRD[contraction.group(1)] + after[contraction.end() :]
+                )
             else:
-                after_other = _agree(after, source, _THIRD)
+                after_other = _agree(after, source, _THIRD, object_follows)
         forms.append(
             (
                 _FIRST_PERSON[role],

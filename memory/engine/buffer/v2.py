@@ -15,12 +15,12 @@ from memory.engine.aliases import UNFAMILIAR, AliasHolder
 from memory.engine.buffer.entry import Undeliverable, outcome_suffix
 from memory.engine.buffer.grammar import forms_around_tags
 
-# `entity@<id>[words]`; a repeated prefix is upstream's dehydrate bug
-# (`entity@entity@bob[bob][the hooded figure]`), and a tag without words still names an id.
-_TAG = re.compile(
-    r"(?P<pre>(?:entity@)+)(?:(?P<id>[^\s\[\]@]*)\[(?P<words>[^\[\]]*)\]|(?P<bare>[\w-]+(?:[.:][\w-]+)*)?)"
-)
-_EXTRA_WORDS = re.compile(r"\[([^\[\]]*)\]")
+_PREFIX = "entity@"
+# An id written before `[words]` runs to the bracket; a bare one (no words) stops at what reads
+# as the end of a word ("look at entity@bob." names bob).
+_BRACKET_ID = re.compile(r"[^\s\[\]@]*(?=\[)")
+_BARE_ID = re.compile(r"[\w-]+(?:[.:][\w-]+)*")
+_BRACKET = re.compile(r"[\[\]]")
 
 
 class Tag:
@@ -33,29 +33,60 @@ class Tag:
         self.start, self.end, self.id, self.words = start, end, id_, words
 
 
+def _closing(content: str, opening: int) -> int:
+    """Just past the `]` that closes the `[` at `opening`, brackets nested; the end of the
+    content when it is never closed (the rest of it is then the tag's words)."""
+    depth = 0
+    for m in _BRACKET.finditer(content, opening):
+        depth += 1 if m.group() == "[" else -1
+        if depth == 0:
+            return m.end()
+    return len(content)
+
+
+def _tag_at(content: str, start: int) -> Tag:
+    """The tag at `start`, malformed ones included. Upstream's dehydrate bug writes one tag
+    inside another's id (`entity@entity@bob[bob][the entity@bob[bob]]`): the innermost id is
+    who is meant, and each repeated prefix owns one more bracket of words, so the whole run
+    is one tag. Words are bracket-balanced and an unclosed `[` takes the rest of the content,
+    so no word the author wrote for a tag ever reaches the line."""
+    pos, levels = start, 0
+    while content.startswith(_PREFIX, pos):
+        pos += len(_PREFIX)
+        levels += 1
+    m = _BRACKET_ID.match(content, pos) or _BARE_ID.match(content, pos)
+    id_, end = (m.group(), m.end()) if m else ("", pos)
+    words = None
+    for _ in range(levels):
+        if not content.startswith("[", end):
+            break
+        close = _closing(content, end)
+        words = content[end + 1 : close - 1 if content.endswith("]", 0, close) else close]
+        end = close
+    return Tag(start, end, id_, words)
+
+
 def find_tags(content: str) -> list[Tag]:
     """Every tag of `content`, in order. The one tag scanner: anything else that looks for
     tags (the long-term delivery probe) uses it, so it cannot disagree with hydrate."""
     tags: list[Tag] = []
-    pos = 0
-    search = _TAG.search
-    while (m := search(content, pos)) is not None:
-        end = m.end()
-        words = m.group("words")
-        if words is None:
-            id_ = m.group("bare") or ""
-        else:
-            id_ = m.group("id")
-            # The dehydrate bug nests one tag per repeated prefix; the outermost words are the
-            # ones the author wrote, the innermost id is who they meant.
-            for _ in range(m.group("pre").count("entity@") - 1):
-                extra = _EXTRA_WORDS.match(content, end)
-                if extra is None:
-                    break
-                words, end = extra.group(1), extra.end()
-        tags.append(Tag(m.start(), end, id_, words))
-        pos = end if end > m.start() else end + 1
+    pos = content.find(_PREFIX)
+    while pos >= 0:
+        tag = _tag_at(content, pos)
+        tags.append(tag)
+        pos = content.find(_PREFIX, tag.end)
     return tags
+
+
+_INNER_TAG_MARKS = re.compile(r"entity@[^\s\[\]@]*|[\[\]]")
+
+
+def plain_words(words: str | None) -> str | None:
+    """A tag's words with any tag inside them reduced to the words it wraps ("the
+    entity@bob[bob]" -> "the bob"), for reading their grammar: no pronoun contains a tag."""
+    if words is None or _PREFIX not in words:
+        return words
+    return _INNER_TAG_MARKS.sub("", words)
 
 
 def entity_tag_ids(content: str) -> list[str]:
