@@ -305,8 +305,8 @@ def _third_person(verb: str) -> str:
     low = verb.lower()
     if low in _TO_THIRD:
         out = _TO_THIRD[low]
-    elif low in _MODALS or low in _PAST or low.endswith("ed"):
-        return verb
+    elif low in _MODALS or low in _PAST or low.endswith(("ed", "n't", "n’t")):
+        return verb  # a negation not mapped above is a past or a modal's: didn't, hadn't
     elif low.endswith("y") and len(low) > 1 and low[-2] not in "aeiou":
         out = low[:-1] + "ies"
     elif low.endswith(("s", "sh", "ch", "x", "z", "o")):
@@ -408,13 +408,53 @@ def _ends_sentence(text: str) -> bool:
 
 
 # How one tag reads: (first-person word, suffix after an alias, capitalise the alias, the
-# following text when the reader is the one tagged, the following text otherwise).
-TagForms = tuple[str, str, bool, str, str]
+# following text when the reader is the one tagged, the following text otherwise, and the
+# pronoun others read instead of the alias, if any).
+TagForms = tuple[str, str, bool, str, str, str | None]
+
+_THIRD_PERSON_REFLEXIVES = frozenset(["himself", "herself", "itself", "themselves", "themself"])
+_REFLEXIVE_BY_PRONOUN = {
+    "he": "himself",
+    "him": "himself",
+    "his": "himself",
+    "she": "herself",
+    "her": "herself",
+    "hers": "herself",
+    "it": "itself",
+    "its": "itself",
+}
 
 
-def forms_around_tags(texts: Sequence[str], words: Sequence[str | None]) -> list[TagForms]:
-    """The forms of each of n tags, given the n + 1 stretches of text around them and the
-    words each tag was written with (None for a tag without words)."""
+def _reflexive_for_others(
+    i: int, texts: Sequence[str], words: Sequence[str | None], ids: Sequence[str]
+) -> str | None:
+    """A reflexive tag whose entity is already named earlier in its sentence reads as a
+    reflexive pronoun ("sits by himself"), not as the alias again ("sits by the hooded
+    figure"). Which one: the author's own if it is third person, else the one the entity's
+    other pronouns in the content imply, else "themselves" (a first-person author's "myself"
+    says nothing of who they are)."""
+    antecedents = []
+    for j in range(i - 1, -1, -1):
+        if any(mark in texts[j + 1] for mark in ".!?"):
+            break
+        if ids[j] == ids[i]:
+            antecedents.append((words[j] or "").strip().lower())
+    if not antecedents or not ids[i]:
+        return None
+    own = (words[i] or "").strip().lower()
+    if own in _THIRD_PERSON_REFLEXIVES:
+        return own
+    for antecedent in antecedents:
+        if antecedent in _REFLEXIVE_BY_PRONOUN:
+            return _REFLEXIVE_BY_PRONOUN[antecedent]
+    return "themselves"
+
+
+def forms_around_tags(
+    texts: Sequence[str], words: Sequence[str | None], ids: Sequence[str]
+) -> list[TagForms]:
+    """The forms of each of n tags, given the n + 1 stretches of text around them, the
+    words each tag was written with (None for a tag without words) and whom each names."""
     n = len(words)
     # A tag joined to its neighbour by "and"/"or"/"," shares its neighbour's role, and a
     # compound subject keeps its plural verb.
@@ -448,6 +488,7 @@ def forms_around_tags(texts: Sequence[str], words: Sequence[str | None]) -> list
                 _ends_sentence(texts[i]),
                 after_self,
                 after_other,
+                _reflexive_for_others(i, texts, words, ids) if role == _REFLEXIVE else None,
             )
         )
     return forms
