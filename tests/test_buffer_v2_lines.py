@@ -12,7 +12,11 @@ import io
 
 import pytest
 from django.core.management import call_command
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from memory.engine.buffer.v2 import hydrate
+from memory.engine.knowledge import Viewer
 from memory.engine.write_door import remember
 from memory.web.services import set_alias
 from memory.worlds.scenario import load_world
@@ -178,3 +182,21 @@ def test_render_buffer_gives_an_untagged_my_of_upstreams_scenario_to_its_actor()
         "I woke up today in the room and saw an unfamiliar figure!",
         "An unfamiliar figure wakes up from an unfamiliar figure's sleep.",
     ]
+
+
+_PIECES = st.sampled_from(
+    ["entity@bob[", "entity@entity@bob[bob][", "entity@entity@bob[bob][the ", "]", " waves", " at "]
+)
+
+
+@given(st.lists(_PIECES, max_size=12))
+@settings(max_examples=300, deadline=None)
+def test_hydrate_never_shows_a_tags_words_or_a_raw_tag(pieces):
+    """However the brackets fall, words written inside a tag (here bob's true name, written
+    right after each opening bracket) never reach a reader who does not know it, and no raw
+    tag does either."""
+    content = "".join(piece + "Gareth" if piece.endswith("[") else piece for piece in pieces)
+    alice = Viewer.of(id="alice", aliases={"bob": "the hooded figure"})
+    line = hydrate(content, alice, "bob")
+    assert "Gareth" not in line
+    assert "entity@" not in line
