@@ -25,15 +25,15 @@ class Tag:
         self.start, self.end, self.id, self.words = start, end, id_, words
 
 
-def _closing(content: str, opening: int) -> int:
-    """Just past the `]` that closes the `[` at `opening`, brackets nested; the end of the
-    content when it is never closed (the rest of it is then the tag's words)."""
+def _words_at(content: str, opening: int) -> tuple[str, int]:
+    """(words, end) of the bracket at `opening`, brackets nested inside; a bracket never
+    closed takes the rest of the content as its words."""
     depth = 0
     for m in _BRACKET.finditer(content, opening):
         depth += 1 if m.group() == "[" else -1
         if depth == 0:
-            return m.end()
-    return len(content)
+            return content[opening + 1 : m.start()], m.end()
+    return content[opening + 1 :], len(content)
 
 
 def _tag_at(content: str, start: int) -> Tag:
@@ -52,9 +52,7 @@ def _tag_at(content: str, start: int) -> Tag:
     for _ in range(levels):
         if not content.startswith("[", end):
             break
-        close = _closing(content, end)
-        words = content[end + 1 : close - 1 if content.endswith("]", 0, close) else close]
-        end = close
+        words, end = _words_at(content, end)
     return Tag(start, end, id_, words)
 
 
