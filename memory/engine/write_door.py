@@ -14,10 +14,11 @@ from django.db import connection, transaction
 from django.utils import timezone
 from ulid import ULID
 
-from memory.engine.clock import iso_now
+from memory.engine.clock import iso_now, timestamp_problem
 from memory.engine.errors import InvalidInput, NotFound
 from memory.engine.intents import IntentV1, IntentV2, Outcome, parse_intent, parse_outcome
 from memory.engine.shards import bump_generation, claim_created_at, notify_written, shard_of
+from memory.engine.strict_json import text_problem
 from memory.models import BufferEntry, ObjectType, ProjectionShard, WorldObject
 
 
@@ -104,6 +105,38 @@ def remember(
         generation = bump_generation(owner_id)
         notify_written()  # wakes LISTENing workers on commit
     return Remembered(entry=entry, generation=generation)
+
+
+INT32 = 2**31 - 1  # pinned is an INTEGER column: PostgreSQL's is 32 bits
+
+
+def _check_fields(
+    timestamp: object,
+    location_id: object,
+    conversation_id: object,
+    entry_id: object,
+    pinned: object,
+) -> None:
+    """Refuse, before anything is written, what omnia could not have written: a time that is
+    not ISO-8601 with a zone, a non-text id, text no backend can store, a pinned flag that is
+    not an integer."""
+    if timestamp is not None and (problem := timestamp_problem(timestamp)):
+        raise MemoryWriteError(f"timestamp: {problem}", field="timestamp")
+    for field, value in (
+        ("location_id", location_id),
+        ("conversation_id", conversation_id),
+        ("id", entry_id),
+    ):
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise MemoryWriteError(f"{field} must be a string", field=field)
+        if problem := text_problem(value):
+            raise MemoryWriteError(f"{field} {problem}", field=field)
+    if entry_id == "":
+        raise MemoryWriteError("id must not be empty", field="id")
+    if type(pinned) is not int or not -INT32 - 1 <= pinned <= INT32:
+        raise MemoryWriteError("pinned must be a 32-bit integer", field="pinned")
 
 
 def retract(entry_id: str) -> BufferEntry:

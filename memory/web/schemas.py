@@ -5,7 +5,14 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from ninja import Schema
-from pydantic import Field
+from pydantic import ConfigDict, Field
+
+
+class _In(Schema):
+    """A request body: JSON types as they are, never coerced (`"5"` is not 5, `true` is not 1,
+    an object is not a string). Text and nesting are checked by the door behind it."""
+
+    model_config = ConfigDict(strict=True)
 
 
 class ErrorOut(Schema):
@@ -53,7 +60,7 @@ class AliasChangeOut(Schema):
     changed: bool
 
 
-class AliasIn(Schema):
+class AliasIn(_In):
     label: str = Field(min_length=1, max_length=200)
 
 
@@ -84,10 +91,14 @@ class BufferPageOut(Schema):
     rows_visited: int
 
 
-class MemoryIn(Schema):
+class MemoryIn(_In):
     intent: dict[str, Any] = Field(description="a v1 or v2 omnia intent object")
     outcome: dict[str, Any] | None = None
-    timestamp: str | None = Field(None, description="ISO-8601; defaults to the world clock")
+    timestamp: str | None = Field(
+        None,
+        description="ISO-8601 with a zone, as omnia writes it (2026-07-06T12:38:00.000Z); "
+        "defaults to the world clock",
+    )
     location_id: str | None = None
     conversation_id: str | None = None
 
@@ -226,7 +237,7 @@ class LeaksOut(Schema):
     count: int
 
 
-class AbstractIn(Schema):
+class AbstractIn(_In):
     member_ids: list[str] = Field(min_length=1, description="buffer rows or long-term entries")
     name: str = Field(min_length=1, max_length=200)
     body: str = Field(max_length=20000)

@@ -16,10 +16,12 @@ from django.db import connection, transaction
 
 from memory.engine.abstract import AbstractConflict, abstract
 from memory.engine.aliases import AliasesJsonError, dump_aliases_json, parse_aliases_json
+from memory.engine.clock import timestamp_problem
 from memory.engine.intents import IntentError, parse_intent, parse_outcome
 from memory.engine.scopes import home_scope, layer_scope
 from memory.engine.shards import bump_generations, generation_of, shard_of
-from memory.models import Layer, LayerSubscription, LedgerEntry
+from memory.engine.strict_json import MAX_DEPTH, value_problem
+from memory.models import AbstractionEdge, Layer, LayerSubscription, LedgerEntry, WorldObject
 from memory.worlds import bulk
 from memory.worlds.report import ImportReport, WorldImportError
 from memory.worlds.validation import VISIBILITIES
@@ -49,6 +51,7 @@ class _Scenario:
         self.subscriptions: list[tuple[str, str, int]] = []
         self.abstractions: list[dict[str, Any]] = []
         self.ids: dict[str, str] = {}  # object id -> where it was declared
+        self.entity_ids: set[str] = set()
 
     def fail(self, table: str, row: str, problem: str) -> None:
         raise WorldImportError(self.source, table, row, problem)
@@ -61,6 +64,38 @@ class _Scenario:
             return None
         if not isinstance(value, str) or (required and not value):
             self.fail(table, row, f"{key!r} must be a non-empty string")
+        return value
+
+    def time(self, obj: dict, key: str, table: str, row: str) -> str:
+        """A world time, refused unless omnia could have written it."""
+        value = obj.get(key)
+        problem = timestamp_problem(value)
+        if problem:
+            self.fail(table, row, f"{key!r} {problem}")
+        return value
+
+    def flag(self, obj: dict, key: str, table: str, row: str, default: bool) -> bool:
+        """A JSON boolean: "no", "false" or 0 are not false, they are mistakes."""
+        value = obj.get(key, default)
+        if not isinstance(value, bool):
+            self.fail(table, row, f"{key!r} must be true or false, not {_js_json(value)}")
+        return value
+
+    def id_list(self, obj: dict, key: str, table: str, row: str) -> list[str]:
+        """A list of ids, possibly absent; a string is not a list of its characters."""
+        value = obj.get(key)
+        if value is None:
+            return []
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            self.fail(table, row, f"{key!r} must be a list of ids")
+        return value
+
+    def items(self, obj: dict, key: str, table: str, row: str) -> list:
+        value = obj.get(key)
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            self.fail(table, row, f"{key!r} must be a list")
         return value
 
     def declare(self, object_id: str, where: str, table: str) -> None:
@@ -84,7 +119,7 @@ class _Scenario:
                 self.fail(table, at, "an attribute must be an object")
             name = self.text(attr, "name", table, at)
             value = attr.get("value")
-            if not isinstance(value, str | int | float | bool):
+            if not isinstance(value, str):
                 self.fail(table, at, "'value' must be a string")
             visibility = attr.get("visibility", "PUBLIC")
             if visibility not in VISIBILITIES:
@@ -92,10 +127,8 @@ class _Scenario:
             if name in names:
                 self.fail(table, at, f"duplicate attribute {name!r}")
             names.add(name)
-            self.attributes.append((object_id, name, str(value), visibility))
-            for entity_id in attr.get("allowedEntities") or []:
-                if not isinstance(entity_id, str):
-                    self.fail(table, at, "allowedEntities must be a list of ids")
+            self.attributes.append((object_id, name, value, visibility))
+            for entity_id in self.id_list(attr, "allowedEntities", table, at):
                 self.acl.append((object_id, name, entity_id))
 
     def entry(self, raw: Any, scope: str, owner: str | None, where: str) -> None:
@@ -107,7 +140,7 @@ class _Scenario:
         if not isinstance(body, str):
             self.fail("ledger_entries", where, "'body' must be a string")
         importance = raw.get("importance", 5)
-        if not isinstance(importance, int) or not 1 <= importance <= 10:
+        if type(importance) is not int or not 1 <= importance <= 10:
             self.fail("ledger_entries", where, "'importance' must be an integer 1–10")
         self.declare(entry_id, where, "ledger_entries")
         self.entries.append(
@@ -119,29 +152,35 @@ class _Scenario:
                 "body": body,
                 "name": self.text(raw, "name", "ledger_entries", where, required=False),
                 "draft_name": self.text(raw, "draft_name", "ledger_entries", where, required=False),
-                "withheld": bool(raw.get("withheld", False)),
+                "withheld": self.flag(raw, "withheld", "ledger_entries", where, False),
                 "importance": importance,
-                "timestamp": raw.get("timestamp") or self.doc.get("startTime") or "",
+                "timestamp": (
+                    self.time(raw, "timestamp", "ledger_entries", where)
+                    if raw.get("timestamp") is not None
+                    else self.doc["startTime"]
+                ),
             }
         )
 
     def parse(self) -> None:
         doc = self.doc
         world_id = self.text(doc, "id", "scenario", "id")
-        start = self.text(doc, "startTime", "scenario", "startTime")
+        start = self.time(doc, "startTime", "scenario", "startTime")
         self.world_id = world_id
         self.declare(world_id, "id", "objects")
         self.objects.append((world_id, "world", None, start, None, None, None, None))
         for key in ("name", "description"):
-            if isinstance(doc.get(key), str):
-                self.attributes.append((world_id, key, doc[key], "PRIVATE"))
-        self.add_attributes(
-            world_id, (doc.get("world") or {}).get("attributes"), "objects", "world"
-        )
+            value = doc.get(key)
+            if value is not None and not isinstance(value, str):
+                self.fail("scenario", key, f"{key!r} must be a string")
+            if isinstance(value, str):
+                self.attributes.append((world_id, key, value, "PRIVATE"))
+        world = doc.get("world")
+        if world is not None and not isinstance(world, dict):
+            self.fail("scenario", "world", "'world' must be an object")
+        self.add_attributes(world_id, (world or {}).get("attributes"), "objects", "world")
 
-        locations = doc.get("locations") or []
-        if not isinstance(locations, list):
-            self.fail("objects", "locations", "'locations' must be a list")
+        locations = self.items(doc, "locations", "objects", "locations")
         for i, loc in enumerate(locations):
             where = f"locations[{i}]"
             if not isinstance(loc, dict):
@@ -155,7 +194,7 @@ class _Scenario:
                     "location",
                     world_id,
                     None,
-                    loc.get("parentId"),
+                    self.text(loc, "parentId", "objects", where, required=False),
                     None,
                     _js_json(connections) if connections is not None else None,
                     None,
@@ -166,15 +205,16 @@ class _Scenario:
         entities = doc.get("entities")
         if not isinstance(entities, list):
             self.fail("objects", "entities", "'entities' must be a list")
-        for layer_i, layer in enumerate(doc.get("layers") or []):
+        for layer_i, layer in enumerate(self.items(doc, "layers", "memory_layers", "layers")):
             where = f"layers[{layer_i}]"
             if not isinstance(layer, dict):
                 self.fail("memory_layers", where, "a layer must be an object")
             layer_id = self.text(layer, "id", "memory_layers", where)
             if any(existing == layer_id for existing, _ in self.layers):
                 self.fail("memory_layers", where, f"duplicate layer id {layer_id!r}")
-            self.layers.append((layer_id, str(layer.get("title") or layer_id)))
-            for j, raw in enumerate(layer.get("entries") or []):
+            title = self.text(layer, "title", "memory_layers", where, required=False)
+            self.layers.append((layer_id, title or layer_id))
+            for j, raw in enumerate(self.items(layer, "entries", "memory_layers", where)):
                 self.entry(raw, layer_scope(layer_id), None, f"{where}.entries[{j}]")
         layer_ids = {layer_id for layer_id, _ in self.layers}
 
@@ -184,26 +224,29 @@ class _Scenario:
                 self.fail("objects", where, "an entity must be an object")
             ent_id = self.text(ent, "id", "objects", where)
             self.declare(ent_id, where, "objects")
+            self.entity_ids.add(ent_id)
             aliases = ent.get("aliases") or {}
             try:
                 alias_map = parse_aliases_json(_js_json(aliases))
             except AliasesJsonError as exc:
                 self.fail("objects", where, f"aliases: {exc}")
-            is_agent = ent.get("isAgent", ent.get("is_agent", True))
+            is_agent = self.flag(
+                ent, "isAgent" if "isAgent" in ent else "is_agent", "objects", where, True
+            )
             self.objects.append(
                 (
                     ent_id,
                     "entity",
                     world_id,
                     None,
-                    ent.get("locationId"),
+                    self.text(ent, "locationId", "objects", where, required=False),
                     dump_aliases_json(alias_map),
                     None,
                     1 if is_agent else 0,
                 )
             )
             self.add_attributes(ent_id, ent.get("attributes"), "objects", where)
-            for j, mem in enumerate(ent.get("initialMemories") or []):
+            for j, mem in enumerate(self.items(ent, "initialMemories", "buffer_entries", where)):
                 at = f"{where}.initialMemories[{j}]"
                 if not isinstance(mem, dict):
                     self.fail("buffer_entries", at, "a memory must be an object")
@@ -221,14 +264,25 @@ class _Scenario:
                     (
                         mem_id,
                         ent_id,
-                        self.text(mem, "timestamp", "buffer_entries", at),
+                        self.time(mem, "timestamp", "buffer_entries", f"{at} (id={mem_id})"),
                         self.text(mem, "locationId", "buffer_entries", at, required=False),
                         _js_json(intent),
                         _js_json(outcome) if outcome is not None else None,
                         self.text(mem, "conversationId", "buffer_entries", at, required=False),
                     )
                 )
-            for position, layer_id in enumerate(ent.get("layers") or []):
+            subscribed: set[str] = set()
+            layers_at = f"{where}.layers"
+            for position, layer_id in enumerate(
+                self.id_list(ent, "layers", "memory_layer_subscriptions", layers_at)
+            ):
+                if layer_id in subscribed:
+                    self.fail(
+                        "memory_layer_subscriptions",
+                        f"{where}.layers[{position}]",
+                        f"layer {layer_id!r} is listed twice",
+                    )
+                subscribed.add(layer_id)
                 if layer_id not in layer_ids:
                     self.fail(
                         "memory_layer_subscriptions",
@@ -236,20 +290,30 @@ class _Scenario:
                         f"unknown layer {layer_id!r}",
                     )
                 self.subscriptions.append((ent_id, layer_id, position))
-            for j, raw in enumerate(ent.get("memories") or []):
+            for j, raw in enumerate(self.items(ent, "memories", "ledger_entries", where)):
                 self.entry(raw, home_scope(ent_id), ent_id, f"{where}.memories[{j}]")
 
-        for i, raw in enumerate(doc.get("abstractions") or []):
+        table = "memory_abstraction_edges"
+        for i, raw in enumerate(self.items(doc, "abstractions", table, "abstractions")):
             where = f"abstractions[{i}]"
             if not isinstance(raw, dict):
-                self.fail("memory_abstraction_edges", where, "an abstraction must be an object")
+                self.fail(table, where, "an abstraction must be an object")
             for key in ("id", "owner", "name", "body"):
-                self.text(raw, key, "memory_abstraction_edges", where)
-            members = raw.get("members")
-            if not isinstance(members, list) or not members:
+                self.text(raw, key, table, where)
+            self.text(raw, "slug", table, where, required=False)
+            members = self.id_list(raw, "members", table, where)
+            if not members:
+                self.fail(table, where, "'members' must be a non-empty list of ids")
+            where = f"{where} (id={raw['id']})"
+            # Worlds stay in their lane: a rollup's owner is an entity of this scenario (its
+            # members are then the owner's own rows, which abstract() checks).
+            if raw["owner"] not in self.entity_ids:
                 self.fail(
-                    "memory_abstraction_edges", where, "'members' must be a non-empty list of ids"
+                    table,
+                    where,
+                    f"owner {raw['owner']!r} is not an entity of world {self.world_id!r}",
                 )
+            self.declare(raw["id"], where, table)
             self.abstractions.append(raw)
 
         entity_ids = {row[0] for row in self.objects if row[1] == "entity"}
@@ -276,9 +340,18 @@ def load_world(path_or_doc: str | Path | dict, *, source: str | None = None) -> 
             raise WorldImportError(source, "-", "-", f"cannot read file ({exc.strerror})") from None
         try:
             doc = json.loads(raw)
+        except RecursionError:
+            raise WorldImportError(
+                source, "scenario", "-", f"JSON nested deeper than {MAX_DEPTH} levels"
+            ) from None
         except (ValueError, UnicodeDecodeError) as exc:
             raise WorldImportError(source, "scenario", "-", f"not JSON ({exc})") from None
         sha = hashlib.sha256(raw).hexdigest()
+    # Every string and every nesting once, before any section reads it: NUL, lone
+    # surrogates (json.loads lets "\ud800" through) and depth, with the path named.
+    found = value_problem(doc)
+    if found:
+        raise WorldImportError(source, "scenario", found[0], found[1])
     scenario = _Scenario(doc, source)
     scenario.parse()
     era = "v2" if any('"content"' in mem[4] for mem in scenario.memories) else "v1"
@@ -287,6 +360,7 @@ def load_world(path_or_doc: str | Path | dict, *, source: str | None = None) -> 
     with transaction.atomic():
         marks = bulk.lock_all_shards()
         bulk.check_world_ownership(source, world_of)
+        _check_references(source, scenario)
         report.counts.update(bulk.sync_objects(scenario.objects, scenario.attributes, scenario.acl))
         clock = bulk.ImportClock(marks)
         rows = []
@@ -411,6 +485,31 @@ def load_world(path_or_doc: str | Path | dict, *, source: str | None = None) -> 
     return report
 
 
+def _check_references(source: str, scenario: _Scenario) -> None:
+    """Worlds stay in their lane: a layer or an attribute's reader that already belongs to
+    another world in the inspector is refused, not taken over or pointed across."""
+    for layer_id, _title in scenario.layers:
+        other = Layer.objects.filter(pk=layer_id).exclude(world_id=scenario.world_id).first()
+        if other is not None:
+            raise WorldImportError(
+                source,
+                "memory_layers",
+                f"id={layer_id}",
+                f"layer already belongs to world {other.world_id!r} in the inspector",
+            )
+    readers = sorted({entity for _obj, _name, entity in scenario.acl} - set(scenario.ids))
+    for i in range(0, len(readers), 500):
+        chunk = readers[i : i + 500]
+        for obj in WorldObject.objects.filter(pk__in=chunk).only("id", "type", "world_id"):
+            if obj.world_id_or_self != scenario.world_id:
+                raise WorldImportError(
+                    source,
+                    "attribute_acl",
+                    f"entity_id={obj.id}",
+                    f"reader belongs to world {obj.world_id_or_self!r}, not {scenario.world_id!r}",
+                )
+
+
 def _check_scenario_conflicts(
     source: str, table: str, rows: list[tuple[str, str]], world_of: dict[str, str]
 ) -> None:
@@ -433,8 +532,21 @@ def _land_abstractions(source: str, abstractions: list[dict[str, Any]]) -> int:
         return 0
     landed = 0
     for i, raw in enumerate(abstractions):
-        if LedgerEntry.objects.filter(pk=raw["id"]).exists():
-            continue  # a re-load: this rollup already landed
+        existing = LedgerEntry.objects.filter(pk=raw["id"]).only("id", "owner_id").first()
+        if existing is not None:
+            if (
+                existing.owner_id == raw["owner"]
+                and AbstractionEdge.objects.filter(
+                    rollup_id=raw["id"], owner_id=raw["owner"]
+                ).exists()
+            ):
+                continue  # a re-load: this rollup already landed
+            raise WorldImportError(
+                source,
+                "memory_abstraction_edges",
+                f"abstractions[{i}] (id={raw['id']})",
+                "id already names another long-term entry",
+            )
         try:
             abstract(
                 raw["owner"],
