@@ -81,12 +81,20 @@ def fold_session(state: SessionState | None, row: FoldRow) -> SessionState:
             key,
             key,
         )
-    first_at, first_key = (
-        (row.timestamp, key) if key < state.first_key else (state.first_at, state.first_key)
-    )
-    last_at, last_key = (
-        (row.timestamp, key) if key > state.last_key else (state.last_at, state.last_key)
-    )
+    # A time that names no instant (an imported row marked untimed) makes the row a member,
+    # never a bound; a session that had only such rows takes its first real time whole.
+    if key.startswith("~"):
+        first_at, first_key = state.first_at, state.first_key
+        last_at, last_key = state.last_at, state.last_key
+    elif state.last_key.startswith("~"):
+        first_at, last_at, first_key, last_key = row.timestamp, row.timestamp, key, key
+    else:
+        first_at, first_key = (
+            (row.timestamp, key) if key < state.first_key else (state.first_at, state.first_key)
+        )
+        last_at, last_key = (
+            (row.timestamp, key) if key > state.last_key else (state.last_at, state.last_key)
+        )
     return SessionState(
         state.owner_id,
         state.session_key,
