@@ -29,7 +29,9 @@ def big_world(path: Path, rows: int = ROWS) -> Path:
         "NULL, NULL)"
     )
     conn.execute("INSERT INTO objects VALUES ('ann', 'entity', 'big-world', NULL, 'hall', NULL)")
-    intent = '{"type":"action","originalText":"x","description":"waits","actorId":"ann","targetIds":[]}'
+    intent = (
+        '{"type":"action","originalText":"x","description":"waits","actorId":"ann","targetIds":[]}'
+    )
     conn.executemany(
         "INSERT INTO buffer_entries VALUES (?, 'ann', ?, 'hall', ?, NULL)",
         (
@@ -96,11 +98,7 @@ def test_a_killed_import_leaves_no_child_process(tmp_path, sig):
     deadline = time.monotonic() + 60
     # Wait until the validator helper is up (it starts with the first batch), then kill.
     while time.monotonic() < deadline and importer.poll() is None:
-        helpers = {
-            pid
-            for pid in descendants(importer.pid)
-            if b"multiprocessing" in cmdline(pid)
-        }
+        helpers = {pid for pid in descendants(importer.pid) if b"multiprocessing" in cmdline(pid)}
         if helpers:
             break
         time.sleep(0.02)

@@ -44,7 +44,9 @@ def value_problem(value: Any, path: str = "") -> tuple[str, str] | None:
                 return at or "value", problem
         elif isinstance(item, dict | list):
             if depth > MAX_DEPTH:
-                return at or "value", f"nested deeper than {MAX_DEPTH} levels"
+                # the path down to where the nesting ran past the bound, not 64 × "[0]"
+                shown = at if len(at) <= 80 else at[:80] + "…"
+                return shown or "value", f"nested deeper than {MAX_DEPTH} levels"
             if isinstance(item, dict):
                 children = []
                 for key, child in item.items():

@@ -74,6 +74,9 @@ def remember(
     pinned: int = 0,
 ) -> Remembered:
     """Write one memory row for `owner_id`; validated here, at the door (seed 000 §4)."""
+    if not isinstance(owner_id, str) or text_problem(owner_id):
+        raise UnknownOwner(f"no entity with id {owner_id!r}", field="viewer_id")
+    _check_fields(timestamp, location_id, conversation_id, entry_id, pinned)
     owner = _owner_with_clock(owner_id)
     if owner is None:
         raise UnknownOwner(f"no entity with id {owner_id!r}", field="viewer_id")

@@ -127,12 +127,13 @@ def undecodable_row(conn: sqlite3.Connection, source: str) -> WorldImportError |
     """The first text value that is not UTF-8, as a refusal naming table, row and column:
     SQLite stores any bytes as TEXT, and Python's cursor stops on them with no row named."""
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    names = {t: [row[1] for row in conn.execute(f"PRAGMA table_info({t})")] for t in tables}
     conn.text_factory = bytes
     try:
         for table, columns in COLUMNS.items():
             if table not in tables:
                 continue
-            cols = [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
+            cols = names[table]
             picked = ", ".join(f"CASE WHEN typeof({c}) = 'text' THEN {c} END" for c in cols)
             for row in conn.execute(f"SELECT {picked} FROM {table} ORDER BY rowid"):
                 for name, value in zip(cols, row, strict=True):
