@@ -248,10 +248,15 @@ def fold_owner(rows: Sequence[FoldRow]) -> dict[str, SessionState]:
         if t is None:
             terms[skey] = [row.timestamp, row.timestamp, 1, spoken, row.id, key, key]
             continue
-        if key < t[5]:
-            t[0], t[5] = row.timestamp, key
-        if key > t[6]:
-            t[1], t[6] = row.timestamp, key
+        if key.startswith("~"):  # untimed: a member, never a bound (as in fold_session)
+            pass
+        elif t[6].startswith("~"):
+            t[0], t[1], t[5], t[6] = row.timestamp, row.timestamp, key, key
+        else:
+            if key < t[5]:
+                t[0], t[5] = row.timestamp, key
+            if key > t[6]:
+                t[1], t[6] = row.timestamp, key
         t[2] += 1
         t[3] += spoken
         t[4] = row.id
