@@ -293,6 +293,10 @@ API_CASES: list[tuple[str, str, str, str | bytes, str]] = [
     ("api: bodies", "intent nested x1000", MEMORIES, '{"intent": {"type": "action", "content": "w", "actorId": "alice", "targetIds": ' + DEEP + "}}", "None"),  # the body as a whole: Cannot parse request body
     ("api: bodies", "boolean expected_generation", "/api/viewers/alice/abstract", {"member_ids": ["mem-alice-1"], "name": "n", "body": "b", "expected_generation": True}, "expected_generation"),
     ("api: bodies", "numeric alias label", "PUT /api/viewers/alice/aliases/bob", {"label": 5}, "label"),
+    ("api: bodies", "lone surrogate in alias label", "PUT /api/viewers/alice/aliases/bob", '{"label": "x\\ud800"}', "label"),
+    ("api: bodies", "NUL in alias label", "PUT /api/viewers/alice/aliases/bob", {"label": "x\x00"}, "label"),
+    ("api: bodies", "lone surrogate in rollup name", "/api/viewers/alice/abstract", '{"member_ids": ["mem-alice-1"], "name": "\\udc00", "body": "b", "expected_generation": 0}', "name"),
+    ("api: bodies", "lone surrogate in rollup member id", "/api/viewers/alice/abstract", '{"member_ids": ["\\udc00"], "name": "n", "body": "b", "expected_generation": 0}', "member_ids"),
     ("timestamps", "API time in words", MEMORIES, {"intent": V2_INTENT, "timestamp": "yesterday evening"}, "timestamp"),
     ("timestamps", "API time without zone", MEMORIES, {"intent": V2_INTENT, "timestamp": "2026-07-06T12:00:00"}, "timestamp"),
     ("timestamps", "API hour 25", MEMORIES, {"intent": V2_INTENT, "timestamp": "2026-07-06T25:00:00.000Z"}, "timestamp"),
