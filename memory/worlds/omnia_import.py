@@ -220,6 +220,19 @@ def _import_omnia(conn: sqlite3.Connection, path: Path, source: str, progress) -
     with transaction.atomic():
         marks = bulk.lock_all_shards()
         bulk.check_world_ownership(source, worlds)
+        bulk.check_references(
+            source,
+            object_ids,
+            set(world_ids),
+            [
+                *(("objects", f"id={r[0]}", "location_id", r[4]) for r in object_rows),
+                *(
+                    ("attribute_acl", f"object_id={r[0]}, attribute_name={r[1]}", "entity_id", r[2])
+                    for r in acl_rows
+                ),
+                *_involved_references(conn, has_ledger),
+            ],
+        )
         report.counts.update(bulk.sync_objects(object_rows, attribute_rows, acl_rows))
         clock = bulk.ImportClock(marks)
         inserted = seen = 0
@@ -325,6 +338,17 @@ def _import_omnia(conn: sqlite3.Connection, path: Path, source: str, progress) -
         bulk.advance_shards(clock.assigned)
         bulk.record_source(world_ids, era, "sqlite", source, sha)
     return report
+
+
+def _involved_references(conn: sqlite3.Connection, has_ledger: bool) -> list[tuple]:
+    if not has_ledger:
+        return []
+    return [
+        ("ledger_involved_entities", f"entry_id={entry_id}", "entity_id", entity_id)
+        for entry_id, entity_id in conn.execute(
+            "SELECT entry_id, entity_id FROM ledger_involved_entities ORDER BY rowid"
+        )
+    ]
 
 
 def _check_conflicting_ids(

@@ -21,7 +21,7 @@ from memory.engine.intents import IntentError, parse_intent, parse_outcome
 from memory.engine.scopes import home_scope, layer_scope
 from memory.engine.shards import bump_generations, generation_of, shard_of
 from memory.engine.strict_json import MAX_DEPTH, value_problem
-from memory.models import AbstractionEdge, Layer, LayerSubscription, LedgerEntry, WorldObject
+from memory.models import AbstractionEdge, Layer, LayerSubscription, LedgerEntry
 from memory.worlds import bulk
 from memory.worlds.report import ImportReport, WorldImportError
 from memory.worlds.validation import VISIBILITIES
@@ -497,17 +497,16 @@ def _check_references(source: str, scenario: _Scenario) -> None:
                 f"id={layer_id}",
                 f"layer already belongs to world {other.world_id!r} in the inspector",
             )
-    readers = sorted({entity for _obj, _name, entity in scenario.acl} - set(scenario.ids))
-    for i in range(0, len(readers), 500):
-        chunk = readers[i : i + 500]
-        for obj in WorldObject.objects.filter(pk__in=chunk).only("id", "type", "world_id"):
-            if obj.world_id_or_self != scenario.world_id:
-                raise WorldImportError(
-                    source,
-                    "attribute_acl",
-                    f"entity_id={obj.id}",
-                    f"reader belongs to world {obj.world_id_or_self!r}, not {scenario.world_id!r}",
-                )
+    bulk.check_references(
+        source,
+        set(scenario.ids),
+        {scenario.world_id},
+        [
+            *(("attribute_acl", f"{o}.{name}", "entity_id", e) for o, name, e in scenario.acl),
+            *(("objects", f"id={row[0]}", "locationId", row[4]) for row in scenario.objects),
+            *(("buffer_entries", f"id={m[0]}", "locationId", m[3]) for m in scenario.memories),
+        ],
+    )
 
 
 def _check_scenario_conflicts(
