@@ -218,6 +218,15 @@ def raw_case(text: str) -> Callable[[Path], Path]:
     return make
 
 
+def raw_case_bytes(data: bytes) -> Callable[[Path], Path]:
+    def make(tmp: Path) -> Path:
+        path = tmp / "scenario.json"
+        path.write_bytes(data)
+        return path
+
+    return make
+
+
 def ent(doc: dict) -> dict:
     return doc["entities"][0]
 
@@ -255,6 +264,8 @@ SCENARIO_CASES: list[tuple[str, str, Callable[[Path], Path], str]] = [
     ("scenario: structure", "object memory locationId", scenario_case(lambda d: mem(d).update(locationId=["hx-hall"])), "table buffer_entries, row entities[0].initialMemories[0]: 'locationId' must be a non-empty string"),
     ("scenario: structure", "object timestamp", scenario_case(lambda d: mem(d).update(timestamp={"t": 1})), f"{M0}: 'timestamp' must be an ISO-8601 time string"),
     ("scenario: structure", "duplicate entity layer", scenario_case(lambda d: ent(d).update(layers=["hx-lore", "hx-lore"])), "table memory_layer_subscriptions, row entities[0].layers[1]: layer 'hx-lore' is listed twice"),
+    ("scenario: structure", "invalid UTF-8", raw_case_bytes(b'{"id": "hostile-world",\n "name": "\xff"}'), "table scenario, row line 2 column 11: not UTF-8 text"),
+    ("scenario: structure", "not JSON", raw_case('{"id": "hostile-world",\n "name": }'), "table scenario, row line 2 column 10: not JSON (Expecting value)"),
     ("scenario: structure", "document nested x1000", raw_case(DEEP), "table scenario, row -: JSON nested deeper than 64 levels"),
     ("scenario: structure", "intent nested x1000", raw_case(json.dumps(base_scenario()).replace('"targetIds": []', f'"targetIds": {DEEP}')), "table scenario, row -: JSON nested deeper than 64 levels"),
     ("scenario: structure", "intent nested x100", scenario_case(lambda d: mem(d)["intent"].update(targetIds=nested(100))), "table scenario, row entities[0].initialMemories[0].intent.targetIds"),

@@ -161,3 +161,15 @@ def test_a_session_of_only_untimed_rows_takes_its_first_real_time_whole(tmp_path
     assert [(e.first_at, e.last_at, e.member_count) for e in episodes("ann").items] == [
         ("2026-07-06T12:05:00.000Z", "2026-07-06T12:05:00.000Z", 3)
     ]
+
+
+@pytest.mark.django_db
+def test_remember_without_a_time_never_stamps_an_imported_clock_that_names_no_instant(tmp_path):
+    source = omnia_file(tmp_path / "w.sqlite", [("r1", "2026-07-06T12:00:00.000Z")])
+    sqlite3.connect(source).execute(
+        "UPDATE objects SET clock_iso='dawn' WHERE id='w'"
+    ).connection.commit()
+    call_command("import_omnia", str(source), stdout=io.StringIO())
+    entry = remember("ann", json.loads(INTENT)).entry
+    assert entry.timestamp != "dawn"
+    assert timestamp_problem(entry.timestamp) is None

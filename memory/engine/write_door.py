@@ -87,7 +87,10 @@ def remember(
     if entry_id is not None and BufferEntry.objects.filter(pk=entry_id).exists():
         raise MemoryWriteError(f"a memory with id {entry_id!r} already exists", field="id")
     if timestamp is None:
-        timestamp = owner.world_clock or iso_now()
+        # The world clock, unless an imported clock names no instant: then wall time, so a
+        # write through this door never lands a row the fold must leave out of time.
+        clock = owner.world_clock
+        timestamp = clock if clock and timestamp_problem(clock) is None else iso_now()
     shard = shard_of(owner_id)
     # No savepoint: inside a caller's transaction (the audited service) a failure here fails
     # the whole write anyway, and a savepoint is two more round trips per row.

@@ -344,8 +344,16 @@ def load_world(path_or_doc: str | Path | dict, *, source: str | None = None) -> 
             raise WorldImportError(
                 source, "scenario", "-", f"JSON nested deeper than {MAX_DEPTH} levels"
             ) from None
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise WorldImportError(source, "scenario", "-", f"not JSON ({exc})") from None
+        except UnicodeDecodeError as exc:
+            line = raw.count(b"\n", 0, exc.start) + 1
+            column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+            raise WorldImportError(
+                source, "scenario", f"line {line} column {column}", "not UTF-8 text"
+            ) from None
+        except json.JSONDecodeError as exc:
+            raise WorldImportError(
+                source, "scenario", f"line {exc.lineno} column {exc.colno}", f"not JSON ({exc.msg})"
+            ) from None
         sha = hashlib.sha256(raw).hexdigest()
     # Every string and every nesting once, before any section reads it: NUL, lone
     # surrogates (json.loads lets "\ud800" through) and depth, with the path named.
