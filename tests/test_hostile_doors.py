@@ -159,6 +159,7 @@ FILE_CASES: list[tuple[str, str, Callable[[Path], Path], str]] = [
     # (category, what, the file, the words the refusal must hold after "<file>: ")
     ("file: mistyped column", "pinned='abc'", sqlite_case(f"UPDATE buffer_entries SET pinned='abc' {B}"), f"{BUFFER}: pinned must be an integer, not 'abc'"),
     ("file: mistyped column", "pinned overflow", sqlite_case(f"UPDATE buffer_entries SET pinned={2**40} {B}"), f"{BUFFER}: pinned {2**40} is not 0–1"),
+    ("file: mistyped column", "pinned underflow", sqlite_case(f"UPDATE buffer_entries SET pinned={-2**40} {B}"), f"{BUFFER}: pinned {-2**40} is not 0–1"),
     ("file: mistyped column", "is_agent='yes'", sqlite_case("UPDATE objects SET is_agent='yes' WHERE id='alice'"), f"{ALICE}: is_agent must be an integer, not 'yes'"),
     ("file: mistyped column", "is_agent overflow", sqlite_case(f"UPDATE objects SET is_agent={2**62} WHERE id='alice'"), f"{ALICE}: is_agent {2**62} is not 0–1"),
     ("file: mistyped column", "importance overflow", sqlite_case(f"UPDATE ledger_entries SET importance={2**40} WHERE id='{LEDGER_ID}'"), f"{LEDGER}: importance {2**40} is not 1–10"),

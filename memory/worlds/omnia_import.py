@@ -276,7 +276,9 @@ def _import_omnia(conn: sqlite3.Connection, path: Path, source: str, progress) -
                             type(location_id) is not str or "\x00" in location_id
                         ):
                             problem = text_field_problem("location_id", location_id)
-                        elif pinned is not None and (type(pinned) is not int or pinned > 1):
+                        elif pinned is not None and (
+                            type(pinned) is not int or pinned not in (0, 1)
+                        ):
                             problem = integer_problem("pinned", pinned, 0, 1)
                         if problem is not None:
                             validator.before_error_at(checks)
