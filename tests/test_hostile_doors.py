@@ -434,3 +434,17 @@ def test_every_hostile_input_is_refused_in_one_line_and_changes_nothing(
     assert snapshot() == before  # a re-import of the clean file: nothing new, no refusal
     r = client.post(MEMORIES, {"intent": V2_INTENT}, content_type="application/json")
     assert r.status_code == 201, r.content
+
+
+@pytest.mark.django_db
+def test_ids_holding_a_slash_pass_the_door(tmp_path):
+    """The doors refuse what cannot be stored or shown; "/" can (URLs carry it escaped)."""
+    doc = base_scenario()
+    doc["entities"][0]["initialMemories"][0]["id"] = "hx/m1"
+    doc["entities"][0]["memories"][0]["id"] = "hx/note"
+    load_world(doc)
+    path = sqlite_case(f"UPDATE buffer_entries SET id='mem/bob/1' {B}")(tmp_path)
+    import_omnia(path)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT id FROM buffer_entries WHERE id LIKE %s ORDER BY id", ["%/%"])
+        assert cursor.fetchall() == [("hx/m1",), ("mem/bob/1",)]
