@@ -133,6 +133,9 @@ class BufferEntry(models.Model):
     conversation_id = models.TextField(null=True, blank=True)
     retracted_at = models.DateTimeField(null=True, blank=True)
     abstracted_into = models.TextField(null=True, blank=True)
+    # The timestamp names no instant: a row omnia wrote that import keeps as it is, shown
+    # undeliverable and kept out of time arithmetic (the write doors refuse such a time).
+    untimed = models.BooleanField(db_default=False)
 
     class Meta:
         db_table = "buffer_entries"

@@ -90,8 +90,12 @@ def test_fold_session_orders_mixed_timestamp_forms_chronologically():
     state = fold_session(None, row("a", 0, timestamp="2026-07-06T12:00:00Z"))
     state = fold_session(state, row("b", 0, timestamp="2026-07-06T12:00:00.500Z"))
     state = fold_session(state, row("c", 0, timestamp="2026-07-06T13:00:00+02:00"))  # 11:00 UTC
-    state = fold_session(state, row("d", 0, timestamp="not a time"))
-    assert (state.first_at, state.last_at) == ("2026-07-06T13:00:00+02:00", "not a time")
+    state = fold_session(state, row("d", 0, timestamp="not a time"))  # a member, not a bound
+    assert (state.first_at, state.last_at, state.memory_count) == (
+        "2026-07-06T13:00:00+02:00",
+        "2026-07-06T12:00:00.500Z",
+        4,
+    )
 
 
 def test_fold_session_undeliverable_intent_counts_as_memory_not_dialogue():

@@ -5,7 +5,25 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from ninja import Schema
-from pydantic import Field
+from pydantic import ConfigDict, Field, field_validator
+
+from memory.engine.strict_json import text_problem
+
+
+class _In(Schema):
+    """A request body: JSON types as they are, never coerced (`"5"` is not 5, `true` is not 1,
+    an object is not a string), and no text a backend cannot store (NUL, a lone surrogate).
+    Objects inside (an intent) are checked by the engine's door."""
+
+    model_config = ConfigDict(strict=True)
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _storable_text(cls, value: Any) -> Any:
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, str) and (problem := text_problem(item)):
+                raise ValueError(problem)
+        return value
 
 
 class ErrorOut(Schema):
@@ -53,7 +71,7 @@ class AliasChangeOut(Schema):
     changed: bool
 
 
-class AliasIn(Schema):
+class AliasIn(_In):
     label: str = Field(min_length=1, max_length=200)
 
 
@@ -84,10 +102,14 @@ class BufferPageOut(Schema):
     rows_visited: int
 
 
-class MemoryIn(Schema):
+class MemoryIn(_In):
     intent: dict[str, Any] = Field(description="a v1 or v2 omnia intent object")
     outcome: dict[str, Any] | None = None
-    timestamp: str | None = Field(None, description="ISO-8601; defaults to the world clock")
+    timestamp: str | None = Field(
+        None,
+        description="ISO-8601 with a zone, as omnia writes it (2026-07-06T12:38:00.000Z); "
+        "defaults to the world clock",
+    )
     location_id: str | None = None
     conversation_id: str | None = None
 
@@ -226,7 +248,7 @@ class LeaksOut(Schema):
     count: int
 
 
-class AbstractIn(Schema):
+class AbstractIn(_In):
     member_ids: list[str] = Field(min_length=1, description="buffer rows or long-term entries")
     name: str = Field(min_length=1, max_length=200)
     body: str = Field(max_length=20000)

@@ -130,6 +130,38 @@ def check_world_ownership(source: str, objects: dict[str, str | None]) -> None:
                 )
 
 
+def check_references(
+    source: str,
+    own_ids: set[str],
+    worlds: set[str],
+    references: Iterable[tuple[str, str, str, str | None]],
+) -> None:
+    """Worlds stay in their lane: a reference (table, row, field, id) to an id the input does
+    not declare is refused when that id is an object of another world in the inspector. An
+    id known nowhere stays allowed: omnia's own files name ids that are not in the world."""
+    foreign: dict[str, tuple[str, str, str]] = {}
+    for table, row, field_name, ref in references:
+        if ref is not None and ref not in own_ids and ref not in foreign:
+            foreign[ref] = (table, row, field_name)
+    ids = list(foreign)
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        found = {
+            o.id: o for o in WorldObject.objects.filter(pk__in=chunk).only("id", "type", "world_id")
+        }
+        for ref in chunk:  # in input order: the first offending row of the input
+            obj = found.get(ref)
+            if obj is not None and obj.world_id_or_self not in worlds:
+                table, row, field_name = foreign[ref]
+                raise WorldImportError(
+                    source,
+                    table,
+                    row,
+                    f"{field_name} {ref!r} belongs to world {obj.world_id_or_self!r}, "
+                    f"not to {', '.join(sorted(repr(w) for w in worlds))}",
+                )
+
+
 def sync_objects(
     object_rows: list[tuple], attribute_rows: list[tuple], acl_rows: list[tuple]
 ) -> dict[str, int]:

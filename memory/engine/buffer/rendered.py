@@ -50,6 +50,8 @@ def render_entry(entry: BufferEntry, viewer: Viewer) -> RenderedEntry:
             render_stored_entry(entry.timestamp, entry.intent_json, entry.outcome_json, viewer),
             None,
         )
+        if entry.untimed:  # kept as omnia wrote it (a v2 line shows no time), never placed
+            line, reason = None, f"timestamp {entry.timestamp!r} names no instant"
     except Undeliverable as exc:
         line, reason = None, str(exc)
     type_, actor, targets = _intent_facts(entry.intent_json)
@@ -82,6 +84,7 @@ BUFFER_FIELDS = (
     "retracted_at",
     "abstracted_into",
     "owner_id",
+    "untimed",
 )
 
 
