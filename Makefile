@@ -24,11 +24,11 @@ $(VENV)/.installed-runtime: pyproject.toml $(LOCK) | $(VENV)/.venv
 
 $(VENV)/.installed-test: pyproject.toml $(LOCK) | $(VENV)/.venv
 	$(INSTALL) -e ".[test]"
-	touch $@
+	touch $@ $(VENV)/.installed-runtime
 
 $(VENV)/.installed-bench: pyproject.toml $(LOCK) | $(VENV)/.venv
 	$(INSTALL) -e ".[bench]"
-	touch $@
+	touch $@ $(VENV)/.installed-runtime
 
 # Everything, for development.
 install: $(VENV)/.installed-test $(VENV)/.installed-bench
@@ -42,8 +42,8 @@ run: $(VENV)/.installed-runtime
 	OMNIA_DEBUG=1 $(PY) manage.py ensure_login --username designer --password omnia-demo
 	@echo ""
 	@echo "  Omnia Memory Inspector: http://$(HOST):$(PORT)/"
-	@echo "  Log in as designer / omnia-demo (editor: edits aliases, remembers, runs projections)."
-	@echo "  An admin login: .venv/bin/python manage.py ensure_login --username you --password … --role admin"
+	@echo "  Log in as designer / omnia-demo (the admin role: edits, rebuilds, opens /admin/)."
+	@echo "  Other logins and roles: README.md, Logins."
 	@echo ""
 	OMNIA_DEBUG=1 $(PY) manage.py runserver $(HOST):$(PORT)
 

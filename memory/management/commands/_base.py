@@ -56,7 +56,7 @@ _REWRITTEN = ("attributes", "attribute_acl")
 
 
 def _rows(counts: dict[str, int]) -> str:
-    return ", ".join(f"{n} {table.replace('_', ' ')}" for table, n in counts.items() if n)
+    return ", ".join(f"{table.replace('_', ' ')} {n}" for table, n in counts.items() if n)
 
 
 def import_summary(report: ImportReport, started: datetime) -> str:

@@ -31,5 +31,5 @@ class Command(OmniaCommand):
                 raise refuse(f"export refused: {exc}") from None
         self.stdout.write(
             f"wrote {path}: "
-            + ", ".join(f"{n} {table.replace('_', ' ')}" for table, n in counts.items())
+            + ", ".join(f"{table.replace('_', ' ')} {n}" for table, n in counts.items())
         )

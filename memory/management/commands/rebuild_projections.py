@@ -12,8 +12,8 @@ from memory.models import BufferEntry
 
 class Command(OmniaCommand):
     help = (
-        "Re-derive every session, episode and stored leak finding; --verify compares instead "
-        "(writes nothing, exit 1 on drift)."
+        "Re-derive every session, episode and stored leak finding; --verify only compares "
+        "(exit 1 on drift)."
     )
     examples = ("", "--verify", "--verify --json")
 

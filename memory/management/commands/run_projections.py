@@ -24,8 +24,8 @@ from memory.management.commands._base import OmniaCommand, progress_bar
 
 class Command(OmniaCommand):
     help = (
-        "Fold every memory row written since the last cycle into its session and episode; "
-        "--loop keeps doing so until SIGTERM/SIGINT."
+        "Fold the memory rows written since the last cycle into sessions and episodes; "
+        "--loop keeps at it."
     )
     examples = ("", "--json", "--loop --poll 5", "--loop --shards 0,1")
 
@@ -33,7 +33,12 @@ class Command(OmniaCommand):
         parser.add_argument(
             "--json", action="store_true", help="print the result as one JSON object"
         )
-        parser.add_argument("--loop", action="store_true", help="run cycles until stopped")
+        parser.add_argument(
+            "--loop",
+            action="store_true",
+            help="run cycles until SIGTERM/SIGINT (the current cycle finishes, exit 0), woken "
+            "by PostgreSQL NOTIFY after writes, else every --poll seconds",
+        )
         parser.add_argument(
             "--poll", type=float, default=5.0, help="seconds between cycles when idle (--loop)"
         )

@@ -19,8 +19,8 @@ from memory.web.spreadsheet import safe_row
 
 class Command(OmniaCommand):
     help = (
-        "Report epistemic leaks in every viewer's prompt context (system ids, unknown true "
-        "names, private values)."
+        "Report epistemic leaks in every viewer's prompt: system ids, unknown true names, "
+        "private values."
     )
     examples = (
         "",
