@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
+import sys
 from io import StringIO
 from pathlib import Path
 
@@ -111,8 +113,7 @@ def test_a_reader_that_reads_everything_sees_exit_0(long_world) -> None:
 
 
 def _venv_path(env: dict[str, str]) -> str:
-    import sys
-
+    """PATH with this interpreter's directory first, so `python` in a shell line is ours."""
     return f"{Path(sys.executable).parent}:{env.get('PATH', '')}"
 
 
@@ -215,8 +216,6 @@ def test_the_same_rows_from_another_file_say_every_row_is_already_here(
     copy = tmp_path / "copy.sqlite"
     # The same rows under a different file (one more, unrelated table): a new checksum.
     copy.write_bytes(save.read_bytes())
-    import sqlite3
-
     with sqlite3.connect(copy) as conn:
         conn.execute("CREATE TABLE notes (x)")
     call_command("import_omnia", str(save), stdout=StringIO())
