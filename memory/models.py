@@ -50,6 +50,9 @@ class WorldObject(models.Model):
     aliases_json = models.TextField(null=True, blank=True)
     connections_json = models.TextField(null=True, blank=True)
     is_agent = models.IntegerField(null=True, blank=True)
+    # Where the row stood in the file or scenario it came from (omnia's rowid order), so an
+    # export writes rows in the order the game wrote them; null for rows made here.
+    file_order = models.IntegerField(null=True, blank=True)
 
     class Meta:
         db_table = "objects"
@@ -81,6 +84,7 @@ class Attribute(models.Model):
     name = models.TextField()
     value = models.TextField()
     visibility = models.TextField(choices=Visibility.choices)
+    file_order = models.IntegerField(null=True, blank=True)  # as on WorldObject
 
     class Meta:
         db_table = "attributes"
@@ -101,6 +105,7 @@ class AttributeAcl(models.Model):
     )
     attribute_name = models.TextField()
     entity_id = models.TextField()
+    file_order = models.IntegerField(null=True, blank=True)  # as on WorldObject
 
     class Meta:
         db_table = "attribute_acl"
@@ -179,6 +184,7 @@ class LedgerInvolvedEntity(models.Model):
         LedgerEntry, on_delete=models.DO_NOTHING, db_column="entry_id", related_name="involved"
     )
     entity_id = models.TextField()
+    file_order = models.IntegerField(null=True, blank=True)  # as on WorldObject
 
     class Meta:
         db_table = "ledger_involved_entities"

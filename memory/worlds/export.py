@@ -3,18 +3,24 @@
 The era is the one the world came from (or chosen): v1 files have omnia 74ffb45's columns,
 v2 files later omnia's (is_agent, connections_json, pinned, the ledger). Admin-edited aliases
 travel back in `aliases_json`, as omnia's array of pairs.
+
+Rows go out in the order the game wrote them: omnia reads `objects` with no ORDER BY, so the
+order of its world, entity and location lists (and of the world-state text it builds from
+them) is the table's rowid order. Imported rows keep their place in the file they came from
+(`file_order`); buffer and ledger rows their write order (`created_at`), so what was written
+here comes after. Rows with no recorded place (made before it was recorded) follow, by id.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import sqlite3
-import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from django.db.models import Q
+from django.db.models import F, Q
 
 from memory.engine.errors import InvalidInput, NotFound
 from memory.models import (
@@ -78,19 +84,21 @@ def export_omnia(
     if era not in ERAS:
         raise ExportError(f"unknown era {era!r}: choose v1 or v2", field="era")
     path = Path(path)
-    fd, tmp_name = tempfile.mkstemp(
-        prefix=".omnia-export-", suffix=".sqlite", dir=path.parent or "."
-    )
-    os.close(fd)
+    tmp_name = _create_beside(path)
     counts: dict[str, int] = {}
     try:
         conn = sqlite3.connect(tmp_name)
         conn.executescript(OMNIA_V1_DDL if era == "v1" else OMNIA_V2_DDL)
-        objects = list(
-            WorldObject.objects.filter(Q(pk=world_id) | Q(world_id=world_id)).order_by("id")
+        objects = sorted(
+            WorldObject.objects.filter(Q(pk=world_id) | Q(world_id=world_id)),
+            # Without a recorded place the world row first: every other row points at it.
+            key=lambda o: (
+                o.file_order is None,
+                o.file_order or 0,
+                o.type != ObjectType.WORLD,
+                o.id,
+            ),
         )
-        # The world row first: every other row's world_id points at it.
-        objects.sort(key=lambda o: o.type != ObjectType.WORLD)
         ids = [o.id for o in objects]
         if era == "v1":
             conn.executemany(
@@ -119,14 +127,18 @@ def export_omnia(
                 ],
             )
         counts["objects"] = len(objects)
-        attrs = Attribute.objects.filter(object_id__in=ids).values_list(
-            "object_id", "name", "value", "visibility"
+        attrs = (
+            Attribute.objects.filter(object_id__in=ids)
+            .order_by(_file_order(), "object_id", "name")
+            .values_list("object_id", "name", "value", "visibility")
         )
         counts["attributes"] = conn.executemany(
             "INSERT INTO attributes VALUES (?,?,?,?)", attrs.iterator()
         ).rowcount
-        acl = AttributeAcl.objects.filter(object_id__in=ids).values_list(
-            "object_id", "attribute_name", "entity_id"
+        acl = (
+            AttributeAcl.objects.filter(object_id__in=ids)
+            .order_by(_file_order(), "object_id", "attribute_name", "entity_id")
+            .values_list("object_id", "attribute_name", "entity_id")
         )
         counts["attribute_acl"] = conn.executemany(
             "INSERT INTO attribute_acl VALUES (?,?,?)", acl.iterator()
@@ -172,9 +184,11 @@ def export_omnia(
                     for e in ledger.iterator(chunk_size=2000)
                 ),
             ).rowcount
-            involved = LedgerInvolvedEntity.objects.filter(
-                entry__owner_id__in=entities
-            ).values_list("entry_id", "entity_id")
+            involved = (
+                LedgerInvolvedEntity.objects.filter(entry__owner_id__in=entities)
+                .order_by(_file_order(), "entry__created_at", "entry_id", "entity_id")
+                .values_list("entry_id", "entity_id")
+            )
             counts["ledger_involved_entities"] = conn.executemany(
                 "INSERT INTO ledger_involved_entities VALUES (?,?)", involved.iterator()
             ).rowcount
@@ -185,3 +199,20 @@ def export_omnia(
         Path(tmp_name).unlink(missing_ok=True)
         raise
     return counts
+
+
+def _file_order():
+    return F("file_order").asc(nulls_last=True)
+
+
+def _create_beside(path: Path) -> str:
+    """A new empty file next to `path` for the atomic rename, created as any file the game
+    writes is: mode 0666 less the process umask (0644 under the usual 022), not mkstemp's 0600."""
+    directory = path.parent
+    while True:
+        name = directory / f".omnia-export-{secrets.token_hex(8)}.sqlite"
+        try:
+            os.close(os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        except FileExistsError:
+            continue
+        return str(name)

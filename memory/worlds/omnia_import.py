@@ -366,6 +366,8 @@ def _import_ledger(
     report.counts["ledger_entries"] = inserted
     report.skipped["ledger_entries"] = len(rows) - inserted
     report.counts["ledger_involved_entities"] = bulk.insert_ignore(
-        "ledger_involved_entities", ("entry_id", "entity_id"), involved
+        "ledger_involved_entities",
+        ("entry_id", "entity_id", "file_order"),
+        bulk.with_file_order(involved),
     )
     return {row[1] for row in rows if row[1]} if inserted else set()
