@@ -12,19 +12,16 @@ import sys
 
 def main(argv: list[str]) -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "omnia_site.settings")
-    from django.conf import settings
     from django.core.exceptions import ImproperlyConfigured
     from django.core.management import execute_from_command_line
 
     try:
-        # Load the settings before Django does: its own loader turns a settings error into a
-        # traceback (or, for our commands, "Unknown command").
-        settings.INSTALLED_APPS  # noqa: B018
+        execute_from_command_line(argv)
     except ImproperlyConfigured as exc:
+        # omnia_site/settings.py words each of these as one line naming the variable and the
+        # fix; Django would print a traceback around it.
         sys.stderr.write(f"{exc}\n")
         return 2
-    try:
-        execute_from_command_line(argv)
     except BrokenPipeError:
         if not _stdout_closed():
             raise
