@@ -16,7 +16,9 @@ from __future__ import annotations
 import os
 import secrets
 import sqlite3
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from django.db.models import F, Q
 
@@ -49,8 +51,32 @@ def era_of(world_id: str) -> str:
     return source.era if source else "v2"
 
 
-def export_omnia(world_id: str, path: str | Path, *, era: str | None = None) -> dict[str, int]:
-    """Write one world to `path` atomically (a temp file renamed into place)."""
+def _ticking(
+    rows: Iterable[Any], progress: Callable[[int], None] | None, every: int = 5000
+) -> Iterator[Any]:
+    """The rows, reporting their count to `progress` every `every` rows."""
+    if progress is None:
+        yield from rows
+        return
+    count = 0
+    for row in rows:
+        yield row
+        count += 1
+        if count == every:
+            progress(count)
+            count = 0
+    progress(count)
+
+
+def export_omnia(
+    world_id: str,
+    path: str | Path,
+    *,
+    era: str | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> dict[str, int]:
+    """Write one world to `path` atomically (a temp file renamed into place). `progress` is
+    called with the count of buffer rows written so far (a command's progress bar)."""
     world = WorldObject.objects.filter(pk=world_id, type=ObjectType.WORLD).first()
     if world is None:
         raise UnknownWorld(f"no world with id {world_id!r}", field="world")
@@ -124,7 +150,8 @@ def export_omnia(world_id: str, path: str | Path, *, era: str | None = None) -> 
                 "id", "owner_id", "timestamp", "location_id", "intent_json", "outcome_json"
             )
             counts["buffer_entries"] = conn.executemany(
-                "INSERT INTO buffer_entries VALUES (?,?,?,?,?,?)", rows.iterator(chunk_size=5000)
+                "INSERT INTO buffer_entries VALUES (?,?,?,?,?,?)",
+                _ticking(rows.iterator(chunk_size=5000), progress),
             ).rowcount
         else:
             rows = buffer.values_list(
@@ -137,7 +164,8 @@ def export_omnia(world_id: str, path: str | Path, *, era: str | None = None) -> 
                 "pinned",
             )
             counts["buffer_entries"] = conn.executemany(
-                "INSERT INTO buffer_entries VALUES (?,?,?,?,?,?,?)", rows.iterator(chunk_size=5000)
+                "INSERT INTO buffer_entries VALUES (?,?,?,?,?,?,?)",
+                _ticking(rows.iterator(chunk_size=5000), progress),
             ).rowcount
             ledger = LedgerEntry.objects.filter(owner_id__in=entities).order_by("created_at", "id")
             counts["ledger_entries"] = conn.executemany(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +22,14 @@ from memory.worlds.report import ImportReport, WorldImportError
 from memory.worlds.scenario_doc import Scenario, js_json
 
 
-def load_world(path_or_doc: str | Path | dict, *, source: str | None = None) -> ImportReport:
-    """Load an omnia scenario JSON (plus our optional layers/memories/abstractions)."""
+def load_world(
+    path_or_doc: str | Path | dict,
+    *,
+    source: str | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> ImportReport:
+    """Load an omnia scenario JSON (plus our optional layers/memories/abstractions).
+    `progress` is called with the count of rows each step wrote (a command's progress bar)."""
     if isinstance(path_or_doc, dict):
         doc, source = path_or_doc, source or "<scenario>"
         sha = hashlib.sha256(js_json(doc).encode()).hexdigest()
@@ -113,6 +120,8 @@ def load_world(path_or_doc: str | Path | dict, *, source: str | None = None) -> 
             )
         report.counts["buffer_entries"] = inserted
         report.skipped["buffer_entries"] = len(rows) - inserted
+        if progress is not None:
+            progress(len(scenario.objects) + len(rows))
         for layer_id, title in scenario.layers:
             Layer.objects.update_or_create(
                 id=layer_id, defaults={"world_id": scenario.world_id, "title": title}
@@ -168,6 +177,8 @@ def load_world(path_or_doc: str | Path | dict, *, source: str | None = None) -> 
                         "id already belongs to another scope",
                     )
         report.counts["ledger_entries"] = entries_inserted
+        if progress is not None:
+            progress(len(entry_rows))
         entity_ids = [row[0] for row in scenario.objects if row[1] == "entity"]
         LayerSubscription.objects.filter(entity_id__in=entity_ids).delete()
         LayerSubscription.objects.bulk_create(

@@ -6,7 +6,7 @@ answer reports `rows_visited`: the rows its queries actually returned.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from django.db import connection, transaction
@@ -147,7 +147,12 @@ def fold_batch(rows: Sequence[FoldRow], flush: Flush) -> None:
 
 
 def _fold_shard(
-    shard: int, result: CycleResult, batch_size: int, flush_rows: int, flush_sessions: int
+    shard: int,
+    result: CycleResult,
+    batch_size: int,
+    flush_rows: int,
+    flush_sessions: int,
+    progress: Callable[[int], None] | None = None,
 ) -> bool:
     """One transaction under the shard's lock: fold chunks past the watermark until the shard
     is drained or the flush is full, write back, move the watermark. False when drained
@@ -165,6 +170,8 @@ def _fold_shard(
             if rows:
                 fold_batch(rows, flush)
                 mark = (rows[-1].created_at, rows[-1].id)
+                if progress is not None:
+                    progress(len(rows))
             if len(rows) < batch_size:
                 drained = True
                 break
@@ -186,6 +193,7 @@ def run_cycle(
     start: int = 0,
     flush_rows: int = FLUSH_ROWS,
     flush_sessions: int = FLUSH_SESSIONS,
+    progress: Callable[[int], None] | None = None,
 ) -> CycleResult:
     """One forward-only pass: fold every row written past each shard's watermark.
 
@@ -194,7 +202,8 @@ def run_cycle(
     cycles never fold a row twice and a killed cycle loses only its open flush, which the
     next cycle folds again from the unchanged watermark. `start` rotates the order (shard
     `start` first): workers sharing shards begin in different places instead of all
-    queueing for shard 0 and skipping in step.
+    queueing for shard 0 and skipping in step. `progress` is called with each chunk's row
+    count (a command's progress bar).
     """
     ensure_shards()
     result = CycleResult()
@@ -207,7 +216,7 @@ def run_cycle(
     result.episodes_closed, open_read = episodes.close_by_clocks()
     result.episode_rows_read += open_read
     for shard in ordered:
-        while _fold_shard(shard, result, batch_size, flush_rows, flush_sessions):
+        while _fold_shard(shard, result, batch_size, flush_rows, flush_sessions, progress):
             pass
     result.rows_visited = result.rows_folded + result.session_rows_read + result.episode_rows_read
     return result

@@ -6,6 +6,7 @@ nothing and reports drift. Rebuild = incremental is structural: both use the cyc
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,12 +60,13 @@ class VerifyResult:
         return bool(self.drift or self.episode_drift)
 
 
-def rebuild() -> RebuildResult:
+def rebuild(progress: Callable[[int], None] | None = None) -> RebuildResult:
     """The door that re-derives every projection row from the canonical rows alone.
 
     One transaction: every shard lock is held (writers and cycles wait), the old rows go,
     every row is folded with the same fold the cycle uses, and each watermark is reset to
-    its shard's last row. Never run on a timer (seed 003, rule 7).
+    its shard's last row. Never run on a timer (seed 003, rule 7). `progress` is called
+    with each owner's row count (a command's progress bar).
     """
     ensure_shards()
     rows_folded = sessions_written = episodes_written = 0
@@ -77,6 +79,8 @@ def rebuild() -> RebuildResult:
         pending_episodes: list[episodes.EpisodeState] = []
         for _owner, owner_rows in by_owner(iter_rows_owner_major()):
             rows_folded += len(owner_rows)
+            if progress is not None:
+                progress(len(owner_rows))
             pending.extend(fold_owner(owner_rows).values())
             pending_episodes.extend(episodes.segment(owner_rows))
             if len(pending) >= REBUILD_BATCH:
@@ -124,7 +128,7 @@ def _drift(owner_id: str, key: str, field_name: str, stored: Any, rebuilt: Any) 
     }
 
 
-def verify() -> VerifyResult:
+def verify(progress: Callable[[int], None] | None = None) -> VerifyResult:
     """Fold afresh, write nothing, and compare every stored session field by field and by hash.
 
     Only rows at or before their shard's watermark are folded: rows the cycle has not reached
@@ -162,6 +166,8 @@ def verify() -> VerifyResult:
 
     for owner_id, owner_rows in by_owner(iter_rows_owner_major()):
         seen_owners.add(owner_id)
+        if progress is not None:
+            progress(len(owner_rows))
         folded = [r for r in owner_rows if (r.created_at, r.id) <= marks.get(r.shard, (0, ""))]
         rebuilt = fold_owner(folded)
         rebuilt_total += len(rebuilt)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 from django.db import DatabaseError
 
 from memory.engine.projections import CycleResult
@@ -14,24 +14,31 @@ from memory.engine.projections.worker import (
     describe,
     is_read_only_error,
     parse_shards,
+    projection_status,
     run_loop,
     shard_list,
 )
 from memory.engine.upkeep import run_upkeep
+from memory.management.commands._base import OmniaCommand, progress_bar
 
 
-class Command(BaseCommand):
+class Command(OmniaCommand):
     help = (
-        "Fold every memory row written since the last cycle into its session and episode. "
-        "With --loop, keep doing so until SIGTERM/SIGINT (the current cycle finishes, exit 0); "
-        "woken by PostgreSQL NOTIFY after writes, else every --poll seconds."
+        "Fold the memory rows written since the last cycle into sessions and episodes; "
+        "--loop keeps at it."
     )
+    examples = ("", "--json", "--loop --poll 5", "--loop --shards 0,1")
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument(
             "--json", action="store_true", help="print the result as one JSON object"
         )
-        parser.add_argument("--loop", action="store_true", help="run cycles until stopped")
+        parser.add_argument(
+            "--loop",
+            action="store_true",
+            help="run cycles until SIGTERM/SIGINT (the current cycle finishes, exit 0), woken "
+            "by PostgreSQL NOTIFY after writes, else every --poll seconds",
+        )
         parser.add_argument(
             "--poll", type=float, default=5.0, help="seconds between cycles when idle (--loop)"
         )
@@ -72,7 +79,8 @@ class Command(BaseCommand):
         if options["loop"]:
             self._loop(shards, options)
             return
-        result = run_upkeep(shards=shards)
+        with progress_bar("fold", "rows", total=projection_status()["lag_rows"]) as bar:
+            result = run_upkeep(shards=shards, progress=bar.update)
         if options["json"]:
             self.stdout.write(json.dumps(result.as_dict()))
             return
