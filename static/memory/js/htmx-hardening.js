@@ -18,6 +18,9 @@
   document.addEventListener("htmx:beforeRequest", function (event) {
     var panel = panelOf(event.detail);
     if (panel) panel.setAttribute("aria-busy", "true");
+    // Kept with the request: after an outerHTML swap the target is detached and its panel
+    // can no longer be found from it.
+    if (event.detail.xhr) event.detail.xhr.omniaBusy = panel;
     var elt = event.detail.elt;
     var controls = elt.tagName === "FORM" ? elt.querySelectorAll("button") : [elt];
     Array.prototype.forEach.call(controls, function (control) {
@@ -33,8 +36,8 @@
   });
 
   document.addEventListener("htmx:afterRequest", function (event) {
-    var panel = panelOf(event.detail);
-    if (panel && panel.isConnected) panel.removeAttribute("aria-busy");
+    var panel = (event.detail.xhr && event.detail.xhr.omniaBusy) || panelOf(event.detail);
+    if (panel) panel.removeAttribute("aria-busy");
     document.querySelectorAll("[data-busy-disabled]").forEach(function (control) {
       control.disabled = false;
       control.removeAttribute("data-busy-disabled");
@@ -113,8 +116,9 @@
   document.addEventListener("htmx:afterSettle", function (event) {
     if (!focusMemo) return;
     var row = document.getElementById(focusMemo.row);
-    var settled = event.detail.target;
-    if (!row || !settled || !settled.contains(row)) return;
+    // Dispatched on each element the swap put in (the old target is detached by then).
+    var settled = event.target;
+    if (!row || !settled || !settled.contains || !settled.contains(row)) return;
     var memo = focusMemo;
     focusMemo = null;
     var invalid = row.querySelector("[aria-invalid=true]");
