@@ -432,6 +432,8 @@ def test_long_term_entry_search_and_slug_twins(client, demo, reader_token) -> No
         "I hope the brass-buttoned woman doesn't look under the tarp",
     ]
     assert rollup["rollup"] is None and rollup["notes"] == []
+    carrier = client.get("/api/viewers/npc-tobiah/long-term/ltm-tobiah-03", headers=h).json()
+    assert carrier["shadows"] == [{"id": "lore-gullwing", "title": "The Gullwing"}]
     assert_error(
         client.get("/api/viewers/npc-tobiah/long-term/nope", headers=h),
         404,
