@@ -137,11 +137,11 @@
     if (window.confirm(question)) event.detail.issueRequest(true);
   });
 
-  // Without htmx handling the form (a plain post), the browser asks the same question.
+  // When htmx did not load (the form then posts plainly), the browser asks the same question.
   document.addEventListener("submit", function (event) {
     var submitter = event.submitter;
     var question = submitter && submitter.getAttribute("data-confirm");
-    if (!question || event.target.hasAttribute("hx-post")) return;
+    if (!question || typeof window.htmx !== "undefined") return;
     if (!window.confirm(question)) event.preventDefault();
   });
 })();
