@@ -91,6 +91,9 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # After HtmxMiddleware (it reads request.htmx): an expired session answers htmx with
+    # HX-Redirect to the login page, never the login page inside a panel.
+    "memory.web.htmx_login.HtmxLoginRedirectMiddleware",
     "memory.web.middleware.DatabaseUnavailableMiddleware",
     "csp.middleware.CSPMiddleware",
     # Last, as axes asks: it turns a refused sign-in into the throttled page (memory.web.lockout).

@@ -211,6 +211,9 @@ class LongTermEntryOut(Schema):
     notes: list[str] = Field(description="shadowed by / superseded by / undeliverable because")
     rollup: RefOut | None = Field(description="the rollup that absorbed this entry")
     members: list[RefOut] = Field(description="what this entry, a rollup, absorbed")
+    shadows: list[RefOut] = Field(
+        default_factory=list, description="the layer entries of the same name this one replaces"
+    )
 
 
 class SlugOut(Schema):

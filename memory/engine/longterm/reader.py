@@ -87,6 +87,8 @@ class EntryAnswer:
     notes: list[str]
     rollup: str | None  # the rollup that absorbed this entry
     members: list[str]  # what this entry absorbed, when it is a rollup (buffer and ledger ids)
+    shadowed_by: str | None = None  # the home entry whose name retires this one
+    shadows: list[str] = field(default_factory=list)  # what this entry's name retires
 
 
 @dataclass(slots=True)
@@ -302,4 +304,6 @@ def get_long_term_entry(viewer_id: str, entry_id: str) -> EntryAnswer:
         notes=notes,
         rollup=read.faces.superseded.get(entry_id),
         members=members,
+        shadowed_by=read.faces.shadowed.get(entry_id),
+        shadows=[i for i in read.faces.scopes if read.faces.shadowed.get(i) == entry_id],
     )

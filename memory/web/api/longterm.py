@@ -81,6 +81,7 @@ def long_term_entry(request: HttpRequest, viewer_id: str, entry_id: str):
         "notes": found.notes,
         "rollup": found.rollup,
         "members": found.members,
+        "shadows": [{"id": r["id"], "title": r["title"]} for r in found.shadows],
     }
 
 
