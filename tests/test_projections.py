@@ -276,6 +276,8 @@ def test_rebuild_of_virgin_store_writes_nothing(db):
         "identical": 0,
         "drift": [],
         "episodes": {"episodes": 0, "identical": 0, "drift": []},
+        "shards": {"configured": 4, "stored": 4, "stranded_rows": 0},
+        "problems": {"rows": 0, "recorded": 0, "drift": []},
     }
 
 
@@ -288,6 +290,8 @@ def test_verify_reports_drift_field_by_field(cast):
         "identical": 2,
         "drift": [],
         "episodes": {"episodes": 2, "identical": 2, "drift": []},
+        "shards": {"configured": 4, "stored": 4, "stranded_rows": 0},
+        "problems": {"rows": 0, "recorded": 0, "drift": []},
     }
     MemorySession.objects.filter(owner_id="alice").update(memory_count=7)
     stored_hash = MemorySession.objects.get(owner_id="alice").content_hash
@@ -324,6 +328,8 @@ def test_verify_treats_unfolded_rows_as_lag_not_drift(cast):
         "identical": 1,
         "drift": [],
         "episodes": {"episodes": 1, "identical": 1, "drift": []},
+        "shards": {"configured": 4, "stored": 4, "stranded_rows": 0},
+        "problems": {"rows": 0, "recorded": 0, "drift": []},
     }
 
 
@@ -380,6 +386,8 @@ def test_rebuild_projections_command_verifies_and_exits_1_on_drift(cast):
         "identical": 1,
         "drift": [],
         "episodes": {"episodes": 1, "identical": 1, "drift": []},
+        "shards": {"configured": 4, "stored": 4, "stranded_rows": 0},
+        "problems": {"rows": 0, "recorded": 0, "drift": []},
         "leak_findings": {"viewers": 3, "identical": 3, "behind": 0, "drift": []},
     }
     MemorySession.objects.update(dialogue_count=0)
