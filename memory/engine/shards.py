@@ -66,16 +66,13 @@ def needs_repartition() -> bool:
     return _layout(stored) != shard_count() or any(s >= shard_count() or s < 0 for s in stored)
 
 
-def repartition() -> int:
-    """Move every buffer row to its owner's shard under the configured count; drop the shard
-    rows outside it. Returns how many rows moved. Run it under every shard's lock, inside the
-    transaction that then re-derives the projections and resets the watermarks (rebuild)."""
+def repartition(owner_ids: Iterable[str]) -> int:
+    """Move every buffer row of these owners to its owner's shard under the configured count.
+    Returns how many rows moved. Run it under every shard's lock, inside the transaction that
+    re-derives the projections and resets the watermarks (rebuild)."""
     n = shard_count()
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT DISTINCT owner_id FROM buffer_entries")
-        owners = [row[0] for row in cursor.fetchall()]
     by_shard: dict[int, list[str]] = {}
-    for owner_id in owners:
+    for owner_id in owner_ids:
         if owner_id.__class__ is str:
             by_shard.setdefault(shard_of(owner_id, n), []).append(owner_id)
     moved = 0
@@ -86,14 +83,20 @@ def repartition() -> int:
                 .exclude(shard=shard)
                 .update(shard=shard)
             )
-    # A shard's created_at counter must stay past every row now in it.
+    return moved
+
+
+def relayout() -> None:
+    """The shard rows of the configured count, stamped with it; rows outside it dropped (their
+    buffer rows were just re-partitioned). Every shard's created_at counter starts past every
+    row it may now hold."""
+    n = shard_count()
     top = max(ProjectionShard.objects.values_list("last_assigned_at", flat=True), default=0)
     ProjectionShard.objects.exclude(shard__in=range(n)).delete()
     ProjectionShard.objects.bulk_create(
         [ProjectionShard(shard=s, layout=n) for s in range(n)], ignore_conflicts=True
     )
     ProjectionShard.objects.update(layout=n, last_assigned_at=top)
-    return moved
 
 
 def claim_created_at(shard: int, count: int = 1) -> int:

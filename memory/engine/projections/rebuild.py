@@ -35,8 +35,10 @@ from memory.engine.projections.sessions import (
 from memory.engine.shards import (
     ensure_shards,
     needs_repartition,
+    relayout,
     repartition,
     shard_count,
+    shard_of,
     stored_layout,
 )
 from memory.models import (
@@ -151,13 +153,20 @@ def rebuild(*, only_if_repartition_needed: bool = False) -> RebuildResult | None
         list(ProjectionShard.objects.select_for_update().order_by("shard"))
         if only_if_repartition_needed and not needs_repartition():
             return None
-        rows_moved = repartition() if needs_repartition() else 0
-        ensure_shards()
+        relayout_needed = needs_repartition()
+        shards = shard_count()
+        misplaced: list[str] = []
         MemorySession.objects.all().delete()
         Episode.objects.all().delete()
         pending: list[SessionState] = []
         pending_episodes: list[episodes.EpisodeState] = []
-        for _owner, owner_rows in by_owner(iter_rows_owner_major()):
+        for owner, owner_rows in by_owner(iter_rows_owner_major()):
+            # Rows outside their owner's shard (the shard count changed, or a row was written
+            # around the doors) would sit where no cycle looks, or fold out of order: moved.
+            if owner.__class__ is str:
+                home = shard_of(owner, shards)
+                if any(r.shard != home for r in owner_rows):
+                    misplaced.append(owner)
             sessions, owner_episodes, bad = fold_checked(owner_rows)
             rows_folded += len(owner_rows) - len(bad)
             found.extend(bad)
@@ -171,6 +180,10 @@ def rebuild(*, only_if_repartition_needed: bool = False) -> RebuildResult | None
                 pending_episodes = []
         sessions_written += insert_sessions(pending)
         episodes_written += episodes.insert_episodes(pending_episodes)
+        rows_moved = repartition(misplaced)
+        if relayout_needed:
+            relayout()
+        ensure_shards()
         for shard in ProjectionShard.objects.order_by("shard"):
             last = fetch(
                 "SELECT created_at, id FROM buffer_entries WHERE shard = %s "
