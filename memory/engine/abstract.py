@@ -21,6 +21,7 @@ from ulid import ULID
 
 from memory.engine.clock import iso_now, now_us
 from memory.engine.errors import Conflict, InvalidInput, NotFound
+from memory.engine.longterm.names import committed_name
 from memory.engine.scopes import home_scope
 from memory.engine.shards import bump_generation, world_clock_for
 from memory.models import (
@@ -158,7 +159,9 @@ def abstract(
         raise AbstractError("a rollup needs at least one member", field="member_ids")
     if len(set(members_wanted)) != len(members_wanted):
         raise AbstractError("a member is listed twice", field="member_ids")
-    if not name or not name.strip():
+    # Trimmed at the door, as omnia's frontmatter parse would (longterm.names).
+    name = committed_name(name) or ""
+    if not name:
         raise AbstractError("a rollup needs a name", field="name")
     rollup_id = rollup_id or str(ULID())
     if rollup_id in members_wanted:

@@ -160,6 +160,16 @@ class FaceItemOut(Schema):
     undeliverable: str | None = Field(description="why the body cannot be rendered, if so")
 
 
+class NamedEntryOut(Schema):
+    id: str
+    name: str
+
+
+class NameWarningOut(Schema):
+    name: str = Field(description="the name they all read as, trimmed")
+    entries: list[NamedEntryOut] = Field(description="each entry and its exact stored name")
+
+
 class FacesOut(Schema):
     viewer_id: str
     include_shadowed: bool
@@ -169,6 +179,9 @@ class FacesOut(Schema):
     withheld: list[str] = Field(description="retracted or flagged: delivered by id only")
     undeliverable: dict[str, str]
     rows_visited: int
+    name_warnings: list[NameWarningOut] = Field(
+        default=[], description="entries stored before names were trimmed that read as one name"
+    )
 
 
 class SearchOut(Schema):

@@ -17,6 +17,7 @@ from django.db import connection, transaction
 from memory.engine.abstract import AbstractConflict, abstract
 from memory.engine.aliases import AliasesJsonError, dump_aliases_json, parse_aliases_json
 from memory.engine.intents import IntentError, parse_intent, parse_outcome
+from memory.engine.longterm.names import committed_name
 from memory.engine.scopes import home_scope, layer_scope
 from memory.engine.shards import bump_generations, generation_of, shard_of
 from memory.models import Layer, LayerSubscription, LedgerEntry
@@ -117,8 +118,13 @@ class _Scenario:
                 "scope": scope,
                 "slug": slug,
                 "body": body,
-                "name": self.text(raw, "name", "ledger_entries", where, required=False),
-                "draft_name": self.text(raw, "draft_name", "ledger_entries", where, required=False),
+                # Trimmed as omnia's frontmatter parse trims; blank means no name (slug rule).
+                "name": committed_name(
+                    self.text(raw, "name", "ledger_entries", where, required=False)
+                ),
+                "draft_name": committed_name(
+                    self.text(raw, "draft_name", "ledger_entries", where, required=False)
+                ),
                 "withheld": bool(raw.get("withheld", False)),
                 "importance": importance,
                 "timestamp": raw.get("timestamp") or self.doc.get("startTime") or "",

@@ -37,6 +37,7 @@ from memory.engine.buffer.v2 import find_tags, hydrate
 from memory.engine.errors import NotFound
 from memory.engine.knowledge import Viewer, get_viewer
 from memory.engine.longterm import faces as facelib
+from memory.engine.longterm.names import NameWarning, same_name_after_trim
 from memory.engine.longterm.shadowing import (
     MEMORY_SEARCH_SHADOWED_TAG,
     MEMORY_SEARCH_SUPERSEDED_TAG,
@@ -79,6 +80,8 @@ class FacesAnswer:
     undeliverable: dict[str, str]  # id -> reason
     items: list[FaceItem]  # the listing: the default face, or everything on it with tags
     rows_visited: int
+    # Entries stored before names were trimmed that read as one name (longterm.names).
+    name_warnings: list[NameWarning] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,6 +253,7 @@ def viewer_faces(viewer_id: str, *, include_shadowed: bool = False) -> FacesAnsw
         undeliverable=dict(faces.undeliverable),
         items=items,
         rows_visited=read.rows_visited,
+        name_warnings=same_name_after_trim(read.headers),
     )
 
 

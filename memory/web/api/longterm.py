@@ -62,6 +62,7 @@ def faces(request: HttpRequest, viewer_id: str, include_shadowed: bool = False):
         "withheld": list(answer.withheld),
         "undeliverable": maps[2],
         "rows_visited": answer.rows_visited,
+        "name_warnings": [w.as_dict() for w in answer.name_warnings],
     }
 
 
