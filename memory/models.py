@@ -164,6 +164,9 @@ class LedgerEntry(models.Model):
     draft_name = models.TextField(null=True, blank=True)
     withheld = models.BooleanField(default=False)
     created_at = models.BigIntegerField()
+    # The rollup that absorbed this entry (seed 003 rule 10: the per-row mark abstract()
+    # writes beside the edge, as on buffer rows). Not omnia's column: export leaves it out.
+    abstracted_into = models.TextField(null=True, blank=True)
 
     class Meta:
         db_table = "ledger_entries"

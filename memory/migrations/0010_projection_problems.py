@@ -3,6 +3,15 @@
 from django.db import migrations, models
 
 
+def mark_absorbed_ledger_rows(apps, schema_editor):
+    """Every ledger member of a rollup gets the per-row mark its edge already records."""
+    edge_model = apps.get_model("memory", "AbstractionEdge")
+    ledger_model = apps.get_model("memory", "LedgerEntry")
+    edges = edge_model.objects.filter(member_kind="ledger").values_list("member_id", "rollup_id")
+    for member_id, rollup_id in edges.iterator():
+        ledger_model.objects.filter(pk=member_id).update(abstracted_into=rollup_id)
+
+
 class Migration(migrations.Migration):
 
     dependencies = [
@@ -10,6 +19,12 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
+        migrations.AddField(
+            model_name='ledgerentry',
+            name='abstracted_into',
+            field=models.TextField(blank=True, null=True),
+        ),
+        migrations.RunPython(mark_absorbed_ledger_rows, migrations.RunPython.noop),
         migrations.AddField(
             model_name='projectionshard',
             name='layout',

@@ -196,12 +196,22 @@ class RefOut(Schema):
     title: str | None
 
 
+class MemberOut(RefOut):
+    kind: str | None = Field(default=None, description="buffer or ledger")
+    abstracted_into: str | None = Field(
+        default=None, description="the member row's own abstracted-into mark"
+    )
+
+
 class LongTermEntryOut(Schema):
     viewer_id: str
     item: FaceItemOut
     notes: list[str] = Field(description="shadowed by / superseded by / undeliverable because")
     rollup: RefOut | None = Field(description="the rollup that absorbed this entry")
-    members: list[RefOut] = Field(description="what this entry, a rollup, absorbed")
+    members: list[MemberOut] = Field(description="what this entry, a rollup, absorbed")
+    abstracted_into: str | None = Field(
+        default=None, description="this entry's own abstracted-into mark (a ledger row's)"
+    )
 
 
 class SlugOut(Schema):

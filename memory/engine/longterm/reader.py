@@ -45,7 +45,7 @@ from memory.engine.longterm.shadowing import (
     shadow_key_of,
 )
 from memory.engine.scopes import home_scope, layer_scope
-from memory.models import AbstractionEdge, LayerSubscription, LedgerEntry
+from memory.models import AbstractionEdge, BufferEntry, LayerSubscription, LedgerEntry
 
 _ENTITY_TAG = "entity@"
 # Cheap pre-filter for a tag that names no entity: the last `entity@` of a run followed by `[`
@@ -90,6 +90,10 @@ class EntryAnswer:
     notes: list[str]
     rollup: str | None  # the rollup that absorbed this entry
     members: list[str]  # what this entry absorbed, when it is a rollup (buffer and ledger ids)
+    # Each member's kind ("buffer" / "ledger") and its own per-row abstracted_into mark (seed
+    # 003, rule 10: abstract() writes it on every absorbed row beside the edge).
+    member_marks: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+    abstracted_into: str | None = None  # this entry's own per-row mark
 
 
 @dataclass(slots=True)
@@ -296,14 +300,30 @@ def get_long_term_entry(viewer_id: str, entry_id: str) -> EntryAnswer:
         _, notes = facelib.get_by_id(read.faces, entry_id)
     except KeyError:
         raise NotFound(f"no long-term entry {entry_id!r} for {read.viewer.id!r}") from None
-    members = list(
+    edges = list(
         AbstractionEdge.objects.filter(rollup_id=entry_id)
         .order_by("member_id")
-        .values_list("member_id", flat=True)
+        .values_list("member_id", "member_kind")
     )
+    marks = {
+        "buffer": dict(
+            BufferEntry.objects.filter(pk__in=[m for m, k in edges if k == "buffer"]).values_list(
+                "id", "abstracted_into"
+            )
+        ),
+        "ledger": dict(
+            LedgerEntry.objects.filter(pk__in=[m for m, k in edges if k == "ledger"]).values_list(
+                "id", "abstracted_into"
+            )
+        ),
+    }
     return EntryAnswer(
         item=_item(read, entry_id),
         notes=notes,
         rollup=read.faces.superseded.get(entry_id),
-        members=members,
+        members=[m for m, _kind in edges],
+        member_marks={m: (k, marks.get(k, {}).get(m)) for m, k in edges},
+        abstracted_into=LedgerEntry.objects.filter(pk=entry_id)
+        .values_list("abstracted_into", flat=True)
+        .first(),
     )

@@ -82,6 +82,7 @@ def long_term_entry(request: HttpRequest, viewer_id: str, entry_id: str):
         "notes": found.notes,
         "rollup": found.rollup,
         "members": found.members,
+        "abstracted_into": found.abstracted_into,
     }
 
 

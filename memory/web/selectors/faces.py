@@ -84,7 +84,10 @@ class LongTermEntryView:
     item: FaceItem
     notes: list[str]
     rollup: dict | None  # {"id", "title"} of the rollup that absorbed this entry
-    members: list[dict]  # {"id", "title"} of what this entry (a rollup) absorbed
+    # {"id", "title", "kind", "abstracted_into"} of what this entry (a rollup) absorbed: each
+    # member's own per-row mark, read from its row
+    members: list[dict]
+    abstracted_into: str | None = None  # this entry's own per-row mark
 
 
 def _ref(entry_id: str) -> dict:
@@ -105,5 +108,13 @@ def long_term_entry(viewer_id: str, entry_id: str) -> LongTermEntryView:
         item=answer.item,
         notes=list(answer.notes),
         rollup=_ref(answer.rollup) if answer.rollup is not None else None,
-        members=[_ref(m) for m in answer.members],
+        members=[
+            {
+                **_ref(m),
+                "kind": answer.member_marks.get(m, (None, None))[0],
+                "abstracted_into": answer.member_marks.get(m, (None, None))[1],
+            }
+            for m in answer.members
+        ],
+        abstracted_into=answer.abstracted_into,
     )
