@@ -378,6 +378,8 @@ def test_rebuild_projections_command_verifies_and_exits_1_on_drift(cast):
         "rows_folded": 1,
         "episodes": 1,
         "leak_viewers_scanned": 3,
+        "problems": 0,
+        "rows_moved": 0,
     }
     out = io.StringIO()
     call_command("rebuild_projections", "--verify", "--json", stdout=out)

@@ -131,8 +131,17 @@ def test_verify_catches_a_row_in_a_shard_no_cycle_visits(cast):
         )
     code, report = run("rebuild_projections", "--verify")
     assert (code, report["shards"]) == (1, {"configured": 4, "stored": 4, "stranded_rows": 1})
+    out = io.StringIO()
+    try:
+        call_command("rebuild_projections", "--verify", stdout=out)
+    except SystemExit as exc:
+        assert exc.code == 1
+    assert (
+        "shards: 4 configured, rows partitioned for 4, 1 row(s) in no visited shard\n"
+        in out.getvalue()
+    )
     # A rebuild moves it home and folds it; verify is clean again.
-    assert run("rebuild_projections")[0] == 0
+    assert run("rebuild_projections")[1]["rows_moved"] == 1
     assert BufferEntry.objects.get(pk="stray").shard == shard_of("alice")
     assert counts() == {"alice": 2}
     assert run("rebuild_projections", "--verify")[0] == 0

@@ -12,8 +12,10 @@ from memory.engine.upkeep import rebuild_all, verify_all
 
 class Command(BaseCommand):
     help = (
-        "Re-derive every session, episode and stored leak finding. With --verify, write nothing: "
-        "fold and scan afresh, compare with what is stored, exit 1 on drift."
+        "Re-derive every session, episode and stored leak finding (re-partitioning rows when "
+        "OMNIA_PROJECTION_SHARDS changed, quarantining rows the fold cannot fold). With --verify, "
+        "write nothing: fold and scan afresh, compare with what is stored (stranded rows and "
+        "unrecorded problems included), exit 1 on drift."
     )
 
     def add_arguments(self, parser: Any) -> None:
@@ -43,6 +45,16 @@ class Command(BaseCommand):
                 for item in result.episode_drift:
                     self.stdout.write(json.dumps(item, default=str))
                 self.stdout.write(
+                    f"shards: {result.shards_configured} configured, rows partitioned for "
+                    f"{result.shards_stored}, {result.stranded_rows} row(s) in no visited shard"
+                )
+                self.stdout.write(
+                    f"{result.problems} row(s) the fold cannot fold, {result.problems_recorded} "
+                    f"recorded as problems, {len(result.problem_drift)} differing"
+                )
+                for item in result.problem_drift:
+                    self.stdout.write(json.dumps(item))
+                self.stdout.write(
                     f"leak findings: {findings.viewers} viewers compared, {findings.identical} "
                     f"identical to a fresh scan, {len(findings.drift)} drifted, "
                     f"{findings.behind} not rescanned yet"
@@ -61,6 +73,8 @@ class Command(BaseCommand):
                         "rows_folded": rebuilt.rows_folded,
                         "episodes": rebuilt.episodes,
                         "leak_viewers_scanned": findings.viewers_scanned,
+                        "problems": rebuilt.problems,
+                        "rows_moved": rebuilt.rows_moved,
                     }
                 )
             )
@@ -69,4 +83,10 @@ class Command(BaseCommand):
                 f"rebuilt {rebuilt.sessions} sessions and {rebuilt.episodes} episodes "
                 f"from {rebuilt.rows_folded} rows; leak findings of {findings.viewers_scanned} "
                 "viewer(s) rescanned"
+                + (f"; {rebuilt.problems} row(s) quarantined" if rebuilt.problems else "")
+                + (
+                    f"; {rebuilt.rows_moved} row(s) moved to their shard"
+                    if rebuilt.rows_moved
+                    else ""
+                )
             )
