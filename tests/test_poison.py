@@ -11,6 +11,7 @@ import json
 import pytest
 from django.core.management import call_command
 from django.db import connection
+from django.test import Client
 
 from memory.engine.clock import now_us
 from memory.engine.shards import shard_count, shard_of
@@ -131,6 +132,7 @@ def test_one_poison_row_per_shard_is_quarantined_and_every_other_row_folds(cast,
     assert '<strong class="problem-count">4</strong>' in page
     for _row_id, _intent, reason in planted:
         assert reason.replace("'", "&#x27;").rstrip(": ") in page
+    assert Client().get("/api/problems").status_code == 401  # reads need a login or token
     api = reader.get("/api/problems").json()
     assert api["count"] == 4
     assert sorted(item["owner_id"] for item in api["items"]) == sorted(owners)

@@ -284,3 +284,12 @@ class VerifyOut(Schema):
     sessions: int
     identical: int
     drift: list[dict[str, Any]]
+    episodes: dict[str, Any] = Field(default={}, description="episodes, identical, drift")
+    shards: dict[str, int] = Field(
+        default={},
+        description="configured, stored (the count rows are partitioned for), "
+        "stranded_rows (in no visited shard)",
+    )
+    problems: dict[str, Any] = Field(
+        default={}, description="rows the fold cannot fold, recorded, drift between the two"
+    )
