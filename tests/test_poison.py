@@ -128,8 +128,9 @@ def test_one_poison_row_per_shard_is_quarantined_and_every_other_row_folds(cast,
 
     # The overview lists them with their reasons; the API too.
     page = reader.get("/").content.decode()
-    assert "Quarantined rows" in page
-    assert '<strong class="problem-count">4</strong>' in page
+    assert 'Quarantined rows: <strong class="problem-count">4</strong>' in page
+    for owner in owners:
+        assert f'<span class="muted">{owner} · tavern</span>' in page
     for _row_id, _intent, reason in planted:
         assert reason.replace("'", "&#x27;").rstrip(": ") in page
     assert Client().get("/api/problems").status_code == 401  # reads need a login or token
