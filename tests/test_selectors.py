@@ -51,7 +51,9 @@ QUERIES = {
     "face_maps": 3,
     "prompt_view": 14,  # 12 for a fresh scan, 2 to see the stored findings are behind
     "projection_status": 5,
-    "long_term_entry": 5,
+    # The faces read (4), the rollup's edges, and the per-row abstracted_into marks: this
+    # entry's with its ledger members', its buffer members' (issue 13.4).
+    "long_term_entry": 7,
 }
 # The demo world has layers of shared lore: one more query for the layers a viewer reads.
 DEMO_QUERIES = {**QUERIES, "faces_view": 4, "face_maps": 4, "prompt_view": 15}
@@ -378,16 +380,18 @@ def test_long_term_entry_names_its_rollup_and_members(demo, django_assert_max_nu
         {"id": "abs-tobiah-signal-nights", "title": None},
         [],
     )
+    assert member.abstracted_into == "abs-tobiah-signal-nights"  # the row's own mark
     assert member.notes == [
         "[superseded] consolidated into abs-tobiah-signal-nights; delivered by id as evidence"
     ]
     with django_assert_max_num_queries(DEMO_QUERIES["long_term_entry"]):
         rollup = faces.long_term_entry("npc-tobiah", "abs-tobiah-signal-nights")
     assert (rollup.item.title, rollup.rollup) == ("Signal Nights", None)
+    mark = {"abstracted_into": "abs-tobiah-signal-nights"}
     assert rollup.members == [
-        {"id": "ltm-tobiah-01", "title": None},
-        {"id": "m-b11-tobiah", "title": None},
-        {"id": "m-d01-tobiah", "title": None},
+        {"id": "ltm-tobiah-01", "title": None, "kind": "ledger", **mark},
+        {"id": "m-b11-tobiah", "title": None, "kind": "buffer", **mark},
+        {"id": "m-d01-tobiah", "title": None, "kind": "buffer", **mark},
     ]
     with pytest.raises(NotFound):
         faces.long_term_entry("npc-pip", "ltm-tobiah-01")  # tobiah's, not pip's

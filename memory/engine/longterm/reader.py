@@ -305,25 +305,24 @@ def get_long_term_entry(viewer_id: str, entry_id: str) -> EntryAnswer:
         .order_by("member_id")
         .values_list("member_id", "member_kind")
     )
-    marks = {
-        "buffer": dict(
-            BufferEntry.objects.filter(pk__in=[m for m, k in edges if k == "buffer"]).values_list(
-                "id", "abstracted_into"
-            )
-        ),
-        "ledger": dict(
-            LedgerEntry.objects.filter(pk__in=[m for m, k in edges if k == "ledger"]).values_list(
-                "id", "abstracted_into"
-            )
-        ),
-    }
+    # The per-row marks, by primary key: this entry's and its ledger members' in one query,
+    # its buffer members' in another (only when it has any).
+    ledger = dict(
+        LedgerEntry.objects.filter(
+            pk__in=[entry_id, *(m for m, k in edges if k == "ledger")]
+        ).values_list("id", "abstracted_into")
+    )
+    buffer_ids = [m for m, k in edges if k == "buffer"]
+    buffer = (
+        dict(BufferEntry.objects.filter(pk__in=buffer_ids).values_list("id", "abstracted_into"))
+        if buffer_ids
+        else {}
+    )
     return EntryAnswer(
         item=_item(read, entry_id),
         notes=notes,
         rollup=read.faces.superseded.get(entry_id),
         members=[m for m, _kind in edges],
-        member_marks={m: (k, marks.get(k, {}).get(m)) for m, k in edges},
-        abstracted_into=LedgerEntry.objects.filter(pk=entry_id)
-        .values_list("abstracted_into", flat=True)
-        .first(),
+        member_marks={m: (k, (buffer if k == "buffer" else ledger).get(m)) for m, k in edges},
+        abstracted_into=ledger.get(entry_id),
     )
