@@ -91,6 +91,22 @@ def test_lowering_the_shard_count_repartitions_and_strands_nothing(cast):
         assert (session_rows(), episode_rows()) == incremental
 
 
+def test_healthz_is_degraded_until_a_changed_shard_count_is_repartitioned(cast, client):
+    with override_settings(OMNIA_PROJECTION_SHARDS=4):
+        write("alice", 0)
+        run("run_projections")
+        assert client.get("/healthz").json()["status"] == "ok"
+    with override_settings(OMNIA_PROJECTION_SHARDS=2):
+        body = client.get("/healthz").json()
+        assert (body["status"], body["shard_count"]) == (
+            "degraded",
+            {"configured": 2, "stored": 4},
+        )
+        run("run_projections")
+        body = client.get("/healthz").json()
+        assert (body["status"], body["shard_count"]) == ("ok", {"configured": 2, "stored": 2})
+
+
 def test_raising_the_shard_count_repartitions_too(cast):
     with override_settings(OMNIA_PROJECTION_SHARDS=2):
         owners = owners_in_every_shard(cast.world, 8)
