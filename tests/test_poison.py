@@ -149,6 +149,8 @@ def test_one_poison_row_per_shard_is_quarantined_and_every_other_row_folds(cast,
             assert response.status_code == 200, (owner, path, response.status_code)
         assert reader.get(f"/api/viewers/{owner}/buffer").status_code == 200
         assert reader.get(f"/api/viewers/{owner}/sessions").status_code == 200
+        for command in (("render_buffer", owner), ("render_prompt", owner), ("faces", owner)):
+            assert _run(*command)[0] == 0  # no traceback from the commands either
 
     # A rebuild lands the same projections and the same problems (first sightings kept).
     first_seen = dict(ProjectionProblem.objects.values_list("row_ref", "first_seen"))
