@@ -172,6 +172,9 @@ class LedgerEntry(models.Model):
     draft_name = models.TextField(null=True, blank=True)
     withheld = models.BooleanField(default=False)
     created_at = models.BigIntegerField()
+    # The rollup that absorbed this entry (seed 003 rule 10: the per-row mark abstract()
+    # writes beside the edge, as on buffer rows). Not omnia's column: export leaves it out.
+    abstracted_into = models.TextField(null=True, blank=True)
 
     class Meta:
         db_table = "ledger_entries"
@@ -234,9 +237,39 @@ class ProjectionShard(models.Model):
     last_assigned_at = models.BigIntegerField(default=0)
     last_cycle_at = models.DateTimeField(null=True, blank=True)
     last_cycle_rows = models.BigIntegerField(default=0)
+    # The OMNIA_PROJECTION_SHARDS the rows were partitioned under (0: a store from before this
+    # was kept, taken as its number of shard rows). A different setting re-partitions.
+    layout = models.SmallIntegerField(default=0)
 
     class Meta:
         db_table = "memory_projection_shards"
+
+
+class ProjectionProblem(models.Model):
+    """A canonical row the fold could not fold, quarantined: the fold skips it (its watermark
+    moves on) and every other row still folds. A derived row like the projections: rebuild
+    re-derives the set, verify compares it. `row_ref` names the row even when its id is NULL
+    (SQLite lets a TEXT PRIMARY KEY be NULL): then it is "rowid N"."""
+
+    table_name = models.TextField()
+    row_ref = models.TextField()
+    row_id = models.TextField(null=True, blank=True)
+    world_id = models.TextField(null=True, blank=True)
+    owner_id = models.TextField(null=True, blank=True)
+    shard = models.SmallIntegerField(null=True, blank=True)
+    created_at = models.BigIntegerField(null=True, blank=True)
+    reason = models.TextField()
+    first_seen = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "memory_projection_problems"
+        ordering = ["first_seen", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["table_name", "row_ref"], name="uniq_problem_row")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.table_name} {self.row_ref}: {self.reason}"
 
 
 class MemorySession(models.Model):

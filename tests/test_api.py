@@ -577,7 +577,12 @@ def test_projection_doors(client, demo, staff_token, reader_token) -> None:
     assert rebuild["rows_folded"] == BufferEntry.objects.count()
     assert rebuild["sessions"] == sessions == MemorySession.objects.count()
     verify = client.post("/api/projections/verify", headers=bearer(staff_token)).json()
-    assert verify == {"sessions": sessions, "identical": sessions, "drift": []}
+    assert (verify["sessions"], verify["identical"], verify["drift"]) == (sessions, sessions, [])
+    # Every projection's drift travels in the API twin too (issue 13: episodes, shards, problems).
+    assert verify["episodes"]["drift"] == []
+    assert verify["episodes"]["episodes"] == verify["episodes"]["identical"] > 0
+    assert verify["shards"] == {"configured": 4, "stored": 4, "stranded_rows": 0}
+    assert verify["problems"] == {"rows": 0, "recorded": 0, "drift": []}
     assert AuditLog.objects.filter(action__startswith="projections.").count() == 2
 
 

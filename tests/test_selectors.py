@@ -51,8 +51,10 @@ QUERIES = {
     "face_maps": 3,
     "prompt_view": 14,  # 12 for a fresh scan, 2 to see the stored findings are behind
     "projection_status": 5,
-    # the entry's read, then the titles of the entries it names, their layers, its buffer members
-    "long_term_entry": 8,
+    # The faces read, the rollup's edges, the per-row abstracted_into marks (this entry's with
+    # its ledger members', its buffer members'), then the titles of the entries it names,
+    # their layers, its buffer members' lines
+    "long_term_entry": 10,
 }
 # The demo world has layers of shared lore: one more query for the layers a viewer reads.
 # faces_view names what the listing leaves out (shadowed, withheld, rollups: one query) and the
@@ -388,22 +390,28 @@ def test_long_term_entry_names_its_rollup_and_members(demo, django_assert_max_nu
         {"id": "abs-tobiah-signal-nights", "title": "Signal Nights"},
         [],
     )
+    assert member.abstracted_into == "abs-tobiah-signal-nights"  # the row's own mark
     assert member.notes == [
         "[superseded] consolidated into abs-tobiah-signal-nights; delivered by id as evidence"
     ]
     with django_assert_max_num_queries(DEMO_QUERIES["long_term_entry"]):
         rollup = faces.long_term_entry("npc-tobiah", "abs-tobiah-signal-nights")
     assert (rollup.item.title, rollup.rollup) == ("Signal Nights", None)
+    mark = {"abstracted_into": "abs-tobiah-signal-nights"}
     assert rollup.members == [
-        {"id": "ltm-tobiah-01", "title": "The Signal"},
+        {"id": "ltm-tobiah-01", "title": "The Signal", "kind": "ledger", **mark},
         {
             "id": "m-b11-tobiah",
             "title": "Sable Quint says 'Watch the lamp tonight. If the old man signals, we land "
             "the rest.' to me",
+            "kind": "buffer",
+            **mark,
         },
         {
             "id": "m-d01-tobiah",
             "title": "I hope the brass-buttoned woman doesn't look under the tarp",
+            "kind": "buffer",
+            **mark,
         },
     ]
     with pytest.raises(NotFound):

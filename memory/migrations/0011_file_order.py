@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('memory', '0009_session_last_key'),
+        ('memory', '0010_projection_problems'),
     ]
 
     operations = [

@@ -182,6 +182,16 @@ class FaceItemOut(Schema):
     undeliverable: str | None = Field(description="why the body cannot be rendered, if so")
 
 
+class NamedEntryOut(Schema):
+    id: str
+    name: str
+
+
+class NameWarningOut(Schema):
+    name: str = Field(description="the name they all read as, trimmed")
+    entries: list[NamedEntryOut] = Field(description="each entry and its exact stored name")
+
+
 class FacesOut(Schema):
     viewer_id: str
     include_shadowed: bool
@@ -191,6 +201,9 @@ class FacesOut(Schema):
     withheld: list[str] = Field(description="retracted or flagged: delivered by id only")
     undeliverable: dict[str, str]
     rows_visited: int
+    name_warnings: list[NameWarningOut] = Field(
+        default=[], description="entries stored before names were trimmed that read as one name"
+    )
 
 
 class SearchOut(Schema):
@@ -205,14 +218,24 @@ class RefOut(Schema):
     title: str | None
 
 
+class MemberOut(RefOut):
+    kind: str | None = Field(default=None, description="buffer or ledger")
+    abstracted_into: str | None = Field(
+        default=None, description="the member row's own abstracted-into mark"
+    )
+
+
 class LongTermEntryOut(Schema):
     viewer_id: str
     item: FaceItemOut
     notes: list[str] = Field(description="shadowed by / superseded by / undeliverable because")
     rollup: RefOut | None = Field(description="the rollup that absorbed this entry")
-    members: list[RefOut] = Field(description="what this entry, a rollup, absorbed")
+    members: list[MemberOut] = Field(description="what this entry, a rollup, absorbed")
     shadows: list[RefOut] = Field(
         default_factory=list, description="the layer entries of the same name this one replaces"
+    )
+    abstracted_into: str | None = Field(
+        default=None, description="this entry's own abstracted-into mark (a ledger row's)"
     )
 
 
@@ -286,3 +309,12 @@ class VerifyOut(Schema):
     sessions: int
     identical: int
     drift: list[dict[str, Any]]
+    episodes: dict[str, Any] = Field(default={}, description="episodes, identical, drift")
+    shards: dict[str, int] = Field(
+        default={},
+        description="configured, stored (the count rows are partitioned for), "
+        "stranded_rows (in no visited shard)",
+    )
+    problems: dict[str, Any] = Field(
+        default={}, description="rows the fold cannot fold, recorded, drift between the two"
+    )

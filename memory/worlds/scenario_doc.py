@@ -14,6 +14,7 @@ from typing import Any
 from memory.engine.aliases import AliasesJsonError, dump_aliases_json, parse_aliases_json
 from memory.engine.clock import timestamp_problem
 from memory.engine.intents import IntentError, parse_intent, parse_outcome
+from memory.engine.longterm.names import committed_name
 from memory.engine.scopes import home_scope, layer_scope
 from memory.worlds.report import WorldImportError
 from memory.worlds.validation import VISIBILITIES
@@ -142,8 +143,13 @@ class Scenario:
                 "scope": scope,
                 "slug": slug,
                 "body": body,
-                "name": self.text(raw, "name", "ledger_entries", where, required=False),
-                "draft_name": self.text(raw, "draft_name", "ledger_entries", where, required=False),
+                # Trimmed as omnia's frontmatter parse trims; blank means no name (slug rule).
+                "name": committed_name(
+                    self.text(raw, "name", "ledger_entries", where, required=False)
+                ),
+                "draft_name": committed_name(
+                    self.text(raw, "draft_name", "ledger_entries", where, required=False)
+                ),
                 "withheld": self.flag(raw, "withheld", "ledger_entries", where, False),
                 "importance": importance,
                 "timestamp": (

@@ -16,6 +16,7 @@ def faces_json(answer: FacesAnswer) -> dict:
         "shadowed": answer.shadowed,
         "superseded": answer.superseded,
         "rows_visited": answer.rows_visited,
+        "name_warnings": [w.as_dict() for w in answer.name_warnings],
     }
 
 
@@ -49,6 +50,8 @@ class Command(OmniaCommand):
             self.stdout.write(f"  withheld: {entry_id}")
         for entry_id, reason in answer.undeliverable.items():
             self.stdout.write(f"  undeliverable: {entry_id}: {reason}")
+        for warning in answer.name_warnings:
+            self.stdout.write(f"  warning: {warning.text}")
         self.stdout.write(f"rows visited: {answer.rows_visited}")
 
 

@@ -12,8 +12,9 @@ from memory.models import BufferEntry
 
 class Command(OmniaCommand):
     help = (
-        "Re-derive every session, episode and stored leak finding; --verify only compares "
-        "(exit 1 on drift)."
+        "Re-derive every session, episode and stored leak finding (re-partitioning rows when "
+        "OMNIA_PROJECTION_SHARDS changed, quarantining rows the fold cannot fold); --verify "
+        "only compares (stranded rows and unrecorded problems included), exit 1 on drift."
     )
     examples = ("", "--verify", "--verify --json")
 
@@ -44,6 +45,8 @@ class Command(OmniaCommand):
                         "rows_folded": rebuilt.rows_folded,
                         "episodes": rebuilt.episodes,
                         "leak_viewers_scanned": refreshed.viewers_scanned,
+                        "problems": rebuilt.problems,
+                        "rows_moved": rebuilt.rows_moved,
                     }
                 )
             )
@@ -52,6 +55,12 @@ class Command(OmniaCommand):
                 f"rebuilt {rebuilt.sessions} sessions and {rebuilt.episodes} episodes "
                 f"from {rebuilt.rows_folded} rows; leak findings of {refreshed.viewers_scanned} "
                 "viewer(s) rescanned"
+                + (f"; {rebuilt.problems} row(s) quarantined" if rebuilt.problems else "")
+                + (
+                    f"; {rebuilt.rows_moved} row(s) moved to their shard"
+                    if rebuilt.rows_moved
+                    else ""
+                )
             )
 
     def _report_verify(self, result: Any, findings: Any, as_json: bool) -> None:
@@ -70,6 +79,16 @@ class Command(OmniaCommand):
         )
         for item in result.episode_drift:
             self.stdout.write(json.dumps(item, default=str))
+        self.stdout.write(
+            f"shards: {result.shards_configured} configured, rows partitioned for "
+            f"{result.shards_stored}, {result.stranded_rows} row(s) in no visited shard"
+        )
+        self.stdout.write(
+            f"{result.problems} row(s) the fold cannot fold, {result.problems_recorded} "
+            f"recorded as problems, {len(result.problem_drift)} differing"
+        )
+        for item in result.problem_drift:
+            self.stdout.write(json.dumps(item))
         self.stdout.write(
             f"leak findings: {findings.viewers} viewers compared, {findings.identical} "
             f"identical to a fresh scan, {len(findings.drift)} drifted, "

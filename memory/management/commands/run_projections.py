@@ -82,13 +82,26 @@ class Command(OmniaCommand):
         with progress_bar("fold", "rows", total=projection_status()["lag_rows"]) as bar:
             result = run_upkeep(shards=shards, progress=bar.update)
         if options["json"]:
-            self.stdout.write(json.dumps(result.as_dict()))
+            extra = {"problems_found": result.problems_found} if result.problems_found else {}
+            if result.repartitioned:
+                extra["repartitioned"] = True
+            self.stdout.write(json.dumps({**result.as_dict(), **extra}))
             return
+        if result.repartitioned:
+            self.stdout.write(
+                "OMNIA_PROJECTION_SHARDS changed: rows re-partitioned and every projection "
+                "re-derived in one transaction"
+            )
         self.stdout.write(
             f"folded {result.rows_folded} rows into {result.sessions_written} sessions "
             f"({result.episodes_written} episodes written); rows visited {result.rows_visited}; "
             f"leak findings rescanned for {result.leak_viewers_scanned} viewer(s)"
         )
+        if result.problems_found:
+            self.stdout.write(
+                f"{result.problems_found} row(s) could not be folded: quarantined "
+                "(listed on the overview and at /api/problems)"
+            )
         if result.shards_skipped:
             self.stdout.write(f"shards held by another worker: {result.shards_skipped}")
 

@@ -92,7 +92,9 @@ def buffer_page(
     run after rendering; `scan_limit` bounds how many rows one page may read to find matches.
     """
     limit = max(1, min(limit or settings.OMNIA_BUFFER_PAGE_SIZE, 500))
-    base = BufferEntry.objects.filter(owner_id=viewer.id).only(*BUFFER_FIELDS)
+    # id > '': a row with a NULL or empty id (quarantined by the fold, listed on the overview)
+    # has nothing a link or a cursor can carry; the page shows every other row.
+    base = BufferEntry.objects.filter(owner_id=viewer.id, id__gt="").only(*BUFFER_FIELDS)
     forward = after is not None
     if after:
         qs = base.filter(_after(*_decoded(after))).order_by("timestamp", "created_at", "id")

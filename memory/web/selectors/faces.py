@@ -221,11 +221,14 @@ class LongTermEntryView:
     item: FaceItem
     notes: list[str]
     rollup: dict | None  # {"id", "title"} of the rollup that absorbed this entry
-    members: list[dict]  # {"id", "title"} of what this entry (a rollup) absorbed
+    # {"id", "title", "kind", "abstracted_into"} of what this entry (a rollup) absorbed: each
+    # member's own per-row mark, read from its row
+    members: list[dict]
     shadowed_by: dict | None = None  # {"id", "title", "where"} of the entry that shadows it
     shadows: list[dict] = field(default_factory=list)  # {"id", "title", "where"} it replaces
     where: str = ""
     standing: list[str] = field(default_factory=list)  # where it stands, in words
+    abstracted_into: str | None = None  # this entry's own per-row mark
 
 
 def _member_titles(viewer_id: str, member_ids: list[str], ledger: dict) -> dict[str, str]:
@@ -268,10 +271,19 @@ def long_term_entry(viewer_id: str, entry_id: str) -> LongTermEntryView:
         rollup={"id": answer.rollup, "title": ref(answer.rollup)["title"]}
         if answer.rollup is not None
         else None,
-        members=[{"id": m, "title": members.get(m, m)} for m in answer.members],
+        members=[
+            {
+                "id": m,
+                "title": members.get(m, m),
+                "kind": answer.member_marks.get(m, (None, None))[0],
+                "abstracted_into": answer.member_marks.get(m, (None, None))[1],
+            }
+            for m in answer.members
+        ],
         shadowed_by=ref(answer.shadowed_by) if answer.shadowed_by else None,
         shadows=[ref(i) for i in answer.shadows],
         where=_where(answer.item.scope, viewer_id, titles),
+        abstracted_into=answer.abstracted_into,
     )
     view.standing = _standing(view)
     return view
