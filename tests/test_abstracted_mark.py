@@ -92,19 +92,27 @@ def test_the_member_listing_and_the_entry_pages_show_the_mark(harbor, client, dj
     client.force_login(django_user_model.objects.create_user("reader", password="pw"))
     answer = client.get("/api/viewers/mara/long-term/rollup-1").json()
     assert answer["members"] == [
-        {"id": "m-1", "title": None, "kind": "buffer", "abstracted_into": "rollup-1"},
-        {"id": "mara-1", "title": None, "kind": "ledger", "abstracted_into": "rollup-1"},
+        {
+            "id": "m-1",
+            "title": "The lamp needs oil.",
+            "kind": "buffer",
+            "abstracted_into": "rollup-1",
+        },
+        {"id": "mara-1", "title": "Lamp", "kind": "ledger", "abstracted_into": "rollup-1"},
     ]
     assert answer["abstracted_into"] is None
     member = client.get("/api/viewers/mara/long-term/mara-1").json()
     assert (member["abstracted_into"], member["rollup"]["id"]) == ("rollup-1", "rollup-1")
     page = client.get("/viewers/mara/entries/rollup-1/").content.decode()
+    # Members by title with their kind; a member whose own mark is missing would say so.
     assert (
-        '<code>mara-1</code> <span class="muted">ledger</span> · abstracted into '
-        "<code>rollup-1</code>"
+        '/viewers/mara/entries/mara-1/">Lamp</a> <span class="muted small">ledger</span>'
     ) in page
     assert (
-        '<code>m-1</code> <span class="muted">buffer</span> · abstracted into <code>rollup-1</code>'
+        '/viewers/mara/entries/m-1/">The lamp needs oil.</a> <span class="muted small">buffer</span>'
     ) in page
+    assert "mark missing" not in page
     page = client.get("/viewers/mara/entries/mara-1/").content.decode()
-    assert "<dt>abstracted into</dt><dd><code>rollup-1</code></dd>" in page
+    assert (
+        '<dt>rolled up into</dt><dd><a href="/viewers/mara/entries/rollup-1/">“The lamp”</a></dd>'
+    ) in page
