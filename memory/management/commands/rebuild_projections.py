@@ -12,9 +12,8 @@ from memory.models import BufferEntry
 
 class Command(OmniaCommand):
     help = (
-        "Re-derive every session, episode and stored leak finding (re-partitioning rows when "
-        "OMNIA_PROJECTION_SHARDS changed, quarantining rows the fold cannot fold); --verify "
-        "only compares (stranded rows and unrecorded problems included), exit 1 on drift."
+        "Re-derive every session, episode and stored leak finding; --verify only compares "
+        "(exit 1 on drift)."
     )
     examples = ("", "--verify", "--verify --json")
 
