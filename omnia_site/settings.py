@@ -75,6 +75,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "memory.web.middleware.HeadAsGetMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -84,6 +85,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "memory.web.middleware.DatabaseUnavailableMiddleware",
+    "memory.web.middleware.ErrorShapeMiddleware",
     "csp.middleware.CSPMiddleware",
     # Last, as axes asks: it turns a refused sign-in into the throttled page (memory.web.lockout).
     "axes.middleware.AxesMiddleware",
