@@ -1,7 +1,8 @@
 """GET /healthz: is the database answering, and how far behind are the projection workers.
 
 No login (load balancers and uptime checks call it) and no writes; it reveals only counts
-and watermarks, never memory text. 200 when the database answers, 503 when it does not.
+and times, never an id or memory text (a shard's watermark is an entry id from the game, so
+it is left out). 200 when the database answers, 503 when it does not.
 """
 
 from __future__ import annotations
@@ -53,6 +54,11 @@ def healthz(request: HttpRequest) -> JsonResponse:
                 "latency_ms": round((time.perf_counter() - started) * 1000, 2),
             },
             "projection_lag_rows": status["lag_rows"],
-            "shards": status["shards"],
+            "shards": [public_shard(shard) for shard in status["shards"]],
         }
     )
+
+
+def public_shard(shard: dict) -> dict:
+    """A shard's lag numbers, without its watermark (an entry id, text from the game)."""
+    return {key: value for key, value in shard.items() if key != "watermark"}

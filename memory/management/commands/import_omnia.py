@@ -5,6 +5,7 @@ import sys
 from django.core.management.base import BaseCommand
 from tqdm import tqdm
 
+from memory.engine import audit
 from memory.engine.projections.worker import projection_status
 from memory.engine.upkeep import run_upkeep
 from memory.management.commands._base import refuse
@@ -37,11 +38,17 @@ class Command(BaseCommand):
         finally:
             bar.close()
         self.stdout.write(report.summary())
+        audit.record_import("world.import", report, audit.cli_actor())
         behind = projection_status()["lag_rows"]
         if not behind:
             return
         if options.get("fold"):
             result = run_upkeep()
+            if audit.cycle_changed(result):
+                audit.record(
+                    "projections.cycle", "projections", actor=audit.cli_actor(),
+                    after=result.as_dict(),
+                )  # fmt: skip
             self.stdout.write(
                 f"folded {result.rows_folded} rows into {result.sessions_written} sessions; "
                 f"leak findings rescanned for {result.leak_viewers_scanned} viewer(s)"

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand
 
+from memory.engine import audit
 from memory.management.commands._base import refuse
 from memory.models import WorldSource
 from memory.worlds.demo import load_demo
@@ -28,3 +29,4 @@ class Command(BaseCommand):
         except WorldImportError as exc:
             raise refuse(f"refused, nothing loaded: {exc}") from None
         self.stdout.write(report.summary())
+        audit.record_import("world.load", report, audit.cli_actor())

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand
 
+from memory.engine import audit
 from memory.management.commands._base import refuse
 from memory.worlds.report import WorldImportError
 from memory.worlds.scenario import load_world
@@ -19,3 +20,4 @@ class Command(BaseCommand):
         except WorldImportError as exc:
             raise refuse(f"refused, nothing loaded: {exc}") from None
         self.stdout.write(report.summary())
+        audit.record_import("world.load", report, audit.cli_actor())

@@ -7,6 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
+from memory.engine import audit
 from memory.engine.upkeep import rebuild_all, verify_all
 
 
@@ -53,6 +54,16 @@ class Command(BaseCommand):
                 raise SystemExit(1)
             return
         rebuilt, findings = rebuild_all()
+        audit.record(
+            "projections.rebuild",
+            "projections",
+            actor=audit.cli_actor(),
+            after={
+                "rows_folded": rebuilt.rows_folded,
+                "sessions": rebuilt.sessions,
+                "episodes": rebuilt.episodes,
+            },
+        )
         if options["json"]:
             self.stdout.write(
                 json.dumps(

@@ -8,6 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 
+from memory.engine import audit
 from memory.engine.projections import CycleResult
 from memory.engine.projections.worker import (
     StopFlag,
@@ -73,6 +74,12 @@ class Command(BaseCommand):
             self._loop(shards, options)
             return
         result = run_upkeep(shards=shards)
+        # One-shot runs are a person's write and audited; the --loop worker is the automatic
+        # fold (derived rows only) and would write one row a second.
+        if audit.cycle_changed(result):
+            audit.record(
+                "projections.cycle", "projections", actor=audit.cli_actor(), after=result.as_dict()
+            )
         if options["json"]:
             self.stdout.write(json.dumps(result.as_dict()))
             return

@@ -149,5 +149,9 @@ def remember(request: HttpRequest, viewer_id: str, payload: MemoryIn):
 def retract(request: HttpRequest, entry_id: str):
     """Mark a memory retracted; the row stays (it still happened)."""
     access.require_editor(request)
-    e = services.retract_memory(inputs.path_id(entry_id, "entry_id"), user=user_of(request))
-    return MemoryOut(id=e.id, owner_id=e.owner_id, timestamp=e.timestamp, retracted=True)
+    e, changed = services.retract_memory(
+        inputs.path_id(entry_id, "entry_id"), user=user_of(request)
+    )
+    return MemoryOut(
+        id=e.id, owner_id=e.owner_id, timestamp=e.timestamp, retracted=True, changed=changed
+    )
