@@ -31,6 +31,7 @@ class Command(BaseCommand):
         bar = tqdm(
             unit=" rows", desc="buffer_entries", disable=not sys.stderr.isatty(), file=sys.stderr
         )
+        digest = audit.restated_digest()
         try:
             report = import_omnia(path, progress=bar.update)
         except WorldImportError as exc:
@@ -38,7 +39,7 @@ class Command(BaseCommand):
         finally:
             bar.close()
         self.stdout.write(report.summary())
-        audit.record_import("world.import", report, audit.cli_actor())
+        audit.record_import("world.import", report, audit.cli_actor(), digest_before=digest)
         behind = projection_status()["lag_rows"]
         if not behind:
             return

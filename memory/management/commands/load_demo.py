@@ -24,9 +24,10 @@ class Command(BaseCommand):
         ):
             self.stdout.write("demo world already loaded")
             return
+        digest = audit.restated_digest()
         try:
             report = load_demo()
         except WorldImportError as exc:
             raise refuse(f"refused, nothing loaded: {exc}") from None
         self.stdout.write(report.summary())
-        audit.record_import("world.load", report, audit.cli_actor())
+        audit.record_import("world.load", report, audit.cli_actor(), digest_before=digest)

@@ -15,9 +15,10 @@ class Command(BaseCommand):
         parser.add_argument("path")
 
     def handle(self, *args, path: str, **options) -> None:
+        digest = audit.restated_digest()
         try:
             report = load_world(path)
         except WorldImportError as exc:
             raise refuse(f"refused, nothing loaded: {exc}") from None
         self.stdout.write(report.summary())
-        audit.record_import("world.load", report, audit.cli_actor())
+        audit.record_import("world.load", report, audit.cli_actor(), digest_before=digest)
