@@ -140,7 +140,8 @@ def _record(
 def set_alias(
     viewer_id: str, target_id: str, label: str, *, user=None, source: str = ""
 ) -> AliasResult:
-    """Set what `viewer_id` calls `target_id`; refused (AliasRefused) on any validation error."""
+    """Set what `viewer_id` calls `target_id`; refused (AliasRefused) on any validation error.
+    `user` is the account, or for a management command its label (audit.cli_actor())."""
     with transaction.atomic():
         viewer, aliases = _locked_viewer(viewer_id)
         errors, warnings = check_alias(viewer, target_id, label)
