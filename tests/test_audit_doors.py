@@ -161,3 +161,16 @@ def test_cli_writes_are_one_row_each_as_the_os_user_and_no_ops_none():
     first = AuditLog.objects.order_by("id").first()
     assert first.target == str(V1)
     assert json.loads(first.after_json)["inserted"]["buffer_entries"] == 36
+
+
+def test_a_command_writing_through_services_is_audited_as_the_os_user(cast):
+    """The helper a CLI door uses: services take audit.cli_actor() where a page passes its
+    account, so an alias command's row names "cli:<os user>"."""
+    from memory.engine import audit
+    from memory.models import AliasChange
+    from memory.web import services
+
+    services.set_alias("alice", "bob", "the stranger", user=audit.cli_actor(), source="cli")
+    services.set_alias("alice", "bob", "the stranger", user=audit.cli_actor(), source="cli")
+    assert rows() == [("alias.set", "alice->bob", None, CLI)]
+    assert AliasChange.objects.filter(source="cli").count() == 1

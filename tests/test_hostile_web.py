@@ -19,6 +19,7 @@ import pytest
 from django.db import connection
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
+from memory.engine.cursor import encode_cursor
 from tests.helpers import write
 
 ARTIFACT = Path(__file__).resolve().parent.parent / "test-artifacts" / "hostile-web.md"
@@ -29,7 +30,23 @@ HOSTILE = {
     "percent": ["%", "%25", "%2F", "100%", "%zz"],
     "long": ["x" * 10_000, "é" * 10_000],
     "unicode": ["\u202eevil", "\u200b", "👩‍👩‍👧", "e\u0301", "\ufeff", "\uffff", "Ω" * 3],
-    "cursor": ["AAAA", "eyJrIjoiYSJ9", "not-a-cursor!", "-1", "9" * 40, "W10=", "e30="],
+    "cursor": ["AAAA", "eyJrIjoiYSJ9", "not-a-cursor!", "-1", "9" * 40, "W10=", "e30="]
+    # Well-formed cursors (ours in form) carrying hostile values: NUL, a number past any
+    # integer column, an id of 10k characters, the wrong types in each position.
+    + [
+        encode_cursor(values)
+        for values in (
+            ["\x00", "\x00"],
+            ["2026-07-06T12:00:00.000Z", "\x00"],
+            [10**30, "m-1"],
+            ["m-1", 10**30],
+            [-(10**30), -(10**30), -(10**30)],
+            ["x" * 10_000, "y"],
+            ["2026-07-06T12:00:00.000Z", 0, "m-1"],
+            [1.5, None],
+            [[], {}],
+        )
+    ],
 }
 # Every query parameter a page or operation reads.
 QUERY_NAMES = (
