@@ -96,7 +96,9 @@ class HeadAsGetMiddleware:
             return self.get_response(request)
         request.method = "GET"
         response = self.get_response(request)
-        if not response.streaming:
+        if response.streaming:
+            response.streaming_content = []  # Content-Length, if it was set, stays
+        else:
             length = len(response.content)
             response.content = b""
             response["Content-Length"] = str(length)
