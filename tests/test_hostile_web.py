@@ -175,9 +175,13 @@ def test_no_route_answers_5xx_to_hostile_input(client, hostile_world) -> None:
             row["5xx"] += 1
             failures.append(f"{status} {method} {url!r} {kw}")
 
-    def send(category: str, method: str, url: str, body: dict | None = None) -> None:
+    def send(
+        category: str, method: str, url: str, body: dict | None = None, form: dict | None = None
+    ) -> None:
         call = getattr(client, method.lower())
-        if body is None:
+        if form is not None:
+            r = call(url, form)
+        elif body is None:
             r = call(url)
         else:
             r = call(url, data=json.dumps(body), content_type="application/json")
@@ -197,6 +201,9 @@ def test_no_route_answers_5xx_to_hostile_input(client, hostile_world) -> None:
                     # Every query parameter hostile at once, then a tampered cursor alone.
                     query = urlencode([(n, value) for n in QUERY_NAMES])
                     send(category, method, f"{base}?{query}")
+                    # Form fields, for the page forms (the inline alias edit).
+                    if method == "POST" and not base.startswith("/api/"):
+                        send(category, method, base, form={"label": value, "action": value})
                     # Body fields, for the write routes.
                     if method in ("POST", "PUT") and base.startswith("/api/"):
                         kind = next((k for k in BODY_FIELDS if k in route), None)
