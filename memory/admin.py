@@ -13,8 +13,9 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.forms import formset_factory
 from django.http import HttpRequest, HttpResponseRedirect
-from django.utils.html import format_html
+from django.template.response import TemplateResponse
 
+from memory.engine import audit
 from memory.engine.aliases import AliasesJsonError, parse_aliases_json
 from memory.engine.buffer.rendered import render_entry
 from memory.engine.knowledge import viewer_of
@@ -256,7 +257,7 @@ class AliasChangeAdmin(ReadOnlyAdmin):
 
 @admin.register(AuditLog)
 class AuditLogAdmin(ReadOnlyAdmin):
-    list_display = ("at", "action", "target", "actor")
+    list_display = ("at", "action", "target", "actor", "actor_label")
     list_filter = ("action",)
     search_fields = ("target",)
 
@@ -264,13 +265,17 @@ class AuditLogAdmin(ReadOnlyAdmin):
 class ApiTokenForm(forms.ModelForm):
     class Meta:
         model = ApiToken
-        fields = ("user", "name")
+        fields = ("user", "name", "expires_at")
+        help_texts = {"expires_at": "Optional: past this moment the token is refused."}
 
 
 @admin.register(ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):
+    """Tokens: created (the raw value shown once, on the page that answers the save, never
+    in a message cookie) and deleted, each one audit row."""
+
     form = ApiTokenForm
-    list_display = ("name", "user", "prefix", "created_at")
+    list_display = ("name", "user", "prefix", "created_at", "expires_at")
     readonly_fields = ("prefix", "created_at", "last_used_at")
 
     def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
@@ -278,10 +283,47 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
     def save_model(self, request, obj, form, change) -> None:
         raw = new_token(obj)
-        super().save_model(request, obj, form, change)
-        messages.warning(
-            request,
-            format_html(
-                "Token for {}: <code>{}</code> — copy it now; it is not shown again.", obj.user, raw
-            ),
-        )
+        with transaction.atomic():
+            super().save_model(request, obj, form, change)
+            audit.record(
+                "token.create",
+                f"token:{obj.pk}",
+                actor=request.user,
+                after={"user": obj.user.get_username(), "name": obj.name, "prefix": obj.prefix,
+                       "expires_at": obj.expires_at},
+            )  # fmt: skip
+        obj._raw_token = raw  # for response_add, this request only
+
+    def response_add(self, request, obj, post_url_continue=None):
+        """The page that shows the raw token, once. Not a redirect with a message: Django's
+        messages travel in a signed (readable) cookie."""
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "token": obj,
+            "raw": getattr(obj, "_raw_token", ""),
+            "title": "API token created",
+        }
+        response = TemplateResponse(request, "admin/memory/apitoken/created.html", context)
+        response["Cache-Control"] = "no-store"
+        return response
+
+    def delete_model(self, request, obj) -> None:
+        with transaction.atomic():
+            _audit_token_delete(request, obj)
+            super().delete_model(request, obj)
+
+    def delete_queryset(self, request, queryset) -> None:
+        with transaction.atomic():
+            for obj in queryset.select_related("user"):
+                _audit_token_delete(request, obj)
+            super().delete_queryset(request, queryset)
+
+
+def _audit_token_delete(request: HttpRequest, obj: ApiToken) -> None:
+    audit.record(
+        "token.delete",
+        f"token:{obj.pk}",
+        actor=request.user,
+        before={"user": obj.user.get_username(), "name": obj.name, "prefix": obj.prefix},
+    )

@@ -422,6 +422,8 @@ class AuditLog(models.Model):
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    # Who, in words, when no account did it: "cli:<os user>" for a management command.
+    actor_label = models.TextField(default="", blank=True)
     at = models.DateTimeField(auto_now_add=True)
     action = models.TextField()
     target = models.TextField(default="")
@@ -443,6 +445,8 @@ class ApiToken(models.Model):
     key_hash = models.TextField(unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
+    # Past this moment the token authenticates nothing; null = it never expires.
+    expires_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         db_table = "memory_api_tokens"

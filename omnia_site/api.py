@@ -7,6 +7,7 @@ from ninja.operation import Operation
 
 from memory.web.api import install_error_handlers
 from memory.web.api import router as memory_router
+from memory.web.auth import docs_login_required
 
 
 class InspectorAPI(NinjaAPI):
@@ -22,6 +23,7 @@ api = InspectorAPI(
     description="Every inspector panel has a JSON twin here. Errors share one shape: "
     '{"detail": str, "code": str, "field": str | null}.',
     urls_namespace="api",
+    docs_decorator=docs_login_required,
 )
 api.add_router("/", memory_router)
 install_error_handlers(api)

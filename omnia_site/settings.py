@@ -84,6 +84,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # After WhiteNoise, which answers HEAD for static files itself.
+    "memory.web.middleware.HeadAsGetMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -95,6 +97,7 @@ MIDDLEWARE = [
     # HX-Redirect to the login page, never the login page inside a panel.
     "memory.web.htmx_login.HtmxLoginRedirectMiddleware",
     "memory.web.middleware.DatabaseUnavailableMiddleware",
+    "memory.web.middleware.ErrorShapeMiddleware",
     "csp.middleware.CSPMiddleware",
     # Last, as axes asks: it turns a refused sign-in into the throttled page (memory.web.lockout).
     "axes.middleware.AxesMiddleware",
@@ -225,15 +228,29 @@ CONTENT_SECURITY_POLICY = {
     },
 }
 
-# Login throttling (django-axes, hooks in memory/web/lockout.py): 5 failures per username or
-# per client address (either one) within 15 minutes, then 429 until the 15 minutes have passed
-# since the last counted failure. Counted in the database (the handler is axes' database one),
-# so every web process sees the same count: a per-process count would multiply the limit by
-# the worker count. The address is REMOTE_ADDR: X-Forwarded-For is client-controlled unless a
-# trusted proxy rewrites it.
-AXES_FAILURE_LIMIT = 5
+# Login throttling (django-axes, hooks in memory/web/lockout.py), three counts within 15
+# minutes, each with its own limit, so one account's failures never lock out another account:
+# - one account from one address: 5 failures (OMNIA_LOGIN_FAILURE_LIMIT), the usual guesser;
+# - one account from any address: 20 (OMNIA_LOGIN_ACCOUNT_FAILURE_LIMIT), a distributed
+#   guesser; higher, so a stranger cannot cheaply lock a user out from everywhere;
+# - one address, counted in distinct accounts that failed from it: 10
+#   (OMNIA_LOGIN_ADDRESS_ACCOUNT_LIMIT), a password sprayer. Counting accounts, not failures,
+#   is what keeps a user's own typos from locking out the colleagues behind the same address.
+# Then 429 until 15 minutes have passed since the last counted failure. Counted in the
+# database (axes' database handler), so every web process sees the same count.
+AXES_FAILURE_LIMIT = env_int("OMNIA_LOGIN_FAILURE_LIMIT", 5)
+OMNIA_LOGIN_ACCOUNT_FAILURE_LIMIT = env_int("OMNIA_LOGIN_ACCOUNT_FAILURE_LIMIT", 20)
+OMNIA_LOGIN_ADDRESS_ACCOUNT_LIMIT = env_int("OMNIA_LOGIN_ADDRESS_ACCOUNT_LIMIT", 10)
 AXES_COOLOFF_TIME = timedelta(minutes=15)
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+# In this order; memory.web.lockout.LoginFailures gives each its limit above.
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], ["username"], ["ip_address"]]
+# The client address is REMOTE_ADDR, unless it is one of OMNIA_TRUSTED_PROXIES (addresses or
+# networks, comma-separated: the reverse proxy in front of the site); then it is the nearest
+# X-Forwarded-For address that is not a trusted proxy. Without it, behind a proxy every client
+# would share the proxy's address; trusting X-Forwarded-For from anyone would let a guesser
+# pick a fresh address per try.
+OMNIA_TRUSTED_PROXIES = env_list("OMNIA_TRUSTED_PROXIES", "")
+AXES_CLIENT_IP_CALLABLE = "memory.web.lockout.client_address"
 AXES_HANDLER = "memory.web.lockout.LoginFailures"
 AXES_USERNAME_CALLABLE = "memory.web.lockout.username_key"
 AXES_LOCKOUT_CALLABLE = "memory.web.lockout.throttled_response"

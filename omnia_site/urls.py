@@ -15,3 +15,9 @@ urlpatterns = [
     path("api/", api.urls),
     path("", include("memory.web.urls")),
 ]
+
+# Every refusal styled (pages) or in the API's one shape (/api/): memory/web/error_pages.py.
+handler400 = "memory.web.error_pages.bad_request"
+handler403 = "memory.web.error_pages.permission_denied"
+handler404 = "memory.web.error_pages.page_not_found"
+handler500 = "memory.web.error_pages.server_error"

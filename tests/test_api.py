@@ -309,10 +309,22 @@ def test_remember_unknown_viewer_is_404(client, cast, staff_token) -> None:
     assert_error(r, 404, "not_found", "viewer_id")
 
 
-def test_openapi_documents_error_shape(client) -> None:
+def test_openapi_documents_error_shape(client, django_user_model) -> None:
+    client.force_login(django_user_model.objects.create_user("schema-reader", password="pw"))
     schema = client.get("/api/openapi.json").json()
     assert "ErrorOut" in schema["components"]["schemas"]
     assert schema["paths"]["/api/viewers/{viewer_id}/buffer"]["get"]["responses"]["404"]
+
+
+def test_openapi_and_docs_need_a_login(client, db) -> None:
+    """Issue 14 item 11: they answered anonymous callers."""
+    r = client.get("/api/openapi.json")
+    assert (r.status_code, r.json()) == (
+        401,
+        {"detail": "log in to read the API schema", "code": "unauthorized", "field": None},
+    )
+    r = client.get("/api/docs")
+    assert r.status_code == 302 and r["Location"] == "/accounts/login/?next=/api/docs"
 
 
 # --- sessions, digest, episodes, faces, long-term, prompt, leaks, doors -------------------------

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from functools import wraps
 from typing import Any
 
-from django.http import HttpRequest
+from django.contrib.auth.views import redirect_to_login
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.utils import timezone
 from ninja.security import HttpBearer, django_auth
 
 from memory.engine.errors import Forbidden
@@ -49,6 +52,8 @@ class BearerToken(HttpBearer):
         found = ApiToken.objects.select_related("user").filter(key_hash=hash_token(token)).first()
         if found is None or not found.user.is_active:
             return None
+        if found.expires_at is not None and found.expires_at <= timezone.now():
+            return None  # an expired token is no token: 401, as an unknown one
         return found.user
 
 
@@ -75,3 +80,24 @@ def get_viewer_for_user(user: Any, viewer_id: str) -> Viewer:
     """The viewer named in a URL, if `user` may read (Forbidden) and it exists (NotFound)."""
     require_permission(user, READ_PERMISSION, "reads need")
     return get_viewer(viewer_id)
+
+
+def docs_login_required(view):
+    """The API's schema and docs pages for signed-in accounts only (they map the whole
+    surface): the docs page sends a stranger to sign in, the schema answers 401 in the
+    error shape."""
+
+    @wraps(view)
+    def guarded(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if request.user.is_authenticated:
+            return view(request, *args, **kwargs)
+        if request.path.endswith(".json"):
+            body = {
+                "detail": "log in to read the API schema",
+                "code": "unauthorized",
+                "field": None,
+            }
+            return JsonResponse(body, status=401)
+        return redirect_to_login(request.get_full_path())
+
+    return guarded

@@ -120,6 +120,10 @@ class MemoryOut(Schema):
     timestamp: str
     generation: int | None = None
     retracted: bool
+    changed: bool = Field(
+        default=True,
+        description="false when the call changed nothing (retracting a retracted memory)",
+    )
 
 
 class SessionOut(Schema):

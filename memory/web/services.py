@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 from django.db import transaction
 from django.db.models import Q
 
+from memory.engine import audit
 from memory.engine.abstract import abstract
 from memory.engine.aliases import (
     AliasesJsonError,
@@ -21,7 +21,7 @@ from memory.engine.knowledge import true_names
 from memory.engine.leaks import stored as leak_findings
 from memory.engine.upkeep import rebuild_all, run_upkeep, verify_all
 from memory.engine.write_door import remember, retract
-from memory.models import AliasChange, AuditLog, ObjectType, WorldObject
+from memory.models import AliasChange, BufferEntry, ObjectType, WorldObject
 
 
 class AliasRefused(InvalidInput):
@@ -141,12 +141,12 @@ def _record(
         changed_by=actor,
         source=source,
     )
-    AuditLog.objects.create(
-        actor=actor,
-        action="alias.delete" if after is None else "alias.set",
-        target=f"{viewer_id}->{target_id}",
-        before_json=json.dumps({"label": before}),
-        after_json=json.dumps({"label": after}),
+    audit.record(
+        "alias.delete" if after is None else "alias.set",
+        f"{viewer_id}->{target_id}",
+        actor=user,
+        before={"label": before},
+        after={"label": after},
     )
     # The viewer's prompt just changed: its stored leak findings follow in this same
     # transaction, so the page the editor lands on is never stale.
@@ -156,7 +156,8 @@ def _record(
 def set_alias(
     viewer_id: str, target_id: str, label: str, *, user=None, source: str = ""
 ) -> AliasResult:
-    """Set what `viewer_id` calls `target_id`; refused (AliasRefused) on any validation error."""
+    """Set what `viewer_id` calls `target_id`; refused (AliasRefused) on any validation error.
+    `user` is the account, or for a management command its label (audit.cli_actor())."""
     with transaction.atomic():
         viewer, aliases = _locked_viewer(viewer_id)
         errors, warnings = check_alias(viewer, target_id, label)
@@ -205,47 +206,51 @@ def remember_memory(owner_id: str, *, user=None, **kwargs):
     """memory.engine.write_door.remember and its AuditLog row, in one transaction."""
     with transaction.atomic():
         done = remember(owner_id, **kwargs)
-        AuditLog.objects.create(
-            actor=user if getattr(user, "is_authenticated", False) else None,
-            action="memory.remember",
-            target=f"{owner_id}/{done.entry.id}",
-            after_json=json.dumps(
-                {"intent": done.entry.intent_json, "timestamp": done.entry.timestamp}
-            ),
+        audit.record(
+            "memory.remember",
+            f"{owner_id}/{done.entry.id}",
+            actor=user,
+            after={"intent": done.entry.intent_json, "timestamp": done.entry.timestamp},
         )
     return done
 
 
-def retract_memory(entry_id: str, *, user=None):
-    """memory.engine.write_door.retract and its AuditLog row, in one transaction."""
+def retract_memory(entry_id: str, *, user=None) -> tuple[BufferEntry, bool]:
+    """memory.engine.write_door.retract and its AuditLog row, in one transaction: (the entry,
+    whether this call retracted it). Retracting a retracted memory is a no-op: no row."""
     with transaction.atomic():
-        entry = retract(entry_id)
-        AuditLog.objects.create(
-            actor=user if getattr(user, "is_authenticated", False) else None,
-            action="memory.retract",
-            target=f"{entry.owner_id}/{entry.id}",
-            after_json=json.dumps({"retracted_at": entry.retracted_at.isoformat()}),
+        # Locked first, so of two concurrent retracts exactly one sees it unretracted.
+        was = list(
+            BufferEntry.objects.select_for_update()
+            .filter(pk=entry_id)
+            .values_list("retracted_at", flat=True)
         )
-    return entry
+        entry = retract(entry_id)
+        changed = bool(was) and was[0] is None
+        if changed:
+            audit.record(
+                "memory.retract",
+                f"{entry.owner_id}/{entry.id}",
+                actor=user,
+                after={"retracted_at": entry.retracted_at.isoformat()},
+            )
+    return entry, changed
 
 
 # --- projection and abstraction doors ---------------------------------------------------------
 
 
 def _audit(user, action: str, target: str, after: dict) -> None:
-    AuditLog.objects.create(
-        actor=user if getattr(user, "is_authenticated", False) else None,
-        action=action,
-        target=target,
-        after_json=json.dumps(after, default=str),
-    )
+    audit.record(action, target, actor=user, after=after)
 
 
 def run_cycle(*, user=None) -> dict:
-    """One incremental projection cycle over every shard, then the leak findings it moved."""
+    """One incremental projection cycle over every shard, then the leak findings it moved.
+    Audited when it changed something (a cycle with nothing to fold is a no-op)."""
     result = run_upkeep()
     done = {**result.as_dict(), "shards_skipped": list(result.shards_skipped)}
-    _audit(user, "projections.cycle", "projections", done)
+    if audit.cycle_changed(result):
+        _audit(user, "projections.cycle", "projections", done)
     return done
 
 

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
+from memory.web import converters  # noqa: F401  (registers the "oid" path converter)
 from memory.web.views import entries, leaks, overview, projections, viewer
 
 app_name = "memory"
@@ -13,12 +14,12 @@ urlpatterns = [
     path("leaks.json", leaks.leaks_page, {"fmt": "json"}, name="leaks_json"),
     path("projections/<str:action>/", projections.projection_action, name="projection_action"),
     path("viewers/", overview.pick_viewer, name="pick_viewer"),
-    path("viewers/<str:viewer_id>/", viewer.viewer_page, name="viewer"),
-    path("viewers/<str:viewer_id>/aliases/", viewer.aliases_panel, name="aliases_panel"),
-    path("viewers/<str:viewer_id>/aliases/<str:target_id>/", viewer.alias_edit, name="alias_edit"),
-    path("viewers/<str:viewer_id>/buffer/", viewer.buffer_panel, name="buffer_panel"),
-    path("viewers/<str:viewer_id>/sessions/", viewer.sessions_panel, name="sessions_panel"),
-    path("viewers/<str:viewer_id>/faces/", viewer.faces_panel, name="faces_panel"),
-    path("viewers/<str:viewer_id>/prompt/", leaks.prompt_page, name="prompt"),
-    path("viewers/<str:viewer_id>/entries/<str:entry_id>/", entries.entry_page, name="entry"),
+    path("viewers/<oid:viewer_id>/", viewer.viewer_page, name="viewer"),
+    path("viewers/<oid:viewer_id>/aliases/", viewer.aliases_panel, name="aliases_panel"),
+    path("viewers/<oid:viewer_id>/aliases/<oid:target_id>/", viewer.alias_edit, name="alias_edit"),
+    path("viewers/<oid:viewer_id>/buffer/", viewer.buffer_panel, name="buffer_panel"),
+    path("viewers/<oid:viewer_id>/sessions/", viewer.sessions_panel, name="sessions_panel"),
+    path("viewers/<oid:viewer_id>/faces/", viewer.faces_panel, name="faces_panel"),
+    path("viewers/<oid:viewer_id>/prompt/", leaks.prompt_page, name="prompt"),
+    path("viewers/<oid:viewer_id>/entries/<oid:entry_id>/", entries.entry_page, name="entry"),
 ]

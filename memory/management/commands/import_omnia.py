@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.utils import timezone
 
+from memory.engine import audit
 from memory.engine.projections.worker import projection_status
 from memory.engine.upkeep import run_upkeep
 from memory.management.commands._base import (
@@ -34,18 +35,25 @@ class Command(OmniaCommand):
 
     def handle(self, *args, path: str, **options) -> None:
         started = timezone.now()
+        digest = audit.restated_digest()
         with progress_bar("import", "rows") as bar:
             try:
                 report = import_omnia(path, progress=bar.update)
             except WorldImportError as exc:
                 raise refuse(f"refused, nothing imported: {exc}") from None
         self.stdout.write(import_summary(report, started))
+        audit.record_import("world.import", report, audit.cli_actor(), digest_before=digest)
         behind = projection_status()["lag_rows"]
         if not behind:
             return
         if options.get("fold"):
             with progress_bar("fold", "rows", total=behind) as bar:
                 result = run_upkeep(progress=bar.update)
+            if audit.cycle_changed(result):
+                audit.record(
+                    "projections.cycle", "projections", actor=audit.cli_actor(),
+                    after=result.as_dict(),
+                )  # fmt: skip
             self.stdout.write(
                 f"folded {result.rows_folded} rows into {result.sessions_written} sessions; "
                 f"leak findings rescanned for {result.leak_viewers_scanned} viewer(s)"

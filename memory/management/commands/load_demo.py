@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.utils import timezone
 
+from memory.engine import audit
 from memory.management.commands._base import OmniaCommand, import_summary, refuse
 from memory.models import WorldSource
 from memory.worlds.demo import load_demo
@@ -26,8 +27,10 @@ class Command(OmniaCommand):
             )
             return
         started = timezone.now()
+        digest = audit.restated_digest()
         try:
             report = load_demo()
         except WorldImportError as exc:
             raise refuse(f"refused, nothing loaded: {exc}") from None
         self.stdout.write(import_summary(report, started))
+        audit.record_import("world.load", report, audit.cli_actor(), digest_before=digest)

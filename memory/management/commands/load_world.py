@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.utils import timezone
 
+from memory.engine import audit
 from memory.management.commands._base import (
     OmniaCommand,
     import_summary,
@@ -21,9 +22,11 @@ class Command(OmniaCommand):
 
     def handle(self, *args, path: str, **options) -> None:
         started = timezone.now()
+        digest = audit.restated_digest()
         with progress_bar("load", "rows") as bar:
             try:
                 report = load_world(path, progress=bar.update)
             except WorldImportError as exc:
                 raise refuse(f"refused, nothing loaded: {exc}") from None
         self.stdout.write(import_summary(report, started))
+        audit.record_import("world.load", report, audit.cli_actor(), digest_before=digest)

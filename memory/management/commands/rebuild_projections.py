@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from memory.engine import audit
 from memory.engine.upkeep import rebuild_all, verify_all
 from memory.management.commands._base import OmniaCommand, progress_bar
 from memory.models import BufferEntry
@@ -36,6 +37,16 @@ class Command(OmniaCommand):
             if result.drifted or findings.drift:
                 raise SystemExit(1)
             return
+        audit.record(
+            "projections.rebuild",
+            "projections",
+            actor=audit.cli_actor(),
+            after={
+                "rows_folded": rebuilt.rows_folded,
+                "sessions": rebuilt.sessions,
+                "episodes": rebuilt.episodes,
+            },
+        )
         if options["json"]:
             self.stdout.write(
                 json.dumps(

@@ -8,6 +8,7 @@ from typing import Any
 from django.core.management.base import CommandError
 from django.db import DatabaseError
 
+from memory.engine import audit
 from memory.engine.projections import CycleResult
 from memory.engine.projections.worker import (
     StopFlag,
@@ -81,6 +82,12 @@ class Command(OmniaCommand):
             return
         with progress_bar("fold", "rows", total=projection_status()["lag_rows"]) as bar:
             result = run_upkeep(shards=shards, progress=bar.update)
+        # One-shot runs are a person's write and audited; the --loop worker is the automatic
+        # fold (derived rows only) and would write one row a second.
+        if audit.cycle_changed(result):
+            audit.record(
+                "projections.cycle", "projections", actor=audit.cli_actor(), after=result.as_dict()
+            )
         if options["json"]:
             extra = {"problems_found": result.problems_found} if result.problems_found else {}
             if result.repartitioned:

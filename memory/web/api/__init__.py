@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ninja import Router
 
+from memory.web import converters  # noqa: F401  (registers the "oid" path converter first)
 from memory.web.api import buffer, entities, leaks, longterm, problems, projections
 from memory.web.api.errors import install_error_handlers, status_of
 from memory.web.auth import API_AUTH

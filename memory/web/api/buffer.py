@@ -55,7 +55,7 @@ def _json_or_text(raw: str | None) -> Any:
 
 
 @router.get(
-    "/viewers/{viewer_id}/buffer",
+    "/viewers/{oid:viewer_id}/buffer",
     response={200: BufferPageOut, 400: ErrorOut, **READ_ERRORS},
     url_name="buffer",
 )
@@ -98,7 +98,7 @@ def buffer(
 
 
 @router.get(
-    "/viewers/{viewer_id}/entries/{entry_id}",
+    "/viewers/{oid:viewer_id}/entries/{oid:entry_id}",
     response={200: EntryOut, **READ_ERRORS},
     url_name="entry",
 )
@@ -112,7 +112,9 @@ def entry(request: HttpRequest, viewer_id: str, entry_id: str):
 
 
 @router.post(
-    "/viewers/{viewer_id}/memories", response={201: MemoryOut, **WRITE_ERRORS}, url_name="remember"
+    "/viewers/{oid:viewer_id}/memories",
+    response={201: MemoryOut, **WRITE_ERRORS},
+    url_name="remember",
 )
 def remember(request: HttpRequest, viewer_id: str, payload: MemoryIn):
     """Write one memory for the viewer through the engine's write door."""
@@ -140,10 +142,16 @@ def remember(request: HttpRequest, viewer_id: str, payload: MemoryIn):
 
 
 @router.post(
-    "/memories/{entry_id}/retract", response={200: MemoryOut, **WRITE_ERRORS}, url_name="retract"
+    "/memories/{oid:entry_id}/retract",
+    response={200: MemoryOut, **WRITE_ERRORS},
+    url_name="retract",
 )
 def retract(request: HttpRequest, entry_id: str):
     """Mark a memory retracted; the row stays (it still happened)."""
     access.require_editor(request)
-    e = services.retract_memory(inputs.path_id(entry_id, "entry_id"), user=user_of(request))
-    return MemoryOut(id=e.id, owner_id=e.owner_id, timestamp=e.timestamp, retracted=True)
+    e, changed = services.retract_memory(
+        inputs.path_id(entry_id, "entry_id"), user=user_of(request)
+    )
+    return MemoryOut(
+        id=e.id, owner_id=e.owner_id, timestamp=e.timestamp, retracted=True, changed=changed
+    )

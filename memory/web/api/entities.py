@@ -41,7 +41,9 @@ def list_entities(request: HttpRequest, q: str | None = None, world_id: str | No
 
 
 @router.get(
-    "/viewers/{viewer_id}/aliases", response={200: AliasListOut, **READ_ERRORS}, url_name="aliases"
+    "/viewers/{oid:viewer_id}/aliases",
+    response={200: AliasListOut, **READ_ERRORS},
+    url_name="aliases",
 )
 def list_aliases(request: HttpRequest, viewer_id: str):
     """The viewer's alias for every other entity of its world, with state and a suggestion."""
@@ -62,7 +64,7 @@ def list_aliases(request: HttpRequest, viewer_id: str):
 
 
 @router.put(
-    "/viewers/{viewer_id}/aliases/{target_id}",
+    "/viewers/{oid:viewer_id}/aliases/{oid:target_id}",
     response={200: AliasChangeOut, **WRITE_ERRORS},
     url_name="alias_set",
 )
@@ -82,7 +84,7 @@ def set_alias(request: HttpRequest, viewer_id: str, target_id: str, payload: Ali
 
 
 @router.delete(
-    "/viewers/{viewer_id}/aliases/{target_id}",
+    "/viewers/{oid:viewer_id}/aliases/{oid:target_id}",
     response={200: AliasChangeOut, **WRITE_ERRORS},
     url_name="alias_delete",
 )

@@ -15,7 +15,7 @@ router = Router()
 
 
 @router.get(
-    "/viewers/{viewer_id}/prompt", response={200: PromptOut, **READ_ERRORS}, url_name="prompt"
+    "/viewers/{oid:viewer_id}/prompt", response={200: PromptOut, **READ_ERRORS}, url_name="prompt"
 )
 def prompt(request: HttpRequest, viewer_id: str):
     """The viewer's prompt context and the leak findings in it (offsets into `text`)."""

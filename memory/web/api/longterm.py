@@ -45,7 +45,9 @@ def _face_out(
     }
 
 
-@router.get("/viewers/{viewer_id}/faces", response={200: FacesOut, **READ_ERRORS}, url_name="faces")
+@router.get(
+    "/viewers/{oid:viewer_id}/faces", response={200: FacesOut, **READ_ERRORS}, url_name="faces"
+)
 def faces(request: HttpRequest, viewer_id: str, include_shadowed: bool = False):
     """The viewer's long-term listing: the default face, or with shadowed and superseded
     entries brought back (tagged) when `include_shadowed`."""
@@ -67,7 +69,7 @@ def faces(request: HttpRequest, viewer_id: str, include_shadowed: bool = False):
 
 
 @router.get(
-    "/viewers/{viewer_id}/long-term/{entry_id}",
+    "/viewers/{oid:viewer_id}/long-term/{oid:entry_id}",
     response={200: LongTermEntryOut, **READ_ERRORS},
     url_name="long_term_entry",
 )
@@ -88,7 +90,7 @@ def long_term_entry(request: HttpRequest, viewer_id: str, entry_id: str):
 
 
 @router.get(
-    "/viewers/{viewer_id}/search", response={200: SearchOut, **READ_ERRORS}, url_name="search"
+    "/viewers/{oid:viewer_id}/search", response={200: SearchOut, **READ_ERRORS}, url_name="search"
 )
 def search(request: HttpRequest, viewer_id: str, q: str, include_shadowed: bool = False):
     """Search the viewer's long-term memory (default face unless `include_shadowed`)."""
@@ -106,7 +108,7 @@ def search(request: HttpRequest, viewer_id: str, q: str, include_shadowed: bool 
 
 
 @router.get(
-    "/viewers/{viewer_id}/resolve",
+    "/viewers/{oid:viewer_id}/resolve",
     response={200: SlugOut, **READ_ERRORS},
     url_name="slug",
 )
@@ -126,7 +128,7 @@ def resolve_slug(request: HttpRequest, viewer_id: str, slug: str, include_shadow
 
 
 @router.post(
-    "/viewers/{viewer_id}/abstract",
+    "/viewers/{oid:viewer_id}/abstract",
     response={201: AbstractOut, 409: ErrorOut, **WRITE_ERRORS},
     url_name="abstract",
 )

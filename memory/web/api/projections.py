@@ -24,7 +24,7 @@ router = Router()
 
 
 @router.get(
-    "/viewers/{viewer_id}/sessions",
+    "/viewers/{oid:viewer_id}/sessions",
     response={200: SessionPageOut, **READ_ERRORS},
     url_name="sessions",
 )
@@ -43,7 +43,7 @@ def sessions(request: HttpRequest, viewer_id: str, limit: int = 50, before: str 
 
 
 @router.get(
-    "/viewers/{viewer_id}/digest", response={200: DigestOut, **READ_ERRORS}, url_name="digest"
+    "/viewers/{oid:viewer_id}/digest", response={200: DigestOut, **READ_ERRORS}, url_name="digest"
 )
 def digest(request: HttpRequest, viewer_id: str, known_hash: str | None = None):
     """Viewer-relative lines naming its sessions, and their hash; pass `known_hash` to be told
@@ -60,7 +60,7 @@ def digest(request: HttpRequest, viewer_id: str, known_hash: str | None = None):
 
 
 @router.get(
-    "/viewers/{viewer_id}/episodes",
+    "/viewers/{oid:viewer_id}/episodes",
     response={200: EpisodePageOut, **READ_ERRORS},
     url_name="episodes",
 )

@@ -20,7 +20,7 @@ from memory.web.views.overview import projection_context
 def projection_action(request: HttpRequest, action: str) -> HttpResponse:
     """Run one projection cycle or verify that a rebuild would yield the stored rows."""
     if action == "cycle":
-        result = services.run_cycle()
+        result = services.run_cycle(user=request.user)
         text = (
             f"Cycle done: {result['rows_folded']} rows folded, {result['sessions_written']} "
             f"sessions written, {result['rows_visited']} rows visited."

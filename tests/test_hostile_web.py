@@ -1,0 +1,249 @@
+"""Hostile input at every page and API route: never a 5xx (issue 14, item 3).
+
+The routes are enumerated from the URLconf, so a route added later is fuzzed too. Each route
+gets hostile values in each path parameter (reversed through the URLconf, so ids holding "/"
+or "%" travel escaped, and raw in the path as well), in every query parameter any view reads,
+and, for the write routes, in every body field. The counts go to test-artifacts/hostile-web.md,
+one table per backend.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+from urllib.parse import quote, urlencode
+
+import pytest
+from django.db import connection
+from django.urls import URLPattern, URLResolver, get_resolver, reverse
+
+from memory.engine.cursor import encode_cursor
+from tests.helpers import write
+
+ARTIFACT = Path(__file__).resolve().parent.parent / "test-artifacts" / "hostile-web.md"
+
+HOSTILE = {
+    "nul": ["\x00", "alice\x00", "%00"],
+    "slash": ["/", "a/b", "../../etc/passwd", "guild/ann"],
+    "percent": ["%", "%25", "%2F", "100%", "%zz"],
+    "long": ["x" * 10_000, "é" * 10_000],
+    "unicode": ["\u202eevil", "\u200b", "👩‍👩‍👧", "e\u0301", "\ufeff", "\uffff", "Ω" * 3],
+    "cursor": ["AAAA", "eyJrIjoiYSJ9", "not-a-cursor!", "-1", "9" * 40, "W10=", "e30="]
+    # Well-formed cursors (ours in form) carrying hostile values: NUL, a number past any
+    # integer column, an id of 10k characters, the wrong types in each position.
+    + [
+        encode_cursor(values)
+        for values in (
+            ["\x00", "\x00"],
+            ["2026-07-06T12:00:00.000Z", "\x00"],
+            [10**30, "m-1"],
+            ["m-1", 10**30],
+            [-(10**30), -(10**30), -(10**30)],
+            ["x" * 10_000, "y"],
+            ["2026-07-06T12:00:00.000Z", 0, "m-1"],
+            [1.5, None],
+            [[], {}],
+        )
+    ],
+}
+# Every query parameter a page or operation reads.
+QUERY_NAMES = (
+    "q", "viewer", "kind", "before", "after", "type", "limit", "include_shadowed",
+    "known_hash", "mw", "mrq", "mcq", "mr", "mc", "qa", "all_aliases", "world_id", "slug",
+    "format",
+)  # fmt: skip
+# Valid values for each path parameter, so one hostile parameter is tried at a time.
+VALID = {
+    "viewer_id": "alice",
+    "target_id": "bob",
+    "entry_id": "m-1",
+    "slug": "x",
+    "action": "cycle",
+}
+BODY_FIELDS = {
+    "memories": ["intent", "timestamp", "location_id", "conversation_id", "outcome", "id"],
+    "aliases": ["label"],
+    "abstract": ["member_ids", "name", "body", "slug", "expected_generation"],
+}
+
+
+def routes() -> list[tuple[str, dict[str, str]]]:
+    """(route template with <name> holes, {name: converter}) for every URL pattern."""
+    found: list[tuple[str, dict[str, str]]] = []
+
+    def walk(patterns, prefix: str, names: str) -> None:
+        for p in patterns:
+            route = str(p.pattern)
+            if isinstance(p, URLResolver):
+                walk(p.url_patterns, prefix + route, names)
+            elif isinstance(p, URLPattern):
+                found.append((prefix + route, dict(re.findall(r"<(?:(\w+):)?(\w+)>", route))))
+
+    walk(get_resolver().url_patterns, "/", "")
+    out = []
+    for route, _ in found:
+        if route.startswith("/admin/") or route.startswith("/static/"):
+            continue
+        params = {name: conv or "str" for conv, name in re.findall(r"<(?:(\w+):)?(\w+)>", route)}
+        out.append((route, params))
+    return out
+
+
+def fill(route: str, values: dict[str, str], *, raw: bool) -> str:
+    """The route with its holes filled: escaped as the converter would (raw=False, via the
+    converter's to_url), or percent-encoded as a client would type it (raw=True)."""
+    from memory.web.converters import IdConverter
+
+    def one(m: re.Match) -> str:
+        conv, name = m.group(1), m.group(2)
+        value = values[name]
+        if raw:
+            return quote(value, safe="")
+        if conv == "oid":
+            value = IdConverter().to_url(value)
+        return quote(value, safe="/~:@!$&'()*+,;=")
+
+    path = re.sub(r"<(?:(\w+):)?(\w+)>", one, route)
+    return path.replace("^", "").replace("$", "")
+
+
+def methods_of(route: str) -> list[str]:
+    if route.startswith("/api/"):
+        if route.endswith(("memories", "abstract", "retract", "cycle", "rebuild", "verify")):
+            return ["POST"]
+        if "/aliases/<" in route:
+            return ["PUT", "DELETE"]
+        return ["GET"]
+    if "/aliases/<" in route or route.startswith("/projections/"):
+        return ["POST"]
+    if route.startswith("/accounts/logout"):
+        return []  # signing the fuzzer out would fuzz the login redirect from then on
+    return ["GET", "HEAD"]
+
+
+def body_for(route: str, field: str | None, value: str) -> dict:
+    if "memories" in route:
+        body = {
+            "intent": {"type": "dialogue", "originalText": "hi", "description": "hi",
+                       "actorId": "alice", "targetIds": []},
+            "timestamp": "2026-07-06T12:40:00.000Z",
+            "location_id": "tavern-main",
+            "conversation_id": "c-1",
+        }  # fmt: skip
+    elif "abstract" in route:
+        body = {"member_ids": ["m-1"], "name": "n", "body": "b", "slug": "s",
+                "expected_generation": 0}  # fmt: skip
+    elif "aliases" in route:
+        body = {"label": "the stranger"}
+    else:
+        body = {}
+    if field is not None:
+        body[field] = value
+    return body
+
+
+@pytest.fixture
+def hostile_world(cast, django_user_model):
+    """The cast, one memory, an entity and an entry whose ids hold "/"."""
+    from memory.models import WorldObject
+
+    write("alice", 1, entry_id="m-1", text="hello there")
+    WorldObject.objects.create(
+        id="guild/ann", type="entity", world=cast.world, location_id="tavern-main", is_agent=1
+    )
+    write("guild/ann", 2, entry_id="note/1", text="a line with a slash id")
+    staff = django_user_model.objects.create_user("fuzzer", password="pw", is_staff=True)
+    return staff
+
+
+@pytest.mark.django_db(transaction=True)
+def test_no_route_answers_5xx_to_hostile_input(client, hostile_world) -> None:
+    client.force_login(hostile_world)
+    table: dict[str, Counter] = {}
+    failures: list[str] = []
+    all_routes = routes()
+    assert len(all_routes) >= 30, all_routes  # the URLconf was walked, API included
+
+    def tally(category: str, method: str, url: str, status: int, **kw) -> None:
+        row = table.setdefault(category, Counter())
+        row["attempts"] += 1
+        if 400 <= status < 500:
+            row["4xx"] += 1
+        if status >= 500:
+            row["5xx"] += 1
+            failures.append(f"{status} {method} {url!r} {kw}")
+
+    def send(
+        category: str, method: str, url: str, body: dict | None = None, form: dict | None = None
+    ) -> None:
+        call = getattr(client, method.lower())
+        if form is not None:
+            r = call(url, form)
+        elif body is None:
+            r = call(url)
+        else:
+            r = call(url, data=json.dumps(body), content_type="application/json")
+        tally(category, method, url, r.status_code, body=body)
+
+    for route, params in all_routes:
+        for method in methods_of(route):
+            for category, values in HOSTILE.items():
+                for value in values:
+                    # Each path parameter hostile in turn (reversed and raw).
+                    for name in params:
+                        filled = {n: VALID.get(n, "x") for n in params}
+                        filled[name] = value
+                        for raw in (False, True):
+                            send(category, method, fill(route, filled, raw=raw))
+                    base = fill(route, {n: VALID.get(n, "x") for n in params}, raw=False)
+                    # Every query parameter hostile at once, then a tampered cursor alone.
+                    query = urlencode([(n, value) for n in QUERY_NAMES])
+                    send(category, method, f"{base}?{query}")
+                    # Form fields, for the page forms (the inline alias edit).
+                    if method == "POST" and not base.startswith("/api/"):
+                        send(category, method, base, form={"label": value, "action": value})
+                    # Body fields, for the write routes.
+                    if method in ("POST", "PUT") and base.startswith("/api/"):
+                        kind = next((k for k in BODY_FIELDS if k in route), None)
+                        for fld in BODY_FIELDS.get(kind, []):
+                            send(category, method, base, body_for(route, fld, value))
+    # The slash-id world renders: overview, its viewer page, its entry page, its buffer panel.
+    for url in (
+        "/",
+        reverse("memory:viewer", args=["guild/ann"]),
+        reverse("memory:entry", args=["guild/ann", "note/1"]),
+        reverse("memory:buffer_panel", args=["guild/ann"]) + "?qa=1",
+        reverse("api:entry", args=["guild/ann", "note/1"]),
+    ):
+        r = client.get(url)
+        tally("slash", "GET", url, r.status_code)
+        assert r.status_code == 200, (url, r.status_code)
+
+    _write_table(table)
+    assert not failures, "\n".join(failures[:20])
+    assert sum(row["attempts"] for row in table.values()) > 2000
+
+
+def _write_table(table: dict[str, Counter]) -> None:
+    """One section per backend in test-artifacts/hostile-web.md, the other kept as it was."""
+    vendor = connection.vendor
+    sections: dict[str, str] = {}
+    if ARTIFACT.exists():
+        for part in ARTIFACT.read_text().split("\n## ")[1:]:
+            sections[part.split("\n", 1)[0].strip()] = "## " + part.rstrip() + "\n"
+    lines = [f"## {vendor}", "", "| category | attempts | 4xx | 5xx |", "| --- | --- | --- | --- |"]
+    for category, row in sorted(table.items()):
+        lines.append(f"| {category} | {row['attempts']} | {row['4xx']} | {row['5xx']} |")
+    total = sum(table.values(), Counter())
+    lines.append(f"| **all** | {total['attempts']} | {total['4xx']} | {total['5xx']} |")
+    sections[vendor] = "\n".join(lines) + "\n"
+    ARTIFACT.parent.mkdir(exist_ok=True)
+    ARTIFACT.write_text(
+        "# Hostile input at every page and API route\n\n"
+        "Written by tests/test_hostile_web.py: every route of the URLconf, hostile values in\n"
+        "each path parameter, every query parameter and every write body field. 4xx counts\n"
+        "refusals; the rest answered 2xx/3xx (a hostile query parameter a page ignores).\n\n"
+        + "\n".join(sections[k] for k in sorted(sections))
+    )
