@@ -30,12 +30,24 @@ def prompt(request: HttpRequest, viewer_id: str):
 
 
 @router.get("/leaks", response={200: LeaksOut, **READ_ERRORS}, url_name="leaks")
-def leaks(request: HttpRequest, viewer: str | None = None, kind: str | None = None):
-    """Every leak finding in every viewer's prompt context, filtered by viewer and kind."""
+def leaks(
+    request: HttpRequest,
+    viewer: str | None = None,
+    kind: str | None = None,
+    world: str | None = None,
+    state: str | None = None,
+    sort: str | None = None,
+):
+    """Every distinct leak in every viewer's prompt context (one per section, with its count,
+    occurrences, source rows and acceptance state), filtered by viewer, kind, world and state."""
     access.require_reader(request)
     if viewer:
         viewer = access.viewer(request, viewer).id
     items = leak_reads.leak_findings(
-        viewer_id=viewer or None, kind=inputs.text(kind, "kind") or None
+        viewer_id=viewer or None,
+        kind=inputs.text(kind, "kind") or None,
+        world_id=inputs.text(world, "world") or None,
+        state=inputs.text(state, "state") or None,
+        sort=inputs.text(sort, "sort") or None,
     )
     return {"items": items, "count": len(items)}
