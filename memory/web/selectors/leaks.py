@@ -158,6 +158,13 @@ def viewer_choices() -> list[tuple[str, str]]:
     return [(v, found[v][1] if v in found else v) for v in ids]
 
 
+def display_names(ids: Iterable[str]) -> dict[str, str]:
+    """id -> the name a person reads (true name, else the id)."""
+    wanted = set(ids)
+    names = _names(wanted)
+    return {i: names.get(i, i) for i in wanted}
+
+
 def _names(ids: set[str]) -> dict[str, str]:
     wanted = sorted(ids)
     names: dict[str, str] = {}

@@ -38,14 +38,16 @@ def prompt_page(request: HttpRequest, viewer_id: str) -> HttpResponse:
 
 
 FILTERS = ("viewer", "kind", "world", "state", "sort")
+FILTER_PREFIX = "filter_"
 
 
-def _filters(source) -> dict[str, str]:
-    """The report's filters and sort as given (GET for the page, the form's copy on a POST)."""
+def _filters(source, prefix: str = "") -> dict[str, str]:
+    """The report's filters and sort as given: GET for the page; on a POST the form's copy,
+    prefixed (the finding's own `kind` is a field of the form too)."""
     found = {}
     for name in FILTERS:
         try:
-            value = (inputs.text(source.get(name), name) or "").strip()
+            value = (inputs.text(source.get(prefix + name), name) or "").strip()
         except InvalidInput as exc:
             raise BadRequest(str(exc)) from None
         if value:
@@ -179,7 +181,7 @@ KEY_FIELDS = ("viewer_id", "section", "kind", "text")
 def accept_leak(request: HttpRequest) -> HttpResponse:
     """Accept one finding as expected (editors; a reason is required)."""
     key = _finding_key(request)
-    filters = _filters(request.POST)
+    filters = _filters(request.POST, FILTER_PREFIX)
     try:
         services.accept_leak(*key, request.POST.get("reason", ""), user=request.user)
     except (InvalidInput, NotFound, Conflict) as exc:
@@ -193,7 +195,7 @@ def accept_leak(request: HttpRequest) -> HttpResponse:
 def reopen_leak(request: HttpRequest) -> HttpResponse:
     """Withdraw an acceptance (editors): the finding is a leak again."""
     key = _finding_key(request)
-    filters = _filters(request.POST)
+    filters = _filters(request.POST, FILTER_PREFIX)
     try:
         services.reopen_leak(*key, user=request.user)
     except NotFound as exc:
@@ -209,7 +211,7 @@ def add_alias(request: HttpRequest) -> HttpResponse:
     validation, history and audit); the viewer's findings are rescanned in the same write."""
     viewer = get_viewer_for_user(request, request.POST.get("viewer_id", ""))
     target_id = path_id(request.POST.get("target_id", ""), "target_id")
-    filters = _filters(request.POST)
+    filters = _filters(request.POST, FILTER_PREFIX)
     try:
         label = inputs.text(request.POST.get("label", ""), "label") or ""
         services.set_alias(viewer.id, target_id, label, user=request.user, source="leak report")
