@@ -509,7 +509,7 @@ def test_leak_report_lists_filters_and_exports(staff_client, demo) -> None:
     ]
     pip = fragment(staff_client, "/leaks/?viewer=npc-pip")
     assert pip.startswith('<section id="leak-table"')
-    assert '<h2 id="leak-title">1 finding for npc-pip</h2>' in pip
+    assert '<h2 id="leak-title">1 finding for Pip Dunn</h2>' in pip
     assert "<mark>Sable Quint</mark>" in pip
     kind = staff_client.get("/leaks/?kind=system_id").content.decode()
     assert '<h2 id="leak-title">2 findings of kind system_id</h2>' in kind

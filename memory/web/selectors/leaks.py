@@ -111,6 +111,8 @@ SORTS = {
     "state": lambda f: (f["state"], f["viewer_name"].casefold(), f["start"]),
 }
 SORT_NAMES = tuple(SORTS)
+DEFAULT_SORT = "viewer"  # by the viewer's name, then where the leak stands in its prompt
+ALIASABLE = ("unknown_name", "system_id")
 
 
 def _with_state(items: list[dict], found: Iterable[ScanFinding]) -> list[dict]:
@@ -201,10 +203,12 @@ def leak_findings(
         entity = item["entity_id"]
         item["entity_name"] = names.get(entity, entity) if entity else None
         # A label can be given only to another entity (never to a place or to oneself).
-        item["can_alias"] = entity in entities and entity != item["viewer_id"]
+        # An alias answers a name or an id the viewer met, not a private value.
+        item["can_alias"] = (
+            item["kind"] in ALIASABLE and entity in entities and entity != item["viewer_id"]
+        )
     items.sort(key=lambda f: (f["viewer_id"], f["start"], f["end"], f["kind"]))
-    if sort in SORTS:
-        items.sort(key=SORTS[sort])
+    items.sort(key=SORTS[sort if sort in SORTS else DEFAULT_SORT])
     return items
 
 

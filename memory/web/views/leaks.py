@@ -135,11 +135,20 @@ def _render_table(
         f["dom"] = slugify(f"{f['viewer_id']}-{f['section']}-{f['kind']}-{f['start']}")
         f["problem_key"] = "|".join((f["viewer_id"], f["section"], f["kind"], f["text"]))
         f["alias_key"] = f"alias|{f['viewer_id']}|{f['entity_id']}"
+    problem = dict(problem or {})
+    if problem:
+        # A problem is shown beside its row; one whose row is gone (the finding moved) above.
+        keys = {f["problem_key"] for f in findings} | {f["alias_key"] for f in findings}
+        problem["placed"] = problem["key"] in keys
+    viewer_name = None
+    if filters.get("viewer"):
+        viewer_name = leak_reads.display_names([filters["viewer"]])[filters["viewer"]]
     context = {
         "findings": findings,
         "filters": filters,
+        "viewer_name": viewer_name,
         "here": here,
-        "problem": problem or {},
+        "problem": problem,
         "kinds": list(leak_reads.leak_kinds()),
         "states": list(FINDING_STATES),
         "sorts": list(leak_reads.SORT_NAMES),
