@@ -147,3 +147,40 @@ def test_the_report_lists_names_first_with_links(editor_client, millbrook) -> No
     # the place id is no entity: no alias to give
     tannery = body.split('data-kind="system_id"')[1].split("</tr>")[0]
     assert "Add alias" not in tannery
+
+
+def test_the_api_accepts_and_reopens_with_the_same_rules(client, django_user_model, millbrook):
+    from memory.web.auth import issue_token
+
+    editor = django_user_model.objects.create_user("eddie", password="pw")
+    editor.groups.add(Group.objects.get(name=roles.EDITORS))
+    reader = django_user_model.objects.create_user("reader", password="pw")
+    as_editor = {"Authorization": f"Bearer {issue_token(editor, 'ci')[1]}"}
+    as_reader = {"Authorization": f"Bearer {issue_token(reader, 'ci')[1]}"}
+    key = {k: v for k, v in HALE.items() if not k.startswith("filter_")}
+
+    def post(path: str, body: dict, headers: dict):
+        return client.post(path, json.dumps(body), content_type="application/json", headers=headers)
+
+    assert post("/api/leaks/accept", {**key, "reason": "x"}, as_reader).status_code == 403
+    r = post("/api/leaks/accept", {**key, "reason": ""}, as_editor)
+    assert (r.status_code, r.json()["code"]) == (422, "invalid")
+    r = post("/api/leaks/accept", {**key, "reason": "famous"}, as_editor)
+    assert r.status_code == 200
+    body = r.json()
+    assert {k: body[k] for k in ("viewer_id", "text", "reason", "accepted_by")} == {
+        "viewer_id": "ida",
+        "text": "Hale",
+        "reason": "famous",
+        "accepted_by": "eddie",
+    }
+    assert post("/api/leaks/accept", {**key, "reason": "again"}, as_editor).status_code == 409
+    gone = post("/api/leaks/accept", {**key, "text": "Nobody", "reason": "x"}, as_editor)
+    assert (gone.status_code, gone.json()["field"]) == (404, "text")
+    items = client.get("/api/leaks?viewer=ida&state=accepted", headers=as_reader).json()["items"]
+    assert [(f["text"], f["state"], f["accepted_reason"]) for f in items] == [
+        ("Hale", "accepted", "famous")
+    ]
+    assert post("/api/leaks/reopen", key, as_editor).status_code == 204
+    assert post("/api/leaks/reopen", key, as_editor).status_code == 404
+    assert LeakAcceptance.objects.count() == 0

@@ -243,6 +243,27 @@ class PromptOut(Schema):
     findings: list[LeakFindingOut] | None = Field(description="null while the scanner is missing")
 
 
+class LeakKeyIn(Schema):
+    viewer_id: str
+    section: str = Field(description="the prompt section, as a finding names it")
+    kind: str
+    text: str
+
+
+class LeakAcceptIn(LeakKeyIn):
+    reason: str = Field(min_length=1, max_length=2000, description="why it is expected")
+
+
+class LeakAcceptanceOut(Schema):
+    viewer_id: str
+    section: str
+    kind: str
+    text: str
+    reason: str
+    accepted_by: str | None
+    accepted_at: str
+
+
 class LeaksOut(Schema):
     items: list[LeakReportItemOut]
     count: int
