@@ -116,8 +116,8 @@ ALIASABLE = ("unknown_name", "system_id")
 
 
 def _with_state(items: list[dict], found: Iterable[ScanFinding]) -> list[dict]:
-    """Each finding's acceptance state, beside it."""
-    accepted = acceptances({f.viewer_id for f in found})
+    """Each finding's acceptance state, beside it (no query when there is nothing to mark)."""
+    accepted = acceptances({f.viewer_id for f in found}) if items else {}
     for item in items:
         key = (item["viewer_id"], item["section"], item["kind"], item["text"])
         done = accepted.get(key)
