@@ -218,3 +218,30 @@ def test_accepting_needs_a_reason_and_a_current_finding(millbrook):
     services.reopen_leak("ida", "Recent memories", "unknown_name", "Hale")
     assert LeakAcceptance.objects.count() == 0
     assert AuditLog.objects.filter(action="leak.reopen").count() == 1
+
+
+def test_every_line_of_the_long_term_and_buffer_sections_names_its_row(db):
+    from memory.engine.knowledge import get_viewer
+    from memory.engine.prompt import prompt_context
+    from memory.models import BufferEntry
+    from memory.web.selectors.faces import long_term_entry
+    from memory.worlds.demo import load_demo
+
+    load_demo()
+    prompt = prompt_context(get_viewer("npc-tobiah"))
+    text, at = prompt.text, 0
+    checked = {"Long-term memory": 0, "Recent memories": 0}
+    for section in prompt.sections:
+        body_at = at + len(f"## {section.name}\n")
+        for start, end, row_id in section.sources:
+            line = section.text[start:end]
+            assert "\n" not in line and text[body_at + start : body_at + end] == line
+            assert prompt.source_at(body_at + start) == row_id
+            if section.name == "Recent memories":
+                assert BufferEntry.objects.filter(pk=row_id, owner_id="npc-tobiah").exists()
+            else:
+                assert long_term_entry("npc-tobiah", row_id) is not None
+            checked[section.name] += 1
+        at = body_at + len(section.text) + 2
+    assert all(checked.values()), checked
+    assert prompt.source_at(0) is None  # the clock line comes from no row
