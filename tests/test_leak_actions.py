@@ -138,6 +138,7 @@ def test_the_report_lists_names_first_with_links(editor_client, millbrook) -> No
     assert '<a href="/viewers/ida/">Ida</a>' in row
     assert 'Hale Morrow <code class="id-hint">hale</code>' in row
     assert '<a class="to-source" href="/viewers/ida/entries/ida-1/">source row</a>' in row
+    assert '<a class="to-source more" href="/viewers/ida/entries/ida-3/">row 3</a>' in row
     assert '<td data-label="world" class="world">millbrook</td>' in row
     assert '<td data-label="×" class="count">3</td>' in row
     assert "the tanner&#x27;s widow waves; <mark>Hale</mark> is busy" in row

@@ -39,6 +39,7 @@ def prompt_page(request: HttpRequest, viewer_id: str) -> HttpResponse:
 
 FILTERS = ("viewer", "kind", "world", "state", "sort")
 FILTER_PREFIX = "filter_"
+SOURCES_LISTED = 5
 
 
 def _filters(source, prefix: str = "") -> dict[str, str]:
@@ -121,11 +122,12 @@ def _render_table(
     here = urlencode(list(filters.items()))
     for f in findings:
         f["prompt_url"] = reverse("memory:prompt", args=[f["viewer_id"]]) + f"#leak-at-{f['start']}"
-        f["source_url"] = (
-            reverse("memory:entry", args=[f["viewer_id"], f["source_id"]])
-            if f["source_id"]
-            else None
-        )
+        sources = list(dict.fromkeys(o["source_id"] for o in f["occurrences"] if o["source_id"]))
+        # The first occurrence's row, then the other rows the leak stands in (a few).
+        f["source_urls"] = [
+            reverse("memory:entry", args=[f["viewer_id"], source])
+            for source in sources[:SOURCES_LISTED]
+        ]
         f["alias_url"] = (
             reverse("memory:aliases_panel", args=[f["viewer_id"]])
             + f"?all_aliases=1#alias-{slugify(f['entity_id'])}"
