@@ -64,7 +64,7 @@ def test_accept_as_expected_turns_fail_on_leak_from_1_to_0(page, worlds) -> None
     row = page.locator("tr.leak-row").first
     # Names first: Hale Morrow, with her id as a hint.
     assert row.locator("td").first.inner_text().split() == ["Hale", "Morrow", "hale"]
-    assert row.locator("a.to-source").get_attribute("href") == "/viewers/hale/entries/hale-2/"
+    assert row.locator("a.to-source").first.get_attribute("href") == "/viewers/hale/entries/hale-2/"
     assert re.fullmatch(
         r"/viewers/hale/prompt/#leak-at-\d+", row.locator("a.to-prompt").get_attribute("href")
     )
