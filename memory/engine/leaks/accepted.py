@@ -25,13 +25,13 @@ ID_CHUNK = 500
 def acceptances(viewer_ids: Iterable[str] | None = None) -> dict[Key, LeakAcceptance]:
     """Every acceptance (of these viewers), by finding key."""
     rows = LeakAcceptance.objects.select_related("accepted_by")
-    if viewer_ids is None:
-        found = list(rows)
+    wanted = None if viewer_ids is None else set(viewer_ids)
+    if wanted is not None and len(wanted) <= ID_CHUNK:
+        found = list(rows.filter(viewer_id__in=sorted(wanted)))
     else:
-        wanted = sorted(set(viewer_ids))
-        found = []
-        for start in range(0, len(wanted), ID_CHUNK):
-            found += rows.filter(viewer_id__in=wanted[start : start + ID_CHUNK])
+        # Acceptances are few (each is an editor's act): one read of them all beats a long
+        # list of ids in chunks, and the overview asks for every viewer.
+        found = [a for a in rows if wanted is None or a.viewer_id in wanted]
     return {(a.viewer_id, a.section, a.kind, a.text): a for a in found}
 
 
