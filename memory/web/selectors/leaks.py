@@ -6,12 +6,12 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from memory.engine.knowledge import Viewer, get_viewer, true_name_attributes, true_names
+from memory.engine.knowledge import Viewer, get_viewer, true_names
 from memory.engine.leaks.accepted import acceptances
 from memory.engine.leaks.stored import scan_fresh, scan_state, stored_findings
 from memory.engine.leaks.world_scan import FINDING_KINDS, ScanFinding, scan_viewer
 from memory.engine.prompt import prompt_context
-from memory.models import Attribute, LeakScan, ObjectType, WorldObject
+from memory.models import LeakFinding, LeakScan, ObjectType, WorldObject
 
 
 @dataclass(frozen=True)
@@ -141,23 +141,18 @@ def _entities(ids: set[str]) -> set[str]:
     return found
 
 
-def viewer_choices() -> list[tuple[str, str]]:
-    """(id, display name) of every viewer, for the report's filter: names first."""
-    ids = list(
-        WorldObject.objects.filter(type=ObjectType.ENTITY)
-        .order_by("world_id", "id")
-        .values_list("id", flat=True)
-    )
-    order = true_name_attributes()
-    found: dict[str, tuple[int, str]] = {}
-    rows = Attribute.objects.filter(object__type=ObjectType.ENTITY, name__in=order).values_list(
-        "object_id", "name", "value"
-    )
-    for object_id, name, value in rows:
-        rank = order.index(name)
-        if object_id not in found or rank < found[object_id][0]:
-            found[object_id] = (rank, value)
-    return [(v, found[v][1] if v in found else v) for v in ids]
+def viewer_choices(
+    selected: str | None = None, listed: Iterable[str] = ()
+) -> list[tuple[str, str]]:
+    """(id, display name) of the viewers with a stored finding (and the one selected), for
+    the report's filter, by name: a viewer with nothing to show is no useful filter, and a
+    world of 2,000 viewers would make a select nobody can use."""
+    ids = set(LeakFinding.objects.values_list("viewer_id", flat=True).distinct())
+    ids.update(listed)  # viewers scanned afresh for this page are not stored yet
+    if selected:
+        ids.add(selected)
+    names = display_names(ids)
+    return sorted(names.items(), key=lambda pair: (pair[1].casefold(), pair[0]))
 
 
 def display_names(ids: Iterable[str]) -> dict[str, str]:

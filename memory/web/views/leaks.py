@@ -155,7 +155,9 @@ def _render_table(
         "states": list(FINDING_STATES),
         "sorts": list(leak_reads.SORT_NAMES),
         "worlds": leak_reads.leak_worlds(),
-        "viewers": leak_reads.viewer_choices(),
+        "viewers": leak_reads.viewer_choices(
+            filters.get("viewer"), (f["viewer_id"] for f in findings)
+        ),
         "can_edit": request.user.has_perm(EDIT_PERMISSION),
         "csv_url": f"{base}?{urlencode([('format', 'csv'), *filters.items()])}",
         "json_url": f"{base}?{urlencode([('format', 'json'), *filters.items()])}",
