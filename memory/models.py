@@ -484,10 +484,44 @@ class LeakFinding(models.Model):
     entity_id = models.TextField(null=True, blank=True)
     attribute_name = models.TextField(null=True, blank=True)
     reason = models.TextField()
+    # One row per distinct leak in a section (issue 13 item 10): start/end are its first
+    # occurrence; every occurrence is kept as [[start, end, source row id], ...].
+    world_id = models.TextField(null=True, blank=True)
+    count = models.IntegerField(default=1)
+    source_id = models.TextField(null=True, blank=True)
+    occurrences_json = models.TextField(default="[]")
+    context_before = models.TextField(default="")
+    context_after = models.TextField(default="")
 
     class Meta:
         db_table = "memory_leak_findings"
         indexes = [models.Index(fields=["viewer_id", "ordinal"], name="leak_findings_viewer")]
+
+
+class LeakAcceptance(models.Model):
+    """An editor's "expected, not a leak" for one finding, kept by what identifies it to a
+    person (viewer, section, kind, text): it survives rescans while those are unchanged."""
+
+    viewer_id = models.TextField()
+    section = models.TextField()
+    kind = models.TextField()
+    text = models.TextField()
+    reason = models.TextField()
+    accepted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    accepted_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "memory_leak_acceptances"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["viewer_id", "section", "kind", "text"], name="leak_acceptance_once"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.viewer_id} [{self.section}] {self.kind} {self.text!r}"
 
 
 class ClockMark(models.Model):

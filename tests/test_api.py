@@ -480,7 +480,21 @@ def test_prompt_and_leaks_twins(client, demo, reader, reader_token) -> None:
         "entity_id": "npc-sable",
         "attribute_name": None,
         "reason": "npc-pip knows npc-sable only as 'the tall one in grey'",
+        "world_id": "harbor-town",
+        "count": 1,
+        "source_id": "m-a06-pip",
+        "occurrences": [
+            {"start": finding["start"], "end": finding["end"], "source_id": "m-a06-pip"}
+        ],
+        "context_before": finding["context_before"],
+        "context_after": finding["context_after"],
+        "state": "open",
+        "accepted_reason": None,
+        "accepted_by": None,
+        "accepted_at": None,
     }
+    line = finding["context_before"] + "Sable Quint" + finding["context_after"]
+    assert line in prompt["text"] and "\n" not in line
     assert [s["name"] for s in prompt["sections"]][0] == "Current moment"
     leaks = client.get("/api/leaks", headers=h).json()
     assert leaks["count"] == 4

@@ -37,7 +37,9 @@ Here with you:
 ## Sessions
 (no sessions)"""
 
+LINE_HEAD = '[12:00:00 PM] the hooded figure spoke to the bartender: "'
 GARETH = {
+    "world_id": "tavern",
     "viewer_id": "alice",
     "section": "Recent memories",
     "kind": "unknown_name",
@@ -47,6 +49,13 @@ GARETH = {
     "entity_id": "bob",
     "attribute_name": None,
     "reason": "alice knows bob only as 'the hooded figure'",
+    "count": 1,
+    "source_id": "m1",
+    "occurrences": [{"start": 539, "end": 545, "source_id": "m1"}],
+    "context_before": LINE_HEAD,
+    "context_after": ' greets Charlie"',
+    "state": "open",
+    "accepted_reason": None,
 }
 CHARLIE = {
     **GARETH,
@@ -55,6 +64,10 @@ CHARLIE = {
     "text": "Charlie",
     "entity_id": "charlie",
     "reason": "alice knows charlie only as 'the bartender'",
+    "occurrences": [{"start": 553, "end": 560, "source_id": "m1"}],
+    # 60 characters of the line either side, cut with an ellipsis
+    "context_before": "…" + (LINE_HEAD + "Gareth greets ")[-60:],
+    "context_after": '"',
 }
 
 
@@ -172,9 +185,14 @@ def test_scan_leaks_json_lists_every_finding_with_viewer_and_section(tavern):
 @pytest.mark.django_db
 def test_scan_leaks_csv(tavern):
     assert run("scan_leaks", "--format", "csv") == (
-        "viewer_id,section,kind,start,end,text,entity_id,reason\n"
-        "alice,Recent memories,unknown_name,539,545,Gareth,bob,alice knows bob only as 'the hooded figure'\n"
-        "alice,Recent memories,unknown_name,553,560,Charlie,charlie,alice knows charlie only as 'the bartender'\n"
+        "world_id,viewer_id,section,kind,text,count,start,end,entity_id,reason,source_id,context,"
+        "state,accepted_reason\n"
+        "tavern,alice,Recent memories,unknown_name,Gareth,1,539,545,bob,alice knows bob only as "
+        "'the hooded figure',m1,\"[12:00:00 PM] the hooded figure spoke to the bartender: "
+        '""Gareth greets Charlie""",open,\n'
+        "tavern,alice,Recent memories,unknown_name,Charlie,1,553,560,charlie,alice knows charlie "
+        "only as 'the bartender',m1,\"…M] the hooded figure spoke to the bartender: "
+        '""Gareth greets Charlie""",open,\n'
     )
 
 

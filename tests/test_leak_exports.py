@@ -42,8 +42,10 @@ def test_the_leak_csv_export_neutralises_hostile_cells(client, django_user_model
     response = client.get("/leaks/?format=csv")
     assert response.status_code == 200
     assert response.content.decode() == (
-        "viewer_id,section,kind,start,end,text,entity_id,reason\r\n"
-        'npc-1,Recent memories,private_attribute,3,9,"\'=HYPERLINK(""http://x"")",\'@bob,\'-cmd\r\n'
+        "world_id,viewer_id,section,kind,text,count,start,end,entity_id,reason,source_id,"
+        "context,state,accepted_reason\r\n"
+        ',npc-1,Recent memories,private_attribute,"\'=HYPERLINK(""http://x"")",,3,9,\'@bob,'
+        '\'-cmd,,"\'=HYPERLINK(""http://x"")",,\r\n'
     )
 
 

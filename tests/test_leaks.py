@@ -156,10 +156,50 @@ def test_leaks_uuid_is_a_system_id_with_exact_span() -> None:
     ]
 
 
-def test_leaks_exact_case_id_outranks_the_true_name() -> None:
+def test_leaks_an_id_its_true_name_explains_is_that_name_leaking() -> None:
+    # Issue 13 item 10: "bob" is bob's id and his true name "Bob"; alice does not know the
+    # name, so the word is the name leaking (written as stored or not), not a system id.
     assert scan(tavern(bob_name="Bob"), "alice", "bob waits") == [
-        Finding("system_id", 0, 3, "bob", "bob", "system id of object 'bob'")
+        Finding("unknown_name", 0, 3, "bob", "bob", "alice knows bob only as 'the hooded figure'")
     ]
+
+
+def readable() -> LeakWorld:
+    return LeakWorld(
+        object_ids=frozenset({"w", "hale", "the-tannery", "ned", "ida", "pip", GUARD}),
+        true_names={"hale": "Hale Morrow", "ned": "Ned", "ida": "Ida", "pip": "Pip"},
+        aliases={
+            "ned": {"hale": "Hale Morrow"},
+            "ida": {"hale": "the tanner's widow"},
+            "pip": {"hale": "Old Hale"},
+            "hale": {},
+        },
+    )
+
+
+def test_leaks_a_readable_id_inside_a_known_name_is_no_finding() -> None:
+    text = "Hale nods. hale waits. Hale Morrow smiles."
+    assert scan(readable(), "hale", text) == []  # her own name
+    assert scan(readable(), "ned", text) == []  # he knows her as "Hale Morrow"
+    assert scan(readable(), "pip", "Hale nods.") == []  # a label he uses holds the word
+
+
+def test_leaks_a_readable_id_inside_an_unknown_true_name_is_an_unknown_name() -> None:
+    reason = (
+        "ida knows hale only as 'the tanner's widow'; 'Hale' is part of its true name 'Hale Morrow'"
+    )
+    assert scan(readable(), "ida", "Hale nods.") == [
+        Finding("unknown_name", 0, 4, "Hale", "hale", reason)
+    ]
+
+
+def test_leaks_an_id_no_name_explains_is_still_a_system_id() -> None:
+    text = f"Hale walks to the-tannery past {GUARD}."
+    assert [(f.kind, f.text) for f in scan(readable(), "ned", text)] == [
+        ("system_id", "the-tannery"),
+        ("system_id", GUARD),
+    ]
+    assert scan(readable(), "ned", "the tannery") == []
 
 
 def test_leaks_private_value_without_access() -> None:

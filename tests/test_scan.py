@@ -18,7 +18,6 @@ from memory.engine.errors import NotFound
 from memory.engine.knowledge import get_viewer
 from memory.engine.leaks.scanner import Finding
 from memory.engine.leaks.world_scan import (
-    ScanFinding,
     leak_counts,
     leak_world,
     scan_viewer,
@@ -37,9 +36,10 @@ UPSTREAM_LINE = 'the hooded figure spoke to the bartender: "Bob greets Charlie"'
 BOB_AS_ID = "system id of object 'bob'"
 
 
-def spans(scan) -> list[tuple[str, str, int, int, str]]:
+def spans(scan) -> list[tuple[str, str, int, int, str, int]]:
+    """One row per distinct leak in a section: its first occurrence and how many there are."""
     return [
-        (f.finding.kind, f.finding.text, f.finding.start, f.finding.end, f.section)
+        (f.finding.kind, f.finding.text, f.finding.start, f.finding.end, f.section, f.count)
         for f in scan.findings
     ]
 
@@ -56,11 +56,18 @@ def test_scan_viewer_catches_bob_in_alices_upstream_line_at_its_offsets():
     bob_at = line_at + UPSTREAM_LINE.index("Bob")
     assert (line_at, bob_at) == (530, 573)
     # bob's true name in this world is "Gareth" (true_name); "Bob" is his id in another case.
-    assert scan.findings[0] == ScanFinding(
-        "alice", "Recent memories", Finding("system_id", 573, 576, "Bob", "bob", BOB_AS_ID)
-    )
-    assert scan.findings[1] == ScanFinding(
+    # It stands twice in the section: one finding, both occurrences kept with their rows.
+    first, second = scan.findings
+    assert (first.viewer_id, first.section, first.finding) == (
         "alice",
+        "Recent memories",
+        Finding("system_id", 573, 576, "Bob", "bob", BOB_AS_ID),
+    )
+    assert first.occurrences == ((573, 576, "entry-1"), (625, 628, "entry-4"))
+    assert (first.count, first.source_id, first.world_id) == (2, "entry-1", "tavern-world")
+    assert first.context_before == '[12:00:00 PM] the hooded figure spoke to the bartender: "'
+    assert first.context_after == ' greets Charlie"'
+    assert (second.section, second.finding, second.occurrences) == (
         "Recent memories",
         Finding(
             "unknown_name",
@@ -70,6 +77,7 @@ def test_scan_viewer_catches_bob_in_alices_upstream_line_at_its_offsets():
             "charlie",
             "alice knows charlie only as 'the bartender'",
         ),
+        ((584, 591, "entry-1"),),
     )
     assert text[573:576] == "Bob" and text[584:591] == "Charlie"
 
@@ -83,10 +91,8 @@ def test_scan_viewer_charlie_who_knows_bob_as_gareth_reads_the_same_line():
     line_at = text.index(line)
     on_line = [f for f in scan.findings if line_at <= f.finding.start < line_at + len(line)]
     # "Charlie" is charlie's own name: never a finding. "Bob" is still bob's id.
-    assert on_line == [
-        ScanFinding(
-            "charlie", "Recent memories", Finding("system_id", 619, 622, "Bob", "bob", BOB_AS_ID)
-        )
+    assert [(f.viewer_id, f.section, f.finding) for f in on_line] == [
+        ("charlie", "Recent memories", Finding("system_id", 619, 622, "Bob", "bob", BOB_AS_ID))
     ]
     assert line_at + line.index("Bob") == 619
 
@@ -99,31 +105,22 @@ FIXTURE_FINDINGS = {
     "omnia-74ffb45-tavern.sqlite": {
         GUARD: [
             # "an unfamiliar figure Bob tries to slip past <guard uuid> toward the wine racks"
-            ("system_id", "Bob", 694, 697, RM),
-            ("system_id", GUARD, 717, 753, RM),
+            ("system_id", "Bob", 694, 697, RM, 1),
+            ("system_id", GUARD, 717, 753, RM, 1),
         ],
         "alice": [
-            ("system_id", "Bob", 573, 576, RM),  # "Bob greets Charlie"
-            ("unknown_name", "Charlie", 584, 591, RM),
-            (
-                "system_id",
-                "Bob",
-                625,
-                628,
-                RM,
-            ),  # "the hooded figure Bob attempts to break the lock"
+            # "Bob greets Charlie", then "the hooded figure Bob attempts to break the lock"
+            ("system_id", "Bob", 573, 576, RM, 2),
+            ("unknown_name", "Charlie", 584, 591, RM, 1),
         ],
         "bob": [
             # bob's own id is still an id: a prompt never carries ids, its owner's included.
-            ("system_id", "Bob", 505, 508, RM),
-            ("unknown_name", "Charlie", 516, 523, RM),  # bob has no alias for charlie
-            ("system_id", "Bob", 543, 546, RM),
-            ("system_id", "Bob", 1171, 1174, RM),
-            ("system_id", GUARD, 1194, 1230, RM),
+            ("system_id", "Bob", 505, 508, RM, 3),  # also at 543 and 1171
+            ("unknown_name", "Charlie", 516, 523, RM, 1),  # bob has no alias for charlie
+            ("system_id", GUARD, 1194, 1230, RM, 1),
         ],
         "charlie": [
-            ("system_id", "Bob", 619, 622, RM),
-            ("system_id", "Bob", 660, 663, RM),
+            ("system_id", "Bob", 619, 622, RM, 2),  # also at 660
         ],
     },
     # Later omnia: tags hydrate to aliases; one stored monologue of bob's still says "Bob".
@@ -132,14 +129,14 @@ FIXTURE_FINDINGS = {
         "97ef4a4a-a324-439f-be1d-a8da93557886": [],
         "ale-barrel": [],
         "alice": [],
-        "bob": [("system_id", "Bob", 652, 655, RM)],  # "Bob hides a pouch of coins ..."
+        "bob": [("system_id", "Bob", 652, 655, RM, 1)],  # "Bob hides a pouch of coins ..."
         "charlie": [],
     },
     "omnia-head-tavern.scenario.json": {
         "97ef4a4a-a324-439f-be1d-a8da93557886": [],
         "ale-barrel": [],
         "alice": [],
-        "bob": [("system_id", "Bob", 656, 659, RM)],
+        "bob": [("system_id", "Bob", 656, 659, RM, 1)],
         "charlie": [],
     },
     "omnia-scenario-talking-room-fadea41.json": {
@@ -153,18 +150,19 @@ FIXTURE_FINDINGS = {
     # Exactly the three leaks memory/demo/README.md plants, and nothing else.
     "demo": {
         "5b0e6c1a-3f2d-4e8b-9a71-c4d2e8f90a13": [
-            ("system_id", "npc-sable", 2202, 2211, RM),  # m-c04-insp, read from the manifest
+            ("system_id", "npc-sable", 2202, 2211, RM, 1),  # m-c04-insp, read from the manifest
             (
                 "private_attribute",
                 "two short flashes and one long means the quay is clear",
                 2309,
                 2363,
                 RM,
+                1,
             ),
         ],
         "npc-maren": [],
-        "npc-oswin": [("system_id", "npc-sable", 1778, 1787, RM)],  # m-c04-oswin
-        "npc-pip": [("unknown_name", "Sable Quint", 1968, 1979, RM)],  # m-a06-pip
+        "npc-oswin": [("system_id", "npc-sable", 1778, 1787, RM, 1)],  # m-c04-oswin
+        "npc-pip": [("unknown_name", "Sable Quint", 1968, 1979, RM, 1)],  # m-a06-pip
         "npc-sable": [],
         "npc-tobiah": [],
     },

@@ -34,6 +34,23 @@ PIP_LEAK = {
     "attribute_name": None,
     "reason": "npc-pip knows npc-sable only as 'the tall one in grey'",
 }
+# What the leak report adds beside the scan's own fields.
+PIP_REPORTED = {
+    "world_id": "harbor-town",
+    **PIP_LEAK,
+    "count": 1,
+    "source_id": "m-a06-pip",
+    "occurrences": [{"start": 1968, "end": 1979, "source_id": "m-a06-pip"}],
+    "context_before": "The sailor with the eye patch whispers 'Run and tell ",
+    "context_after": " the boat is in. Quick now.' to me",
+    "state": "open",
+    "accepted_reason": None,
+    "accepted_by": None,
+    "accepted_at": None,
+    "viewer_name": "Pip Dunn",
+    "entity_name": "Sable Quint",
+    "can_alias": True,
+}
 ISOLDE = "5b0e6c1a-3f2d-4e8b-9a71-c4d2e8f90a13"
 
 # The most queries each read may take; measured, and kept tight on purpose.
@@ -58,11 +75,12 @@ QUERIES = {
 }
 # The demo world has layers of shared lore: one more query for the layers a viewer reads.
 # faces_view names what the listing leaves out (shadowed, withheld, rollups: one query) and the
-# layers in words (one query).
-DEMO_QUERIES = {**QUERIES, "faces_view": 6, "face_maps": 4, "prompt_view": 15}
+# layers in words (one query); a prompt with findings reads their acceptances: one more.
+DEMO_QUERIES = {**QUERIES, "faces_view": 6, "face_maps": 4, "prompt_view": 16}
 # The leak scan reads each world's knowledge once, then builds every viewer's prompt.
 CAST_LEAK_QUERIES = 24
-DEMO_LEAK_QUERIES = 60
+# The report adds three reads whatever the size: acceptances, names, which ids are entities.
+DEMO_LEAK_QUERIES = 63
 LEAK_QUERIES_PER_NEW_VIEWER = 6
 
 
@@ -435,16 +453,22 @@ def test_prompt_view_on_the_cast_has_no_findings(story, django_assert_max_num_qu
     assert view.sections[3].text == f"{CHEST}\n{HI}"
     assert view.text.startswith("## Current moment\nIt is 12:30 PM on Monday, July 6, 2026.\n")
     assert view.findings == []
-    assert [astuple(s) for s in view.segments] == [(view.text, None, None)]
+    assert [astuple(s) for s in view.segments] == [(view.text, None, None, None)]
 
 
 def test_prompt_view_marks_the_planted_leak(demo, django_assert_max_num_queries):
     pip = get_viewer("npc-pip")
     with django_assert_max_num_queries(DEMO_QUERIES["prompt_view"]):
         view = leaks.prompt_view(pip)
-    assert view.findings == [PIP_LEAK]
+    # the prompt's findings carry their state, not the report's names
+    prompt_leak = {
+        k: v
+        for k, v in PIP_REPORTED.items()
+        if k not in ("viewer_name", "entity_name", "can_alias")
+    }
+    assert view.findings == [prompt_leak]
     marked = [astuple(s) for s in view.segments if s.finding is not None]
-    assert marked == [("Sable Quint", PIP_LEAK, 1)]
+    assert marked == [("Sable Quint", prompt_leak, 1, 1968)]
     assert "".join(s.text for s in view.segments) == view.text
     assert view.text[PIP_LEAK["start"] : PIP_LEAK["end"]] == "Sable Quint"
 
@@ -463,8 +487,8 @@ def test_leak_findings_and_counts_on_the_demo_world(demo, django_assert_max_num_
         ("npc-oswin", "system_id", "npc-sable", "npc-sable"),
         ("npc-pip", "unknown_name", "Sable Quint", "npc-sable"),
     ]
-    assert leaks.leak_findings(viewer_id="npc-pip") == [PIP_LEAK]
-    assert leaks.leak_findings(kind="unknown_name") == [PIP_LEAK]
+    assert leaks.leak_findings(viewer_id="npc-pip") == [PIP_REPORTED]
+    assert leaks.leak_findings(kind="unknown_name") == [PIP_REPORTED]
     with django_assert_max_num_queries(DEMO_LEAK_QUERIES):
         counts = leaks.leak_counts()
     zero = {"private_attribute": 0, "system_id": 0, "unknown_name": 0}

@@ -502,11 +502,18 @@ def test_highlight_cuts_at_offsets_and_skips_overlaps() -> None:
     a = {"start": 4, "end": 7, "kind": "system_id"}
     b = {"start": 5, "end": 9, "kind": "unknown_name"}  # overlaps a: dropped
     c = {"start": 10, "end": 12, "kind": "private_attribute"}
-    assert highlight("say <b> x yz", [c, b, a]) == [
+    assert highlight("say <b> x yz", [a, b, c]) == [
         Segment("say "),
-        Segment("<b>", a, 1),
+        Segment("<b>", a, 1, 4),
         Segment(" x "),
-        Segment("yz", c, 3),
+        Segment("yz", c, 3, 10),
+    ]
+    # A finding with several occurrences is cut at each, under its one number.
+    d = {**a, "occurrences": [{"start": 0, "end": 3}, {"start": 10, "end": 12}]}
+    assert highlight("say <b> x yz", [d]) == [
+        Segment("say", d, 1, 0),
+        Segment(" <b> x "),
+        Segment("yz", d, 1, 10),
     ]
     assert highlight("", []) == []
 
@@ -517,13 +524,14 @@ def test_prompt_page_highlights_the_planted_leak(staff_client, demo) -> None:
     assert r.status_code == 200
     assert body.count("<mark ") == 1
     assert (
-        '<mark class="leak leak-unknown_name" tabindex="0" data-kind="unknown_name" '
+        '<mark id="leak-at-1968" class="leak leak-unknown_name" tabindex="0" '
+        'data-kind="unknown_name" '
         'title="unknown_name: npc-pip knows npc-sable only as &#x27;the tall one in grey&#x27;" '
         'aria-describedby="leak-1">Sable Quint</mark>'
     ) in body
     assert (
-        '<li id="leak-1" value="1"><strong>unknown_name</strong> “Sable Quint” in Recent memories'
-        in body
+        '<li id="leak-1" value="1"><a href="#leak-at-1968"><strong>unknown_name</strong> '
+        "“Sable Quint”</a> in Recent memories" in body
     )
     assert (
         '<button type="button" class="copy-button" data-copy="#prompt-text">Copy prompt</button>'
@@ -545,10 +553,9 @@ def test_prompt_page_escapes_the_text_around_marks(staff_client, cast) -> None:
     assert "<script>" not in text
 
 
-DEMO_CSV = (
-    "viewer_id,section,kind,start,end,text,entity_id,reason\r\n"
-    "5b0e6c1a-3f2d-4e8b-9a71-c4d2e8f90a13,Recent memories,system_id,{a},{b},npc-sable,npc-sable,"
-    "system id of object 'npc-sable'\r\n"
+DEMO_CSV_HEADER = (
+    "world_id,viewer_id,section,kind,text,count,start,end,entity_id,reason,source_id,context,"
+    "state,accepted_reason"
 )
 
 
@@ -556,7 +563,7 @@ def test_leak_report_lists_filters_and_exports(staff_client, demo) -> None:
     body = staff_client.get("/leaks/").content.decode()
     assert '<h2 id="leak-title">4 findings</h2>' in body
     rows = body.split("<tbody>")[1].split("</tbody>")[0]
-    assert [r.split("</td>")[1].split("<td>")[1] for r in rows.split("<tr ")[1:]] == [
+    assert [r.split('data-kind="')[1].split('"')[0] for r in rows.split("<tr ")[1:]] == [
         "system_id",
         "private_attribute",
         "system_id",
@@ -564,8 +571,8 @@ def test_leak_report_lists_filters_and_exports(staff_client, demo) -> None:
     ]
     pip = fragment(staff_client, "/leaks/?viewer=npc-pip")
     assert pip.startswith('<section id="leak-table"')
-    assert '<h2 id="leak-title">1 finding for npc-pip</h2>' in pip
-    assert "<td><mark>Sable Quint</mark></td>" in pip
+    assert '<h2 id="leak-title">1 finding for Pip Dunn</h2>' in pip
+    assert "<mark>Sable Quint</mark>" in pip
     kind = staff_client.get("/leaks/?kind=system_id").content.decode()
     assert '<h2 id="leak-title">2 findings of kind system_id</h2>' in kind
     data = staff_client.get("/leaks/?format=json&viewer=npc-pip").json()
@@ -581,8 +588,9 @@ def test_leak_report_lists_filters_and_exports(staff_client, demo) -> None:
     csv_r = staff_client.get("/leaks/?format=csv&kind=private_attribute")
     assert csv_r["Content-Type"] == "text/csv; charset=utf-8"
     lines = csv_r.content.decode().splitlines()
-    assert lines[0] == "viewer_id,section,kind,start,end,text,entity_id,reason"
+    assert lines[0] == DEMO_CSV_HEADER
     assert len(lines) == 2 and ",private_attribute," in lines[1] and "signal_code" in lines[1]
+    assert lines[1].endswith(",open,")
     assert staff_client.get("/leaks.csv").content == staff_client.get("/leaks/?format=csv").content
     assert staff_client.get("/leaks.json").json()["count"] == 4
     assert staff_client.get("/leaks/?format=xml").status_code == 400

@@ -21,7 +21,7 @@ from memory.engine.aliases import resolve_alias
 from memory.engine.buffer.rendered import BUFFER_FIELDS, render_entry
 from memory.engine.clock import long_date, parse_timestamp, time_of_day
 from memory.engine.knowledge import Viewer, WorldKnowledge, true_name_attributes, world_knowledge
-from memory.engine.longterm.reader import index_lines
+from memory.engine.longterm.reader import index_entries
 from memory.engine.projections.doors import digest
 from memory.models import BufferEntry
 
@@ -33,6 +33,20 @@ UNNAMED_PLACE = "a place you cannot name"
 class Section:
     name: str
     text: str
+    # (start, end, row id) of each line that comes from one stored row, offsets into `text`:
+    # the leak report links a finding to the memory row it was read from.
+    sources: tuple[tuple[int, int, str], ...] = ()
+
+
+def _lines_section(name: str, rows: list[tuple[str, str]], empty: str) -> Section:
+    """A section of one line per stored row, remembering where each row's line stands."""
+    if not rows:
+        return Section(name, empty)
+    sources, at = [], 0
+    for row_id, line in rows:
+        sources.append((at, at + len(line), row_id))
+        at += len(line) + 1
+    return Section(name, "\n".join(line for _row, line in rows), tuple(sources))
 
 
 @dataclass(frozen=True)
@@ -49,6 +63,21 @@ class PromptContext:
             "sections": [{"name": s.name, "text": s.text} for s in self.sections],
             "text": self.text,
         }
+
+    def source_at(self, offset: int) -> str | None:
+        """The id of the stored row whose line holds this character offset of `text`."""
+        position = 0
+        for section in self.sections:
+            header = len(f"## {section.name}\n")
+            length = header + len(section.text)
+            if offset < position + length:
+                inner = offset - position - header
+                for start, end, row_id in section.sources:
+                    if start <= inner < end:
+                        return row_id
+                return None
+            position += length + 2
+        return None
 
     def section_at(self, offset: int) -> str:
         """The name of the section a character offset of `text` falls in."""
@@ -159,8 +188,7 @@ def _exits(connections_json: str, knowledge: WorldKnowledge, viewer_id: str) -> 
 
 
 def long_term_index(viewer: Viewer) -> Section:
-    lines = index_lines(viewer)
-    return Section("Long-term memory", "\n".join(lines) if lines else "(no long-term memory)")
+    return _lines_section("Long-term memory", index_entries(viewer), "(no long-term memory)")
 
 
 def recent_buffer(viewer: Viewer, limit: int = BUFFER_LINES) -> Section:
@@ -170,8 +198,8 @@ def recent_buffer(viewer: Viewer, limit: int = BUFFER_LINES) -> Section:
         .order_by("-timestamp", "-created_at", "-id")[:limit]
     )
     rendered = [render_entry(entry, viewer) for entry in newest]
-    lines = [r.line for r in reversed(rendered) if r.line is not None]
-    return Section("Recent memories", "\n".join(lines) if lines else "(nothing yet)")
+    rows = [(r.id, r.line) for r in reversed(rendered) if r.line is not None]
+    return _lines_section("Recent memories", rows, "(nothing yet)")
 
 
 def session_digest(viewer: Viewer) -> Section:

@@ -18,10 +18,12 @@ from memory.engine.aliases import (
 )
 from memory.engine.errors import InvalidInput, NotFound
 from memory.engine.knowledge import true_names
+from memory.engine.leaks import accepted as accepted_leaks
 from memory.engine.leaks import stored as leak_findings
 from memory.engine.upkeep import rebuild_all, run_upkeep, verify_all
 from memory.engine.write_door import remember, retract
-from memory.models import AliasChange, BufferEntry, ObjectType, WorldObject
+from memory.models import AliasChange, BufferEntry, LeakAcceptance, ObjectType, WorldObject
+from memory.web.selectors import leaks as leak_reads
 
 
 class AliasRefused(InvalidInput):
@@ -294,3 +296,37 @@ def abstract_memories(
         )
         _audit(user, "memory.engine.abstract", f"{owner_id}/{rollup.id}", {"members": member_ids})
     return rollup
+
+
+# --- leak findings: accepted as expected ------------------------------------------------------
+
+
+def accept_leak(
+    viewer_id: str, section: str, kind: str, text: str, reason: str, *, user=None
+) -> LeakAcceptance:
+    """Record that this finding is expected (reason required), with its audit row. The
+    finding must be one of the viewer's current findings."""
+    key = (viewer_id, section, kind, text)
+    with transaction.atomic():
+        done = accepted_leaks.accept(
+            leak_reads.find_finding(viewer_id, section, kind, text), key, reason, user=user
+        )
+        _audit(
+            user,
+            "leak.accept",
+            f"{viewer_id} [{section}] {kind} {text!r}",
+            {"reason": done.reason},
+        )
+    return done
+
+
+def reopen_leak(viewer_id: str, section: str, kind: str, text: str, *, user=None) -> None:
+    """Withdraw an acceptance: the finding counts as a leak again (audited)."""
+    with transaction.atomic():
+        was = accepted_leaks.reopen((viewer_id, section, kind, text))
+        audit.record(
+            "leak.reopen",
+            f"{viewer_id} [{section}] {kind} {text!r}",
+            actor=user,
+            before={"reason": was.reason},
+        )

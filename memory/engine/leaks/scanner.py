@@ -24,8 +24,16 @@ Decisions the spec leaves open, and why:
   for only around winners, so they cost nothing on clean text.
 - A winner is benign when any of its meanings is legitimate for the viewer: its own true
   name, a true name it knows (alias equals the name, case-insensitively), a private value it
-  may see, or a word declared ordinary. Otherwise the most telling meaning is reported: an id
-  written exactly as stored, then a true name, then an id in other case, then a private value.
+  may see, or a word declared ordinary.
+- Readable ids (issue 13 item 10): real saves name an NPC `hale` whose true name is "Hale
+  Morrow". An id hit is benign when it stands as whole tokens inside a name the viewer
+  legitimately holds for that object (its own true name, the label it uses, a private value
+  it may see): Hale's own prompt and a viewer who calls her "Hale Morrow" report nothing.
+  Inside the object's true name but unknown to the viewer it is an `unknown_name` finding;
+  only an id no name explains ("the-tannery", a UUID, "Bob" for a man named Gareth) is a
+  `system_id`. Names are matched case-insensitively, so "hale" written as stored is explained
+  alike. Otherwise the most telling meaning is reported: a true name, then an id (the one
+  written exactly as stored first), then a private value.
 - The viewer enters only at judging time (which hits are benign, which labels shield), so
   one index serves every viewer and nothing is rebuilt when a viewer changes.
 - A true name that is also a common word ("Will", "Rose") is flagged wherever the word stands
@@ -42,7 +50,7 @@ import sys
 from bisect import bisect_left
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from typing import Literal
 
 import ahocorasick
@@ -184,6 +192,7 @@ class LeakIndex:
     patterns: tuple[_Pattern, ...]
     labels: Mapping[str, tuple[str, ...]]
     automaton: ahocorasick.Automaton = field(repr=False)
+    privates_of: Mapping[str, tuple[PrivateValue, ...]] = field(default_factory=dict, repr=False)
 
     @property
     def pattern_count(self) -> int:
@@ -203,7 +212,16 @@ def build_leak_index(world: LeakWorld) -> LeakIndex:
         automaton.add_word(fenced, (len(fenced), tuple(numbers), exact))
     if groups:
         automaton.make_automaton()
-    return LeakIndex(world, patterns, _viewer_labels(world), automaton)
+    privates_of: dict[str, list[PrivateValue]] = {}
+    for private in world.private_values:
+        privates_of.setdefault(private.object_id, []).append(private)
+    return LeakIndex(
+        world,
+        patterns,
+        _viewer_labels(world),
+        automaton,
+        {object_id: tuple(values) for object_id, values in privates_of.items()},
+    )
 
 
 _FENCE = "\x01"
@@ -336,19 +354,30 @@ def _judge(
         return None
 
     written = text[start:end]
-    exact_ids = [object_id for object_id in p.ids if object_id == written]
-    if exact_ids:
-        return _id_finding(start, end, written, exact_ids[0])
+    # A readable id ("hale") is also a word of a name: what the viewer legitimately knows of
+    # that object (its own name, its label, a private value it may see) explains it.
+    for object_id in p.ids:
+        if any(_holds_token(known, p.key) for known in _known_texts(index, viewer_id, object_id)):
+            return None
     if p.names:
         entity_id = p.names[0]
-        label = viewer_aliases.get(entity_id)
-        if label is None:
-            reason = f"{viewer_id} has no alias for {entity_id}; '{written}' is its true name"
-        else:
-            reason = f"{viewer_id} knows {entity_id} only as '{label}'"
-        return Finding("unknown_name", start, end, written, entity_id, reason)
+        return Finding(
+            "unknown_name",
+            start,
+            end,
+            written,
+            entity_id,
+            _name_reason(world, viewer_id, entity_id, written),
+        )
+    # A word of an entity's true name the viewer does not know is that name leaking, not an id.
+    for object_id in p.ids:
+        name = world.true_names.get(object_id)
+        if name is not None and _holds_token(fold(name.strip()), p.key):
+            reason = _name_reason(world, viewer_id, object_id, written, whole=name.strip())
+            return Finding("unknown_name", start, end, written, object_id, reason)
     if p.ids:
-        return _id_finding(start, end, written, p.ids[0])
+        exact_ids = [object_id for object_id in p.ids if object_id == written]
+        return _id_finding(start, end, written, (exact_ids or p.ids)[0])
     private = min(p.privates, key=lambda v: (v.object_id, v.attribute_name))
     reason = (
         f"private attribute '{private.attribute_name}' of {private.object_id}; "
@@ -357,6 +386,49 @@ def _judge(
     return Finding(
         "private_attribute", start, end, written, private.object_id, reason, private.attribute_name
     )
+
+
+def _name_reason(
+    world: LeakWorld, viewer_id: str, entity_id: str, written: str, whole: str | None = None
+) -> str:
+    label = world.aliases.get(viewer_id, {}).get(entity_id)
+    of_name = "its true name" if whole is None else f"part of its true name '{whole}'"
+    if label is None:
+        return f"{viewer_id} has no alias for {entity_id}; '{written}' is {of_name}"
+    if whole is None:
+        return f"{viewer_id} knows {entity_id} only as '{label}'"
+    return f"{viewer_id} knows {entity_id} only as '{label}'; '{written}' is {of_name}"
+
+
+def _known_texts(index: LeakIndex, viewer_id: str, object_id: str) -> list[str]:
+    """Folded texts the viewer legitimately holds for this object: its own true name (when
+    the object is the viewer), the label it uses for it, private values of it it may see."""
+    world = index.world
+    known: list[str] = []
+    if object_id == viewer_id:
+        if (name := world.true_names.get(object_id)) is not None:
+            known.append(fold(name.strip()))
+    else:
+        label = world.aliases.get(viewer_id, {}).get(object_id)
+        if label:
+            known.append(fold(label.strip()))
+    known += [
+        fold(private.value.strip())
+        for private in index.privates_of.get(object_id, ())
+        if private.visible_to(viewer_id)
+    ]
+    return known
+
+
+@lru_cache(maxsize=4096)
+def _token_pattern(key: str) -> re.Pattern[str]:
+    return re.compile(r"(?<!\w)" + re.escape(key) + r"(?!\w)")
+
+
+def _holds_token(haystack: str, key: str) -> bool:
+    """Does `key` stand in `haystack` as whole tokens ("hale" in "hale morrow", not in
+    "haley"; "the-tannery" not in "the tannery")? Both are folded."""
+    return bool(haystack) and _token_pattern(key).search(haystack) is not None
 
 
 def _id_finding(start: int, end: int, written: str, object_id: str) -> Finding:

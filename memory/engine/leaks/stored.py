@@ -108,6 +108,31 @@ def _finding_of(row: LeakFinding) -> ScanFinding:
             reason=row.reason,
             attribute_name=row.attribute_name,
         ),
+        tuple((start, end, source) for start, end, source in json.loads(row.occurrences_json)),
+        row.world_id,
+        row.context_before,
+        row.context_after,
+    )
+
+
+def _row_of(viewer_id: str, ordinal: int, f: ScanFinding) -> LeakFinding:
+    return LeakFinding(
+        viewer_id=viewer_id,
+        ordinal=ordinal,
+        section=f.section,
+        kind=f.finding.kind,
+        start=f.finding.start,
+        end=f.finding.end,
+        text=f.finding.text,
+        entity_id=f.finding.entity_id,
+        attribute_name=f.finding.attribute_name,
+        reason=f.finding.reason,
+        world_id=f.world_id,
+        count=f.count,
+        source_id=f.source_id,
+        occurrences_json=json.dumps([list(o) for o in f.occurrences]),
+        context_before=f.context_before,
+        context_after=f.context_after,
     )
 
 
@@ -178,18 +203,7 @@ def refresh(viewer_ids: Sequence[str] | None = None) -> RefreshResult:
             scans = scan_fresh(claimed)
             LeakFinding.objects.filter(viewer_id__in=claimed).delete()
             rows = [
-                LeakFinding(
-                    viewer_id=viewer_id,
-                    ordinal=ordinal,
-                    section=f.section,
-                    kind=f.finding.kind,
-                    start=f.finding.start,
-                    end=f.finding.end,
-                    text=f.finding.text,
-                    entity_id=f.finding.entity_id,
-                    attribute_name=f.finding.attribute_name,
-                    reason=f.finding.reason,
-                )
+                _row_of(viewer_id, ordinal, f)
                 for viewer_id in claimed
                 for ordinal, f in enumerate(scans.get(viewer_id, []))
             ]

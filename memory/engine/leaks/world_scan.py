@@ -42,23 +42,138 @@ from memory.engine.visibility import PUBLIC
 from memory.models import ObjectType, WorldObject
 
 FINDING_KINDS = ("system_id", "unknown_name", "private_attribute")
-CSV_HEADER = ("viewer_id", "section", "kind", "start", "end", "text", "entity_id", "reason")
+FINDING_STATES = ("open", "accepted")
+CSV_HEADER = (
+    "world_id",
+    "viewer_id",
+    "section",
+    "kind",
+    "text",
+    "count",
+    "start",
+    "end",
+    "entity_id",
+    "reason",
+    "source_id",
+    "context",
+    "state",
+    "accepted_reason",
+)
+# Characters of the finding's own line kept either side of it as its context snippet.
+CONTEXT_CHARS = 60
 
 _PLAIN_WORD = re.compile(r"[a-z]+")
+
+Occurrence = tuple[int, int, str | None]  # start, end, the stored row its line came from
 
 
 @dataclass(frozen=True)
 class ScanFinding:
+    """One distinct leak in one section of a viewer's prompt (issue 13 item 10): `finding` is
+    its first occurrence, `occurrences` every one of them (offsets and source row), so a page
+    can still highlight each while the report lists it once with a count."""
+
     viewer_id: str
     section: str
     finding: Finding
+    occurrences: tuple[Occurrence, ...] = ()
+    world_id: str | None = None
+    context_before: str = ""
+    context_after: str = ""
+
+    @property
+    def count(self) -> int:
+        return len(self.occurrences) or 1
+
+    @property
+    def source_id(self) -> str | None:
+        return self.occurrences[0][2] if self.occurrences else None
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        """What an acceptance is kept by: it survives rescans while these are unchanged."""
+        return (self.viewer_id, self.section, self.finding.kind, self.finding.text)
+
+    def context(self) -> str:
+        return f"{self.context_before}{self.finding.text}{self.context_after}"
 
     def to_dict(self) -> dict[str, object]:
-        return {"viewer_id": self.viewer_id, "section": self.section, **self.finding.to_dict()}
+        return {
+            "world_id": self.world_id,
+            "viewer_id": self.viewer_id,
+            "section": self.section,
+            **self.finding.to_dict(),
+            "count": self.count,
+            "source_id": self.source_id,
+            "occurrences": [
+                {"start": start, "end": end, "source_id": source}
+                for start, end, source in self.occurrences
+            ],
+            "context_before": self.context_before,
+            "context_after": self.context_after,
+        }
 
-    def csv_row(self) -> list[object]:
+    def csv_row(self, state: str = "open", accepted_reason: str = "") -> list[object]:
         f = self.finding
-        return [self.viewer_id, self.section, f.kind, f.start, f.end, f.text, f.entity_id, f.reason]
+        return [
+            self.world_id,
+            self.viewer_id,
+            self.section,
+            f.kind,
+            f.text,
+            self.count,
+            f.start,
+            f.end,
+            f.entity_id,
+            f.reason,
+            self.source_id,
+            self.context(),
+            state,
+            accepted_reason,
+        ]
+
+
+def _context(text: str, start: int, end: int) -> tuple[str, str]:
+    """The words around a finding on its own line, cut at CONTEXT_CHARS with an ellipsis."""
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    line_end = len(text) if line_end < 0 else line_end
+    before_at = max(line_start, start - CONTEXT_CHARS)
+    after_at = min(line_end, end + CONTEXT_CHARS)
+    before = ("…" if before_at > line_start else "") + text[before_at:start]
+    after = text[end:after_at] + ("…" if after_at < line_end else "")
+    return before, after
+
+
+def group_findings(
+    viewer_id: str, prompt: PromptContext, found: list[Finding], world_id: str | None = None
+) -> list[ScanFinding]:
+    """Occurrences of one leak (same section, kind, text, entity) folded into one finding,
+    listed in the order of their first occurrence."""
+    text = prompt.text
+    groups: dict[tuple, list[Finding]] = {}
+    sections: dict[tuple, str] = {}
+    for f in found:
+        section = prompt.section_at(f.start)
+        key = (section, f.kind, f.text, f.entity_id, f.attribute_name)
+        groups.setdefault(key, []).append(f)
+        sections[key] = section
+    out = []
+    for key, members in groups.items():
+        first = members[0]
+        before, after = _context(text, first.start, first.end)
+        out.append(
+            ScanFinding(
+                viewer_id,
+                sections[key],
+                first,
+                tuple((m.start, m.end, prompt.source_at(m.start)) for m in members),
+                world_id,
+                before,
+                after,
+            )
+        )
+    return out
 
 
 @dataclass(frozen=True)
@@ -117,12 +232,11 @@ def leak_world(world_id: str) -> LeakWorld:
     return leak_world_from(world_knowledge(world_id))
 
 
-def scan_prompt(index: LeakIndex, viewer_id: str, prompt: PromptContext) -> ViewerScan:
-    text = prompt.text
-    findings = [
-        ScanFinding(viewer_id, prompt.section_at(f.start), f)
-        for f in scan_text(index, viewer_id, text)
-    ]
+def scan_prompt(
+    index: LeakIndex, viewer_id: str, prompt: PromptContext, world_id: str | None = None
+) -> ViewerScan:
+    found = scan_text(index, viewer_id, prompt.text)
+    findings = group_findings(viewer_id, prompt, found, world_id)
     return ViewerScan(viewer_id=viewer_id, prompt=prompt, findings=findings)
 
 
@@ -130,7 +244,7 @@ def scan_viewer(viewer_id: str) -> ViewerScan:
     viewer = get_viewer(viewer_id)
     knowledge = world_knowledge(viewer.obj.world_id)
     index = build_leak_index(leak_world_from(knowledge))
-    return scan_prompt(index, viewer.id, prompt_context(viewer, knowledge))
+    return scan_prompt(index, viewer.id, prompt_context(viewer, knowledge), viewer.obj.world_id)
 
 
 def viewers_by_world(
@@ -173,7 +287,8 @@ def scan_groups(
         index = build_leak_index(leak_world_from(knowledge))
         for obj in viewers:
             viewer = viewer_of(obj)
-            scans.append(scan_prompt(index, viewer.id, prompt_context(viewer, knowledge)))
+            prompt = prompt_context(viewer, knowledge)
+            scans.append(scan_prompt(index, viewer.id, prompt, group_world))
             if progress is not None:
                 progress(1)
     return scans

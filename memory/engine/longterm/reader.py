@@ -266,6 +266,12 @@ def viewer_faces(viewer_id: str, *, include_shadowed: bool = False) -> FacesAnsw
 def index_lines(viewer: Viewer | str) -> list[str]:
     """The long-term section of the prompt: `- title: body`, default face only. No ids and no
     tags: the prompt speaks to the character, who has no use for either."""
+    return [line for _entry_id, line in index_entries(viewer)]
+
+
+def index_entries(viewer: Viewer | str) -> list[tuple[str, str]]:
+    """index_lines with the id of the entry each line comes from (the leak report links a
+    finding to it)."""
     with _acyclic_burst():
         read = _read(viewer if isinstance(viewer, str) else viewer.id)
     lines = []
@@ -273,7 +279,7 @@ def index_lines(viewer: Viewer | str) -> list[str]:
         body = read.rendered[row.id]
         # An imported omnia row has no name and a slug made of its id, so its title IS its id;
         # the prompt must never carry ids, so such a row shows its body alone.
-        lines.append(f"- {body}" if row.title == row.id else f"- {row.title}: {body}")
+        lines.append((row.id, f"- {body}" if row.title == row.id else f"- {row.title}: {body}"))
     return lines
 
 

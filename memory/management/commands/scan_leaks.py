@@ -5,6 +5,7 @@ import json
 
 from memory.engine.errors import NotFound
 from memory.engine.leaks import stored
+from memory.engine.leaks.accepted import acceptances, split
 from memory.engine.leaks.world_scan import (
     CSV_HEADER,
     ScanFinding,
@@ -57,8 +58,14 @@ class Command(OmniaCommand):
             findings, viewers = self._fresh(world_id, viewer_id)
         else:
             findings, viewers = self._stored(world_id, viewer_id)
-        self._report(findings, viewers, format)
-        if fail_on_leak and findings:
+        accepted = acceptances({f.viewer_id for f in findings})
+        open_, ignored = split(findings, accepted)
+        self._report(findings, accepted, viewers, format)
+        if ignored:
+            # Said where a person reads it, and on stderr for json/csv so stdout stays data.
+            line = f"ignored {len(ignored)} accepted finding(s)"
+            (self.stdout if format == "text" else self.stderr).write(line)
+        if fail_on_leak and open_:
             raise SystemExit(1)
 
     def _stored(self, world_id: str | None, viewer_id: str | None) -> tuple[list[ScanFinding], int]:
@@ -81,19 +88,33 @@ class Command(OmniaCommand):
             raise refuse(str(exc)) from None
         return all_findings(scans), len(scans)
 
-    def _report(self, findings: list[ScanFinding], viewers: int, format: str) -> None:
+    def _report(
+        self, findings: list[ScanFinding], accepted: dict, viewers: int, format: str
+    ) -> None:
+        def state(f: ScanFinding) -> tuple[str, str | None]:
+            done = accepted.get(f.key)
+            return ("accepted", done.reason) if done else ("open", None)
+
         if format == "json":
-            self.stdout.write(
-                json.dumps([f.to_dict() for f in findings], ensure_ascii=False, indent=2)
-            )
+            items = []
+            for f in findings:
+                label, reason = state(f)
+                items.append({**f.to_dict(), "state": label, "accepted_reason": reason})
+            self.stdout.write(json.dumps(items, ensure_ascii=False, indent=2))
         elif format == "csv":
             writer = csv.writer(self.stdout, lineterminator="\n")
             writer.writerow(CSV_HEADER)
-            writer.writerows(safe_row(f.csv_row()) for f in findings)
+            for f in findings:
+                label, reason = state(f)
+                writer.writerow(safe_row(f.csv_row(label, reason or "")))
         else:
             for f in findings:
                 g = f.finding
+                label, reason = state(f)
+                times = f" x{f.count}" if f.count > 1 else ""
+                mark = f" [accepted: {reason}]" if reason is not None else ""
                 self.stdout.write(
-                    f"{f.viewer_id} [{f.section}] {g.kind} {g.start}-{g.end} {g.text!r}: {g.reason}"
+                    f"{f.viewer_id} [{f.section}] {g.kind} {g.start}-{g.end} {g.text!r}{times}: "
+                    f"{g.reason}{mark}"
                 )
             self.stdout.write(f"{len(findings)} finding(s) in {viewers} viewer prompt(s)")

@@ -5,10 +5,17 @@ from __future__ import annotations
 from django.http import HttpRequest
 from ninja import Router
 
-from memory.web import inputs
+from memory.web import inputs, services
 from memory.web.api import access
-from memory.web.api.errors import READ_ERRORS
-from memory.web.schemas import LeaksOut, PromptOut
+from memory.web.api.errors import READ_ERRORS, WRITE_ERRORS, ErrorOut
+from memory.web.auth import user_of
+from memory.web.schemas import (
+    LeakAcceptanceOut,
+    LeakAcceptIn,
+    LeakKeyIn,
+    LeaksOut,
+    PromptOut,
+)
 from memory.web.selectors import leaks as leak_reads
 
 router = Router()
@@ -30,12 +37,67 @@ def prompt(request: HttpRequest, viewer_id: str):
 
 
 @router.get("/leaks", response={200: LeaksOut, **READ_ERRORS}, url_name="leaks")
-def leaks(request: HttpRequest, viewer: str | None = None, kind: str | None = None):
-    """Every leak finding in every viewer's prompt context, filtered by viewer and kind."""
+def leaks(
+    request: HttpRequest,
+    viewer: str | None = None,
+    kind: str | None = None,
+    world: str | None = None,
+    state: str | None = None,
+    sort: str | None = None,
+):
+    """Every distinct leak in every viewer's prompt context (one per section, with its count,
+    occurrences, source rows and acceptance state), filtered by viewer, kind, world and state."""
     access.require_reader(request)
     if viewer:
         viewer = access.viewer(request, viewer).id
     items = leak_reads.leak_findings(
-        viewer_id=viewer or None, kind=inputs.text(kind, "kind") or None
+        viewer_id=viewer or None,
+        kind=inputs.text(kind, "kind") or None,
+        world_id=inputs.text(world, "world") or None,
+        state=inputs.text(state, "state") or None,
+        sort=inputs.text(sort, "sort") or None,
     )
     return {"items": items, "count": len(items)}
+
+
+@router.post(
+    "/leaks/accept",
+    response={200: LeakAcceptanceOut, 409: ErrorOut, **WRITE_ERRORS},
+    url_name="leak_accept",
+)
+def accept(request: HttpRequest, payload: LeakAcceptIn):
+    """Accept one current finding as expected (editors; a reason is required). It stays
+    accepted across rescans while its viewer, section, kind and text are unchanged, and
+    `scan_leaks --fail-on-leak` ignores it."""
+    access.require_editor(request)
+    viewer = access.viewer(request, payload.viewer_id)
+    inputs.payload(payload)
+    done = services.accept_leak(
+        viewer.id,
+        payload.section,
+        payload.kind,
+        payload.text,
+        payload.reason,
+        user=user_of(request),
+    )
+    return {
+        "viewer_id": done.viewer_id,
+        "section": done.section,
+        "kind": done.kind,
+        "text": done.text,
+        "reason": done.reason,
+        "accepted_by": done.accepted_by.get_username() if done.accepted_by else None,
+        "accepted_at": done.accepted_at.isoformat(),
+    }
+
+
+@router.post("/leaks/reopen", response={204: None, **WRITE_ERRORS}, url_name="leak_reopen")
+def reopen(request: HttpRequest, payload: LeakKeyIn):
+    """Withdraw an acceptance: the finding counts as a leak again (editors)."""
+    access.require_editor(request)
+    viewer = access.viewer(request, payload.viewer_id)
+    inputs.payload(payload)
+    services.reopen_leak(
+        viewer.id, payload.section, payload.kind, payload.text, user=user_of(request)
+    )
+    return 204, None

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from memory.engine.knowledge import Viewer, get_viewer
+from memory.engine.knowledge import Viewer, get_viewer, true_names
+from memory.engine.leaks.accepted import acceptances
 from memory.engine.leaks.stored import scan_fresh, scan_state, stored_findings
 from memory.engine.leaks.world_scan import FINDING_KINDS, ScanFinding, scan_viewer
 from memory.engine.prompt import prompt_context
+from memory.models import LeakFinding, LeakScan, ObjectType, WorldObject
 
 
 @dataclass(frozen=True)
@@ -18,19 +21,25 @@ class Segment:
     text: str
     finding: dict | None = None
     number: int | None = None
+    start: int | None = None  # the anchor `leak-at-<start>` the leak report links to
 
 
 def highlight(text: str, findings: list[dict]) -> list[Segment]:
-    """Cut the prompt at each finding's offsets; overlapping findings keep the earlier span."""
+    """Cut the prompt at every occurrence of each finding (numbered as the findings are);
+    overlapping occurrences keep the earlier span."""
+    spans = [
+        (occurrence["start"], occurrence["end"], finding, number)
+        for number, finding in enumerate(findings, 1)
+        for occurrence in finding.get("occurrences") or [finding]
+    ]
     segments: list[Segment] = []
     at = 0
-    for number, finding in enumerate(sorted(findings, key=lambda f: (f["start"], -f["end"])), 1):
-        start, end = finding["start"], finding["end"]
+    for start, end, finding, number in sorted(spans, key=lambda s: (s[0], -s[1])):
         if start < at or not 0 <= start < end <= len(text):
             continue
         if start > at:
             segments.append(Segment(text[at:start]))
-        segments.append(Segment(text[start:end], finding, number))
+        segments.append(Segment(text[start:end], finding, number, start))
         at = end
     if at < len(text):
         segments.append(Segment(text[at:]))
@@ -46,16 +55,18 @@ class PromptView:
 
 
 def prompt_view(viewer: Viewer) -> PromptView:
-    """The viewer's prompt context with its leak findings, cut into highlightable runs: the
-    stored findings when the viewer's are current (no automaton to build for the world),
-    else a fresh scan."""
+    """The viewer's prompt context with its leak findings (one per distinct leak, each with
+    every occurrence), cut into highlightable runs: the stored findings when the viewer's are
+    current (no automaton to build for the world), else a fresh scan."""
     if stored_is_current(viewer.id):
         prompt = prompt_context(viewer)
         found = stored_findings([viewer.id])[viewer.id]
     else:
         scan = scan_viewer(viewer.id)
         prompt, found = scan.prompt, scan.findings
-    findings = sorted((f.to_dict() for f in found), key=lambda f: (f["start"], -f["end"]))
+    findings = _with_state(
+        sorted((f.to_dict() for f in found), key=lambda f: (f["start"], -f["end"])), found
+    )
     text = prompt.text
     return PromptView(text, list(prompt.sections), findings, highlight(text, findings))
 
@@ -91,24 +102,135 @@ def leak_report(viewer_id: str | None = None) -> LeakReport:
     return LeakReport(findings=findings, pending=pending)
 
 
-def leak_findings(*, viewer_id: str | None = None, kind: str | None = None) -> list[dict]:
-    """Every finding in every viewer's prompt, ordered by viewer then offset."""
+SORTS = {
+    "viewer": lambda f: (f["viewer_name"].casefold(), f["viewer_id"], f["start"]),
+    "world": lambda f: (f["world_id"] or "", f["viewer_name"].casefold(), f["start"]),
+    "kind": lambda f: (f["kind"], f["viewer_name"].casefold(), f["start"]),
+    "count": lambda f: (-f["count"], f["viewer_name"].casefold(), f["start"]),
+    "text": lambda f: (f["text"].casefold(), f["viewer_name"].casefold(), f["start"]),
+    "state": lambda f: (f["state"], f["viewer_name"].casefold(), f["start"]),
+}
+SORT_NAMES = tuple(SORTS)
+DEFAULT_SORT = "viewer"  # by the viewer's name, then where the leak stands in its prompt
+ALIASABLE = ("unknown_name", "system_id")
+
+
+def _with_state(items: list[dict], found: Iterable[ScanFinding]) -> list[dict]:
+    """Each finding's acceptance state, beside it (no query when there is nothing to mark)."""
+    accepted = acceptances({f.viewer_id for f in found}) if items else {}
+    for item in items:
+        key = (item["viewer_id"], item["section"], item["kind"], item["text"])
+        done = accepted.get(key)
+        item["state"] = "accepted" if done else "open"
+        item["accepted_reason"] = done.reason if done else None
+        item["accepted_by"] = done.accepted_by.get_username() if done and done.accepted_by else None
+        item["accepted_at"] = done.accepted_at.isoformat() if done else None
+    return items
+
+
+def _entities(ids: set[str]) -> set[str]:
+    wanted = sorted(ids)
+    found: set[str] = set()
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
+        found.update(
+            WorldObject.objects.filter(pk__in=chunk, type=ObjectType.ENTITY).values_list(
+                "id", flat=True
+            )
+        )
+    return found
+
+
+def viewer_choices(
+    selected: str | None = None, listed: Iterable[str] = ()
+) -> list[tuple[str, str]]:
+    """(id, display name) of the viewers with a stored finding (and the one selected), for
+    the report's filter, by name: a viewer with nothing to show is no useful filter, and a
+    world of 2,000 viewers would make a select nobody can use."""
+    ids = set(LeakFinding.objects.values_list("viewer_id", flat=True).distinct())
+    ids.update(listed)  # viewers scanned afresh for this page are not stored yet
+    if selected:
+        ids.add(selected)
+    names = display_names(ids)
+    return sorted(names.items(), key=lambda pair: (pair[1].casefold(), pair[0]))
+
+
+def display_names(ids: Iterable[str]) -> dict[str, str]:
+    """id -> the name a person reads (true name, else the id)."""
+    wanted = set(ids)
+    names = _names(wanted)
+    return {i: names.get(i, i) for i in wanted}
+
+
+def _names(ids: set[str]) -> dict[str, str]:
+    wanted = sorted(ids)
+    names: dict[str, str] = {}
+    for start in range(0, len(wanted), 500):
+        names.update(true_names(wanted[start : start + 500]))
+    return names
+
+
+def leak_findings(
+    *,
+    viewer_id: str | None = None,
+    kind: str | None = None,
+    world_id: str | None = None,
+    state: str | None = None,
+    sort: str | None = None,
+) -> list[dict]:
+    """Every distinct leak in every viewer's prompt, with its world, count, source row,
+    context, acceptance state and the names of its viewer and entity (ids stay beside them).
+    The page, its CSV and JSON and the API all read this."""
     report = leak_report(viewer_id)
-    found = [f.to_dict() for v in report.findings for f in report.findings[v]]
+    found = [f for v in report.findings for f in report.findings[v]]
     if kind is not None:
-        found = [f for f in found if f["kind"] == kind]
-    return sorted(found, key=lambda f: (f["viewer_id"], f["start"], f["end"], f["kind"]))
+        found = [f for f in found if f.finding.kind == kind]
+    if world_id is not None:
+        found = [f for f in found if f.world_id == world_id]
+    items = _with_state([f.to_dict() for f in found], found)
+    if state is not None:
+        items = [f for f in items if f["state"] == state]
+    entity_ids = {f["entity_id"] for f in items if f["entity_id"]}
+    names = _names({f["viewer_id"] for f in items} | entity_ids)
+    entities = _entities(entity_ids)
+    for item in items:
+        item["viewer_name"] = names.get(item["viewer_id"], item["viewer_id"])
+        entity = item["entity_id"]
+        item["entity_name"] = names.get(entity, entity) if entity else None
+        # A label can be given only to another entity (never to a place or to oneself).
+        # An alias answers a name or an id the viewer met, not a private value.
+        item["can_alias"] = (
+            item["kind"] in ALIASABLE and entity in entities and entity != item["viewer_id"]
+        )
+    items.sort(key=lambda f: (f["viewer_id"], f["start"], f["end"], f["kind"]))
+    items.sort(key=SORTS[sort if sort in SORTS else DEFAULT_SORT])
+    return items
+
+
+def find_finding(viewer_id: str, section: str, kind: str, text: str) -> ScanFinding | None:
+    """The viewer's current finding with this key (what an acceptance names), if any."""
+    report = leak_report(viewer_id)
+    for f in report.findings.get(viewer_id, []):
+        if f.key == (viewer_id, section, kind, text):
+            return f
+    return None
 
 
 def leak_kinds() -> tuple[str, ...]:
     return FINDING_KINDS
 
 
+def leak_worlds() -> list[str]:
+    return sorted(w for w in LeakScan.objects.values_list("world_id", flat=True).distinct() if w)
+
+
 def leak_counts(report: LeakReport | None = None) -> dict[str, dict[str, int]]:
-    """viewer id -> kind -> findings (zeros kept), over every viewer whose findings are known."""
+    """viewer id -> kind -> open findings (zeros kept), over every viewer whose findings are
+    known; accepted findings are not counted."""
     report = report or leak_report()
+    accepted = acceptances(report.findings)
     counts: dict[str, dict[str, int]] = {}
     for viewer in sorted(report.findings):
-        found = Counter(f.finding.kind for f in report.findings[viewer])
+        found = Counter(f.finding.kind for f in report.findings[viewer] if f.key not in accepted)
         counts[viewer] = {kind: found[kind] for kind in FINDING_KINDS}
     return counts

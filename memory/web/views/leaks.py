@@ -8,17 +8,19 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required, permission_required
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.core.exceptions import BadRequest
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.urls import reverse
-from django.views.decorators.http import require_GET
+from django.utils.text import slugify
+from django.views.decorators.http import require_GET, require_POST
 
-from memory.engine.errors import NotFound
-from memory.engine.leaks.world_scan import CSV_HEADER
-from memory.web.roles import READ_PERMISSION
+from memory.engine.errors import Conflict, InvalidInput, NotFound
+from memory.engine.leaks.world_scan import CSV_HEADER, FINDING_STATES
+from memory.web import inputs, services
+from memory.web.roles import EDIT_PERMISSION, READ_PERMISSION
 from memory.web.selectors import leaks as leak_reads
-from memory.web.selectors import viewers as viewer_reads
 from memory.web.spreadsheet import safe_row
-from memory.web.views._common import get_viewer_for_user, query_text, render_page
+from memory.web.views._common import get_viewer_for_user, path_id, render_page, wants_fragment
 
 LEAK_FORMATS = ("html", "csv", "json")
 
@@ -35,11 +37,31 @@ def prompt_page(request: HttpRequest, viewer_id: str) -> HttpResponse:
     return render_page(request, "memory/prompt.html", "prompt-panel", context)
 
 
+FILTERS = ("viewer", "kind", "world", "state", "sort")
+FILTER_PREFIX = "filter_"
+SOURCES_LISTED = 5
+
+
+def _filters(source, prefix: str = "") -> dict[str, str]:
+    """The report's filters and sort as given: GET for the page; on a POST the form's copy,
+    prefixed (the finding's own `kind` is a field of the form too)."""
+    found = {}
+    for name in FILTERS:
+        try:
+            value = (inputs.text(source.get(prefix + name), name) or "").strip()
+        except InvalidInput as exc:
+            raise BadRequest(str(exc)) from None
+        if value:
+            found[name] = value
+    return found
+
+
 @require_GET
 @login_required
 @permission_required(READ_PERMISSION, raise_exception=True)
 def leaks_page(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
-    """Every finding of every viewer's prompt; ?viewer= and ?kind= filter, ?format= exports."""
+    """One row per distinct leak of every viewer's prompt; ?viewer= ?kind= ?world= ?state=
+    filter, ?sort= orders, ?format= exports."""
     fmt = fmt or request.GET.get("format") or "html"
     if fmt not in LEAK_FORMATS:
         return HttpResponse(
@@ -47,9 +69,9 @@ def leaks_page(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
             status=400,
             content_type="text/plain",
         )
-    viewer_id, kind = query_text(request, "viewer"), query_text(request, "kind")
+    filters = _filters(request.GET)
     try:
-        findings = leak_reads.leak_findings(viewer_id=viewer_id, kind=kind)
+        findings = _findings(filters)
     except NotFound as exc:  # ?viewer= names nobody: a 404 in the format asked for
         if fmt == "json":
             body = {"detail": str(exc), "code": exc.code, "field": "viewer"}
@@ -62,19 +84,157 @@ def leaks_page(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
         response["Content-Disposition"] = 'attachment; filename="leaks.csv"'
         writer = csv.writer(response)
         writer.writerow(CSV_HEADER)
-        writer.writerows(safe_row(f.get(column) for column in CSV_HEADER) for f in findings)
+        writer.writerows(safe_row(_csv_cell(f, column) for column in CSV_HEADER) for f in findings)
         return response
-    filters = [(k, v) for k, v in (("viewer", viewer_id), ("kind", kind)) if v]
-    query = urlencode(filters)
+    return _render_table(request, filters, findings)
+
+
+def _findings(filters: dict[str, str]) -> list[dict]:
+    return leak_reads.leak_findings(
+        viewer_id=filters.get("viewer"),
+        kind=filters.get("kind"),
+        world_id=filters.get("world"),
+        state=filters.get("state"),
+        sort=filters.get("sort"),
+    )
+
+
+def _csv_cell(finding: dict, column: str) -> object:
+    if column == "context":
+        parts = ("context_before", "text", "context_after")
+        return "".join(str(finding.get(part) or "") for part in parts)
+    return finding.get(column)
+
+
+def _render_table(
+    request: HttpRequest,
+    filters: dict[str, str],
+    findings: list[dict] | None = None,
+    *,
+    status: int = 200,
+    problem: dict[str, str] | None = None,
+) -> HttpResponse:
+    if findings is None:
+        findings = _findings(filters)
+    listed = [(k, v) for k, v in filters.items() if k != "sort"]
+    query = urlencode(listed)
     base = reverse("memory:leaks")
+    here = urlencode(list(filters.items()))
+    for f in findings:
+        f["prompt_url"] = reverse("memory:prompt", args=[f["viewer_id"]]) + f"#leak-at-{f['start']}"
+        sources = list(dict.fromkeys(o["source_id"] for o in f["occurrences"] if o["source_id"]))
+        # The first occurrence's row, then the other rows the leak stands in (a few).
+        f["source_urls"] = [
+            reverse("memory:entry", args=[f["viewer_id"], source])
+            for source in sources[:SOURCES_LISTED]
+        ]
+        f["alias_url"] = (
+            reverse("memory:aliases_panel", args=[f["viewer_id"]])
+            + f"?all_aliases=1#alias-{slugify(f['entity_id'])}"
+            if f["can_alias"]
+            else None
+        )
+        f["dom"] = slugify(f"{f['viewer_id']}-{f['section']}-{f['kind']}-{f['start']}")
+        f["problem_key"] = "|".join((f["viewer_id"], f["section"], f["kind"], f["text"]))
+        f["alias_key"] = f"alias|{f['viewer_id']}|{f['entity_id']}"
+    problem = dict(problem or {})
+    if problem:
+        # A problem is shown beside its row; one whose row is gone (the finding moved) above.
+        keys = {f["problem_key"] for f in findings} | {f["alias_key"] for f in findings}
+        problem["placed"] = problem["key"] in keys
+    viewer_name = None
+    if filters.get("viewer"):
+        viewer_name = leak_reads.display_names([filters["viewer"]])[filters["viewer"]]
     context = {
         "findings": findings,
-        "viewer_filter": viewer_id or "",
-        "kind_filter": kind or "",
+        "filters": filters,
+        "viewer_name": viewer_name,
+        "here": here,
+        "problem": problem,
         "kinds": list(leak_reads.leak_kinds()),
-        "viewers": viewer_reads.list_viewers(),
-        "csv_url": f"{base}?{urlencode([('format', 'csv'), *filters])}",
-        "json_url": f"{base}?{urlencode([('format', 'json'), *filters])}",
+        "states": list(FINDING_STATES),
+        "sorts": list(leak_reads.SORT_NAMES),
+        "worlds": leak_reads.leak_worlds(),
+        "viewers": leak_reads.viewer_choices(
+            filters.get("viewer"), (f["viewer_id"] for f in findings)
+        ),
+        "can_edit": request.user.has_perm(EDIT_PERMISSION),
+        "csv_url": f"{base}?{urlencode([('format', 'csv'), *filters.items()])}",
+        "json_url": f"{base}?{urlencode([('format', 'json'), *filters.items()])}",
         "json_twin": reverse("api:leaks") + (f"?{query}" if query else ""),
     }
-    return render_page(request, "memory/leaks.html", "leak-table", context)
+    return render_page(request, "memory/leaks.html", "leak-table", context, status=status)
+
+
+def _after_write(request: HttpRequest, filters: dict[str, str], problem: dict | None = None):
+    """Back to the report with its filters: the table fragment for htmx, a redirect (or the
+    page with the problem beside the row) without it."""
+    if problem is None and not wants_fragment(request):
+        query = urlencode(list(filters.items()))
+        return HttpResponseRedirect(reverse("memory:leaks") + (f"?{query}" if query else ""))
+    status = 400 if problem and not wants_fragment(request) else 200
+    return _render_table(request, filters, status=status, problem=problem)
+
+
+def _finding_key(request: HttpRequest) -> tuple[str, str, str, str]:
+    try:
+        values = [inputs.text(request.POST.get(name, ""), name) or "" for name in KEY_FIELDS]
+    except InvalidInput as exc:
+        raise BadRequest(str(exc)) from None
+    viewer = get_viewer_for_user(request, values[0])
+    return viewer.id, values[1], values[2], values[3]
+
+
+KEY_FIELDS = ("viewer_id", "section", "kind", "text")
+
+
+@require_POST
+@login_required
+@permission_required(EDIT_PERMISSION, raise_exception=True)
+def accept_leak(request: HttpRequest) -> HttpResponse:
+    """Accept one finding as expected (editors; a reason is required)."""
+    key = _finding_key(request)
+    filters = _filters(request.POST, FILTER_PREFIX)
+    try:
+        services.accept_leak(*key, request.POST.get("reason", ""), user=request.user)
+    except (InvalidInput, NotFound, Conflict) as exc:
+        return _after_write(request, filters, {"key": "|".join(key), "error": str(exc)})
+    return _after_write(request, filters)
+
+
+@require_POST
+@login_required
+@permission_required(EDIT_PERMISSION, raise_exception=True)
+def reopen_leak(request: HttpRequest) -> HttpResponse:
+    """Withdraw an acceptance (editors): the finding is a leak again."""
+    key = _finding_key(request)
+    filters = _filters(request.POST, FILTER_PREFIX)
+    try:
+        services.reopen_leak(*key, user=request.user)
+    except NotFound as exc:
+        return _after_write(request, filters, {"key": "|".join(key), "error": str(exc)})
+    return _after_write(request, filters)
+
+
+@require_POST
+@login_required
+@permission_required(EDIT_PERMISSION, raise_exception=True)
+def add_alias(request: HttpRequest) -> HttpResponse:
+    """Give the viewer a label for the finding's entity, through the alias edit service (its
+    validation, history and audit); the viewer's findings are rescanned in the same write."""
+    viewer = get_viewer_for_user(request, request.POST.get("viewer_id", ""))
+    target_id = path_id(request.POST.get("target_id", ""), "target_id")
+    filters = _filters(request.POST, FILTER_PREFIX)
+    try:
+        label = inputs.text(request.POST.get("label", ""), "label") or ""
+        services.set_alias(viewer.id, target_id, label, user=request.user, source="leak report")
+    except services.AliasRefused as exc:
+        problem = {"key": f"alias|{viewer.id}|{target_id}", "error": "; ".join(exc.errors)}
+        return _after_write(request, filters, problem)
+    except InvalidInput as exc:
+        return _after_write(
+            request, filters, {"key": f"alias|{viewer.id}|{target_id}", "error": str(exc)}
+        )
+    except NotFound as exc:
+        raise Http404(str(exc)) from None
+    return _after_write(request, filters)

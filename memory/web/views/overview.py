@@ -99,11 +99,14 @@ def projection_context(request: HttpRequest) -> dict[str, Any]:
     if len(rows) > LEAK_ALL_ROWS_UPTO:
         # A crowd: the viewers with most findings first; the clean ones are summed up.
         rows = sorted((r for r in rows if r[2]), key=lambda r: (-r[2], r[0]))
+    listed = rows[:LEAK_ROWS_LISTED]
+    names = leak_reads.display_names(r[0] for r in listed)
     return {
         "leak_kinds": kinds,
-        "leak_rows": rows[:LEAK_ROWS_LISTED],
+        # names first: (id, name, counts per kind, total)
+        "leak_rows": [(v, names[v], per_kind, total) for v, per_kind, total in listed],
         "leak_viewers": len(counts),
-        "leak_rows_hidden": len(rows) - len(rows[:LEAK_ROWS_LISTED]),
+        "leak_rows_hidden": len(rows) - len(listed),
         "leak_pending": len(report.pending),
         "leak_clean": sum(1 for per_kind in counts.values() if not sum(per_kind.values())),
         "status": projection_reads.projection_status(),
