@@ -65,8 +65,11 @@ def healthz(request: HttpRequest) -> JsonResponse:
             "projection_lag_rows": status["lag_rows"],
             "problems": problems,
             "shard_count": {"configured": configured, "stored": layout or configured},
-            "shards": [
-                {"shard": s["shard"], "rows_behind": s["rows_behind"]} for s in status["shards"]
-            ],
+            "shards": [public_shard(shard) for shard in status["shards"]],
         }
     )
+
+
+def public_shard(shard: dict) -> dict:
+    """A shard's lag numbers and times, without its watermark (an entry id, text from the game)."""
+    return {key: value for key, value in shard.items() if key != "watermark"}
