@@ -26,6 +26,7 @@ from memory.models import (
     AuditLog,
     BufferEntry,
     Entity,
+    LeakAcceptance,
     ObjectType,
 )
 from memory.web import services
@@ -260,6 +261,15 @@ class AuditLogAdmin(ReadOnlyAdmin):
     list_display = ("at", "action", "target", "actor", "actor_label")
     list_filter = ("action",)
     search_fields = ("target",)
+
+
+@admin.register(LeakAcceptance)
+class LeakAcceptanceAdmin(ReadOnlyAdmin):
+    """Findings an editor accepted as expected (made and withdrawn on /leaks/, audited there)."""
+
+    list_display = ("accepted_at", "viewer_id", "section", "kind", "text", "reason", "accepted_by")
+    list_filter = ("kind", "section")
+    search_fields = ("=viewer_id", "text", "reason")
 
 
 class ApiTokenForm(forms.ModelForm):

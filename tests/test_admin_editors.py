@@ -88,3 +88,15 @@ def test_viewer_page_links_to_admin_for_staff_only(client, designer, django_user
     client.force_login(editor)
     body = client.get("/viewers/alice/").content.decode()
     assert "/admin/memory/entity/" not in body
+
+
+def test_leak_acceptances_are_listed_read_only_for_the_demo_login(client, designer) -> None:
+    from memory.models import LeakAcceptance
+
+    LeakAcceptance.objects.create(
+        viewer_id="alice", section="recent", kind="system_id", text="bob", reason="a test fixture"
+    )
+    page = client.get("/admin/memory/leakacceptance/")
+    assert page.status_code == 200
+    assert "a test fixture" in page.content.decode()
+    assert client.get("/admin/memory/leakacceptance/add/").status_code == 403

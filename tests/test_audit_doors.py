@@ -174,3 +174,15 @@ def test_a_command_writing_through_services_is_audited_as_the_os_user(cast):
     services.set_alias("alice", "bob", "the stranger", user=audit.cli_actor(), source="cli")
     assert rows() == [("alias.set", "alice->bob", None, CLI)]
     assert AliasChange.objects.filter(source="cli").count() == 1
+
+
+@pytest.mark.django_db
+def test_ensure_login_is_one_row_each_naming_the_role_never_the_password():
+    quiet("ensure_login", "--username", "qa", "--password", "s3cret-pw", "--role", "reader")
+    quiet("ensure_login", "--username", "qa", "--password", "s3cret-pw", "--role", "editor")
+    assert rows() == [("login.create", "qa", None, CLI), ("login.reset", "qa", None, CLI)]
+    assert [json.loads(a.after_json) for a in AuditLog.objects.order_by("id")] == [
+        {"role": "reader"},
+        {"role": "editor"},
+    ]
+    assert not AuditLog.objects.filter(after_json__contains="s3cret").exists()

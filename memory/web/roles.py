@@ -49,6 +49,8 @@ ADMIN_PERMISSIONS = EDITOR_PERMISSIONS + (
     "memory.add_apitoken",
     "memory.view_apitoken",
     "memory.delete_apitoken",
+    # Leak acceptances in the admin, read-only (they are made and withdrawn on /leaks/).
+    "memory.view_leakacceptance",
 )
 
 # The permission each kind of action needs; each is the one that sets its role apart.

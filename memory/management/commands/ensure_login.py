@@ -2,7 +2,9 @@ from __future__ import annotations
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+from django.db import transaction
 
+from memory.engine import audit
 from memory.management.commands._base import OmniaCommand
 from memory.web.roles import ADMINS, EDITORS, READERS
 
@@ -39,6 +41,20 @@ class Command(OmniaCommand):
     def handle(
         self, *args, username: str, password: str, role: str, superuser: bool, **options
     ) -> None:
+        with transaction.atomic():
+            user, created = self._ensure(username, password, role, superuser)
+            # A login made or reset is a write like any other: one audit row (never the password).
+            audit.record(
+                "login.create" if created else "login.reset",
+                username,
+                actor=audit.cli_actor(),
+                after={"role": "superuser" if superuser else role},
+            )
+        shown = "superuser" if superuser else role
+        self.stdout.write(f"{'created' if created else 'updated'} login {username} ({shown})")
+
+    @staticmethod
+    def _ensure(username: str, password: str, role: str, superuser: bool):
         user, created = get_user_model().objects.get_or_create(username=username)
         user.is_staff = role == "admin" or superuser
         user.is_superuser = superuser
@@ -48,5 +64,4 @@ class Command(OmniaCommand):
         user.groups.remove(*Group.objects.filter(name__in=[READERS, EDITORS, ADMINS]))
         for name in _ROLE_GROUPS[role]:
             user.groups.add(Group.objects.get_or_create(name=name)[0])
-        shown = "superuser" if superuser else role
-        self.stdout.write(f"{'created' if created else 'updated'} login {username} ({shown})")
+        return user, created
