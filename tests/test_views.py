@@ -231,7 +231,8 @@ def test_overview_matrix_and_search(staff_client, cast) -> None:
         in body
     )
     body = staff_client.get("/?q=gareth", headers={"HX-Request": "true"}).content.decode()
-    assert '<a href="/viewers/bob/">bob</a>' in body and '<a href="/viewers/alice/">' not in body
+    assert '<a href="/viewers/bob/">Gareth</a> <code class="id-hint">bob</code>' in body
+    assert '<a href="/viewers/alice/">' not in body
 
 
 def test_aliases_panel_shows_state_true_name_and_suggestion(staff_client, cast) -> None:
@@ -239,7 +240,10 @@ def test_aliases_panel_shows_state_true_name_and_suggestion(staff_client, cast) 
         "/viewers/alice/aliases/", headers={"HX-Request": "true"}
     ).content.decode()
     assert 'value="the hooded figure"' in body
-    assert '<td class="qa-info">Gareth</td>' in body
+    assert (
+        '<th scope="row"><span class="qa-info" title="true name: QA information, never shown to '
+        'the viewer">Gareth</span> <code class="id-hint">bob</code>' in body
+    )
     assert (
         "the tall cloaked man" in body or "the tall" in body
     )  # derived from bob's PUBLIC appearance
@@ -335,7 +339,8 @@ def test_viewer_switch_links_are_permalinks_with_htmx(staff_client, cast) -> Non
     body = staff_client.get("/viewers/alice/").content.decode()
     assert (
         '<a href="/viewers/bob/" hx-get="/viewers/bob/" hx-target="#viewer-panels" '
-        'hx-swap="outerHTML" hx-push-url="true">bob</a>' in body
+        'hx-swap="outerHTML" hx-push-url="true" data-viewer-id="bob">Gareth '
+        '<code class="id-hint">bob</code></a>' in body
     )
 
 

@@ -61,6 +61,23 @@
     }
   }
 
+  // ==== Panel focus (ui: issue 15 item 2) ====
+  // A panel's own URL (/viewers/<id>/faces/) marks its panel data-focus: bring it into view
+  // and move focus there, so keyboard and screen-reader users land where the link pointed.
+  // A selected buffer line (?line=) is brought into view the same way.
+  function focusMarked(root) {
+    var target = (root || document).querySelector("[data-focus]") ||
+      (root || document).querySelector(".buffer-line.selected");
+    if (!target) return;
+    target.scrollIntoView({ block: "start" });
+    target.focus({ preventScroll: true });
+  }
+  document.addEventListener("DOMContentLoaded", function () { focusMarked(document); });
+  document.addEventListener("htmx:afterSettle", function (event) {
+    var swapped = event.detail && event.detail.elt;
+    if (swapped && swapped.querySelector && swapped.isConnected) focusMarked(swapped.parentNode || document);
+  });
+
   document.addEventListener("click", function (event) {
     if (!event.target.closest) return;
     if (event.target.closest("[data-help-toggle]")) toggleHelp();
