@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from memory.engine.clock import time_key
-
 from memory.engine.projections.doors import Digest, Page, digest
 from memory.engine.projections.doors import episodes as door_episodes
 from memory.engine.projections.doors import sessions as door_sessions
