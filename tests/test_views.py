@@ -372,7 +372,8 @@ def test_faces_panel_default_face_hides_shadowed_and_superseded(staff_client, de
     ]
     assert "shadowed by" not in body and "superseded by" not in body
     assert 'href="/viewers/npc-tobiah/faces/?include_shadowed=1"' in body
-    assert 'aria-pressed="false"' in body
+    # A link's state is in its words (aria-pressed belongs to buttons: axe flags it on a link).
+    assert 'data-state="off">Shadowed &amp; superseded: hidden</a>' in body
 
 
 def test_faces_panel_include_shadowed_tags_and_groups_under_rollup(staff_client, demo) -> None:

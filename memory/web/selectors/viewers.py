@@ -97,7 +97,8 @@ def viewer_window(*, q: str | None = None, limit: int = 50) -> tuple[list[Entity
 def viewer_ids(world_id: str | None) -> list[str]:
     """Ids of the entities of one world (or of every world), in id order: ids only, cheap
     enough for a 1,000-entity switcher to slice from."""
-    return list(_entities(world_id).order_by("id").values_list("id", flat=True))
+    qs = _entities(world_id).exclude(is_agent=0)  # non-agents are no viewers (see Entity.agent)
+    return list(qs.order_by("id").values_list("id", flat=True))
 
 
 def list_worlds() -> list[WorldObject]:
@@ -246,7 +247,10 @@ def matrix_window(
 ) -> MatrixWindow:
     """The labels a window of viewers uses for a window of targets: every query bounded by
     the window, never by the world (a 2,000-entity world is four million cells)."""
-    viewers_qs, targets_qs = _matching(world.id, row_q), _matching(world.id, col_q)
+    # Rows are viewers: an entity the save marks as no agent (is_agent=0) thinks nothing and
+    # names nobody, so it is only ever a column.
+    viewers_qs = _matching(world.id, row_q).exclude(is_agent=0)
+    targets_qs = _matching(world.id, col_q)
     viewer_total, target_total = viewers_qs.count(), targets_qs.count()
     row_start = max(0, min(row_start, max(viewer_total - 1, 0)))
     col_start = max(0, min(col_start, max(target_total - 1, 0)))
