@@ -312,7 +312,12 @@ def _panel_view(partial: str, twin: str):
         viewer = get_viewer_for_user(request, viewer_id)
         # The panel's own URL shows the whole page with that panel in focus (scrolled to,
         # highlighted, announced); to htmx it is the panel alone.
-        context = _viewer_context(request, viewer, focus=partial.removesuffix("-panel"))
+        # A panel re-reading itself (the buffer after an alias edit) takes no focus: the
+        # person is still working where they were.
+        refresh = request.headers.get("HX-Trigger") == partial
+        context = _viewer_context(
+            request, viewer, focus=None if refresh else partial.removesuffix("-panel")
+        )
         context["json_twin"] = reverse(twin, args=[viewer.id])
         return render_page(request, "memory/viewer.html", partial, context)
 
