@@ -101,7 +101,7 @@ def test_names_come_first_and_ids_stay_as_hints(page, demo, screenshots) -> None
     page.goto(f"/viewers/{ISOLDE}/buffer/?qa=1")
     assert page.locator("#buffer-panel .qa-ids").first.inner_text().startswith("id ")
 
-    page.goto(f"/viewers/npc-pip/prompt/")
+    page.goto("/viewers/npc-pip/prompt/")
     assert page.locator("h1").inner_text() == "Prompt context of Pip Dunn npc-pip"
     assert page.console_errors == []
 
