@@ -231,7 +231,10 @@ def test_overview_matrix_and_search(staff_client, cast) -> None:
         in body
     )
     body = staff_client.get("/?q=gareth", headers={"HX-Request": "true"}).content.decode()
-    assert '<a href="/viewers/bob/">Gareth</a> <code class="id-hint">bob</code>' in body
+    assert (
+        '<a href="/viewers/bob/">Gareth</a><br><span class="muted small">'
+        '<code class="id-hint">bob</code> · tavern</span>' in body
+    )
     assert '<a href="/viewers/alice/">' not in body
 
 
