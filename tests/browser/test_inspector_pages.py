@@ -197,6 +197,7 @@ def test_selecting_a_line_lights_its_session_episode_and_aliases(page, demo) -> 
     page.wait_for_url(re.compile(rf"/viewers/npc-pip/\?line={entry_id}"))
     page.wait_for_selector(f"#buffer-panel .buffer-line.selected[data-entry-id='{entry_id}']")
     assert page.evaluate("window.__noReload") == 1  # htmx swapped the panels
+    expect(page.locator("#buffer-panel .buffer-line.selected")).to_be_focused()
     assert page.locator("#sessions-panel tr.selected").get_attribute("data-session") == (
         "conv-standoff"
     )
@@ -238,6 +239,7 @@ def test_an_alias_row_shows_the_lines_that_use_it(page, demo) -> None:
     page.wait_for_url(re.compile(r"/viewers/npc-pip/buffer/\?uses=npc-sable$"))
     page.wait_for_selector("#buffer-panel .uses-filter")
     assert page.evaluate("window.__noReload") == 1
+    expect(page.locator("#buffer-panel")).to_be_focused()  # the panel it opened, in focus
     lines = page.locator("#buffer-panel .buffer-line .line").all_inner_texts()
     assert 0 < len(lines) < every
     assert all("the tall one in grey" in t.casefold() for t in lines)
