@@ -50,6 +50,9 @@ class WorldObject(models.Model):
     aliases_json = models.TextField(null=True, blank=True)
     connections_json = models.TextField(null=True, blank=True)
     is_agent = models.IntegerField(null=True, blank=True)
+    # Where the row stood in the file or scenario it came from (omnia's rowid order), so an
+    # export writes rows in the order the game wrote them; null for rows made here.
+    file_order = models.IntegerField(null=True, blank=True)
 
     class Meta:
         db_table = "objects"
@@ -81,6 +84,7 @@ class Attribute(models.Model):
     name = models.TextField()
     value = models.TextField()
     visibility = models.TextField(choices=Visibility.choices)
+    file_order = models.IntegerField(null=True, blank=True)  # as on WorldObject
 
     class Meta:
         db_table = "attributes"
@@ -101,6 +105,7 @@ class AttributeAcl(models.Model):
     )
     attribute_name = models.TextField()
     entity_id = models.TextField()
+    file_order = models.IntegerField(null=True, blank=True)  # as on WorldObject
 
     class Meta:
         db_table = "attribute_acl"
@@ -128,6 +133,9 @@ class BufferEntry(models.Model):
     conversation_id = models.TextField(null=True, blank=True)
     retracted_at = models.DateTimeField(null=True, blank=True)
     abstracted_into = models.TextField(null=True, blank=True)
+    # The timestamp names no instant: a row omnia wrote that import keeps as it is, shown
+    # undeliverable and kept out of time arithmetic (the write doors refuse such a time).
+    untimed = models.BooleanField(db_default=False)
 
     class Meta:
         db_table = "buffer_entries"
@@ -164,6 +172,9 @@ class LedgerEntry(models.Model):
     draft_name = models.TextField(null=True, blank=True)
     withheld = models.BooleanField(default=False)
     created_at = models.BigIntegerField()
+    # The rollup that absorbed this entry (seed 003 rule 10: the per-row mark abstract()
+    # writes beside the edge, as on buffer rows). Not omnia's column: export leaves it out.
+    abstracted_into = models.TextField(null=True, blank=True)
 
     class Meta:
         db_table = "ledger_entries"
@@ -179,6 +190,7 @@ class LedgerInvolvedEntity(models.Model):
         LedgerEntry, on_delete=models.DO_NOTHING, db_column="entry_id", related_name="involved"
     )
     entity_id = models.TextField()
+    file_order = models.IntegerField(null=True, blank=True)  # as on WorldObject
 
     class Meta:
         db_table = "ledger_involved_entities"
@@ -225,9 +237,39 @@ class ProjectionShard(models.Model):
     last_assigned_at = models.BigIntegerField(default=0)
     last_cycle_at = models.DateTimeField(null=True, blank=True)
     last_cycle_rows = models.BigIntegerField(default=0)
+    # The OMNIA_PROJECTION_SHARDS the rows were partitioned under (0: a store from before this
+    # was kept, taken as its number of shard rows). A different setting re-partitions.
+    layout = models.SmallIntegerField(default=0)
 
     class Meta:
         db_table = "memory_projection_shards"
+
+
+class ProjectionProblem(models.Model):
+    """A canonical row the fold could not fold, quarantined: the fold skips it (its watermark
+    moves on) and every other row still folds. A derived row like the projections: rebuild
+    re-derives the set, verify compares it. `row_ref` names the row even when its id is NULL
+    (SQLite lets a TEXT PRIMARY KEY be NULL): then it is "rowid N"."""
+
+    table_name = models.TextField()
+    row_ref = models.TextField()
+    row_id = models.TextField(null=True, blank=True)
+    world_id = models.TextField(null=True, blank=True)
+    owner_id = models.TextField(null=True, blank=True)
+    shard = models.SmallIntegerField(null=True, blank=True)
+    created_at = models.BigIntegerField(null=True, blank=True)
+    reason = models.TextField()
+    first_seen = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "memory_projection_problems"
+        ordering = ["first_seen", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["table_name", "row_ref"], name="uniq_problem_row")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.table_name} {self.row_ref}: {self.reason}"
 
 
 class MemorySession(models.Model):

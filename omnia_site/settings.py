@@ -52,7 +52,15 @@ DEBUG = env_bool("OMNIA_DEBUG", False)
 # The test suite runs with DEBUG off, as production does, so it is the one other place a
 # throwaway key is allowed; anywhere else DEBUG off means OMNIA_SECRET_KEY must be set.
 TESTING = "pytest" in sys.modules or env_bool("OMNIA_TESTING", False)
-SECRET_KEY = env_str("OMNIA_SECRET_KEY", "dev-only-insecure-key" if DEBUG or TESTING else None)
+SECRET_KEY = os.environ.get("OMNIA_SECRET_KEY") or (
+    "dev-only-insecure-key" if DEBUG or TESTING else ""
+)
+if not SECRET_KEY:
+    # One line with the fix: manage.py prints it and exits 2 (no traceback).
+    raise ImproperlyConfigured(
+        "OMNIA_SECRET_KEY is not set: set OMNIA_DEBUG=1 for local use, "
+        "or OMNIA_SECRET_KEY in production"
+    )
 ALLOWED_HOSTS = env_list("OMNIA_ALLOWED_HOSTS", "127.0.0.1,localhost,testserver")
 CSRF_TRUSTED_ORIGINS = env_list(
     "OMNIA_CSRF_TRUSTED_ORIGINS", "http://127.0.0.1:8000,http://localhost:8000"
@@ -83,6 +91,9 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # After HtmxMiddleware (it reads request.htmx): an expired session answers htmx with
+    # HX-Redirect to the login page, never the login page inside a panel.
+    "memory.web.htmx_login.HtmxLoginRedirectMiddleware",
     "memory.web.middleware.DatabaseUnavailableMiddleware",
     "csp.middleware.CSPMiddleware",
     # Last, as axes asks: it turns a refused sign-in into the throttled page (memory.web.lockout).
@@ -116,13 +127,19 @@ TEMPLATES = [
     },
 ]
 
-DATABASES = {
-    "default": dj_database_url.config(
-        env="DATABASE_URL",
-        default=f"sqlite:///{BASE_DIR / 'var' / 'omnia.sqlite3'}",
-        conn_max_age=env_int("OMNIA_DB_CONN_MAX_AGE", 0),
-    )
-}
+try:
+    DATABASES = {
+        "default": dj_database_url.config(
+            env="DATABASE_URL",
+            default=f"sqlite:///{BASE_DIR / 'var' / 'omnia.sqlite3'}",
+            conn_max_age=env_int("OMNIA_DB_CONN_MAX_AGE", 0),
+        )
+    }
+except ValueError as exc:  # an unknown scheme or a malformed URL: say which variable
+    raise ImproperlyConfigured(
+        f"DATABASE_URL is not a database URL ({str(exc).split('.')[0]}): use "
+        "sqlite:///path/to/file.sqlite3 or postgres://user@host:5432/name"
+    ) from None
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets readers proceed while the projection worker writes.
     DATABASES["default"].setdefault("OPTIONS", {})

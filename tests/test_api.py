@@ -424,13 +424,22 @@ def test_long_term_entry_search_and_slug_twins(client, demo, reader_token) -> No
     assert member["notes"] == [
         "[superseded] consolidated into abs-tobiah-signal-nights; delivered by id as evidence"
     ]
-    assert member["rollup"] == {"id": "abs-tobiah-signal-nights", "title": None}
+    assert member["rollup"] == {"id": "abs-tobiah-signal-nights", "title": "Signal Nights"}
     assert member["members"] == [] and member["item"]["state"] == "superseded"
     rollup = client.get(
         "/api/viewers/npc-tobiah/long-term/abs-tobiah-signal-nights", headers=h
     ).json()
     assert [m["id"] for m in rollup["members"]] == ["ltm-tobiah-01", "m-b11-tobiah", "m-d01-tobiah"]
+    # every member has a title: a long-term entry its name, a buffer memory the line it reads
+    assert [m["title"] for m in rollup["members"]] == [
+        "The Signal",
+        "Sable Quint says 'Watch the lamp tonight. If the old man signals, we land the rest.' "
+        "to me",
+        "I hope the brass-buttoned woman doesn't look under the tarp",
+    ]
     assert rollup["rollup"] is None and rollup["notes"] == []
+    carrier = client.get("/api/viewers/npc-tobiah/long-term/ltm-tobiah-03", headers=h).json()
+    assert carrier["shadows"] == [{"id": "lore-gullwing", "title": "The Gullwing"}]
     assert_error(
         client.get("/api/viewers/npc-tobiah/long-term/nope", headers=h),
         404,
@@ -574,7 +583,12 @@ def test_projection_doors(client, demo, staff_token, reader_token) -> None:
     assert rebuild["rows_folded"] == BufferEntry.objects.count()
     assert rebuild["sessions"] == sessions == MemorySession.objects.count()
     verify = client.post("/api/projections/verify", headers=bearer(staff_token)).json()
-    assert verify == {"sessions": sessions, "identical": sessions, "drift": []}
+    assert (verify["sessions"], verify["identical"], verify["drift"]) == (sessions, sessions, [])
+    # Every projection's drift travels in the API twin too (issue 13: episodes, shards, problems).
+    assert verify["episodes"]["drift"] == []
+    assert verify["episodes"]["episodes"] == verify["episodes"]["identical"] > 0
+    assert verify["shards"] == {"configured": 4, "stored": 4, "stranded_rows": 0}
+    assert verify["problems"] == {"rows": 0, "recorded": 0, "drift": []}
     assert AuditLog.objects.filter(action__startswith="projections.").count() == 2
 
 

@@ -331,7 +331,7 @@ def test_render_stored_entry_never_shows_an_id_or_tag_to_any_viewer() -> None:
         (
             "entity@alice[I] tell entity@bob[him] about entity@alice[myself]",
             BOB,
-            "The traveller tells me about the traveller",
+            "The traveller tells me about themselves",
         ),
         (
             "entity@alice[I] tell entity@bob[him] about entity@alice[myself]",

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import sqlite3
+import stat
 from pathlib import Path
 
 import pytest
 from django.core.management import call_command
 
 from memory.models import WorldObject
-from memory.web.services import set_alias
+from memory.web.services import remember_memory, set_alias
 from memory.worlds.export import UnknownWorld, export_omnia
 from memory.worlds.omnia_import import import_omnia
 from tests.helpers import FIXTURES, table_rows
@@ -30,13 +34,8 @@ def file_tables(path: Path) -> dict[str, list[tuple]]:
     tables = {}
     for table in TABLES:
         if table in present:
-            rows = conn.execute(f"SELECT * FROM {table} ORDER BY rowid").fetchall()
-            # Objects carry no order in the inspector; every other table keeps the file's.
-            tables[table] = (
-                sorted(rows)
-                if table in {"objects", "attributes", "attribute_acl", "ledger_involved_entities"}
-                else rows
-            )
+            # In rowid order: the order omnia reads them back in (loadWorldState has no ORDER BY).
+            tables[table] = conn.execute(f"SELECT * FROM {table} ORDER BY rowid").fetchall()
     columns = {t: [r[1] for r in conn.execute(f"PRAGMA table_info({t})")] for t in tables}
     conn.close()
     return {"rows": tables, "columns": columns}
@@ -81,3 +80,115 @@ def test_export_omnia_refuses_an_unknown_world(tmp_path):
         export_omnia("nowhere", tmp_path / "x.sqlite")
     assert not (tmp_path / "x.sqlite").exists()
     assert WorldObject.objects.count() == 0
+
+
+def rows_in_rowid_order(path: Path, table: str) -> list[tuple]:
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute(f"SELECT * FROM {table} ORDER BY rowid").fetchall()
+    finally:
+        conn.close()
+
+
+V1_TABLES = TABLES[:4]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("name", "table"),
+    [("omnia-74ffb45-tavern.sqlite", t) for t in V1_TABLES]
+    + [("omnia-head-tavern.sqlite", t) for t in TABLES],
+)
+def test_export_omnia_keeps_the_files_row_order(tmp_path, name, table):
+    original = FIXTURES / name
+    call_command("import_omnia", str(original))
+    exported = tmp_path / "out.sqlite"
+    call_command("export_omnia", str(exported))
+    want = rows_in_rowid_order(original, table)
+    got = rows_in_rowid_order(exported, table)
+    assert got == want
+    # The fixtures' own order is not the id order here, so a sorted export could not pass.
+    if table in ("objects", "attributes", "attribute_acl"):
+        assert want != sorted(want)
+
+
+@pytest.mark.django_db
+def test_export_omnia_keeps_a_reversed_files_order_in_every_table(tmp_path):
+    """The fixtures' ledger rows happen to be in id order: a copy with every table's rows
+    rewritten backwards proves the order comes from the file, not from the ids."""
+    reversed_copy = tmp_path / "reversed.sqlite"
+    shutil.copy(FIXTURES / "omnia-head-tavern.sqlite", reversed_copy)
+    conn = sqlite3.connect(reversed_copy)
+    for table in TABLES:
+        rows = conn.execute(f"SELECT * FROM {table} ORDER BY rowid DESC").fetchall()
+        conn.execute(f"DELETE FROM {table}")
+        marks = ", ".join("?" * len(rows[0]))
+        conn.executemany(f"INSERT INTO {table} VALUES ({marks})", rows)
+    conn.commit()
+    conn.close()
+    call_command("import_omnia", str(reversed_copy))
+    exported = tmp_path / "out.sqlite"
+    call_command("export_omnia", str(exported))
+    for table in TABLES:
+        want = rows_in_rowid_order(reversed_copy, table)
+        assert rows_in_rowid_order(exported, table) == want, table
+        assert want != sorted(want), table
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o027, 0o640), (0o077, 0o600)])
+def test_export_omnia_file_mode_follows_the_umask(tmp_path, umask, mode):
+    call_command("import_omnia", str(FIXTURES / "omnia-head-tavern.sqlite"))
+    exported = tmp_path / "out.sqlite"
+    before = os.umask(umask)
+    try:
+        call_command("export_omnia", str(exported))
+    finally:
+        os.umask(before)
+    assert stat.S_IMODE(exported.stat().st_mode) == mode
+    assert [p.name for p in tmp_path.iterdir()] == ["out.sqlite"]  # no temp file left behind
+
+
+@pytest.mark.django_db
+def test_export_omnia_adds_inspector_writes_without_reordering(tmp_path):
+    original = FIXTURES / "omnia-head-tavern.sqlite"
+    call_command("import_omnia", str(original))
+    set_alias("alice", "bob", "Gareth", user=None, source="test")
+    done = remember_memory(
+        "bob",
+        intent={
+            "type": "action",
+            "content": "entity@bob[I] lock the cellar door",
+            "actorId": "bob",
+            "targetIds": [],
+            "modifiers": [],
+        },
+        timestamp="2026-07-06T10:00:00.000Z",
+        location_id="cellar",
+    )
+    exported = tmp_path / "out.sqlite"
+    call_command("export_omnia", str(exported))
+
+    objects = rows_in_rowid_order(original, "objects")
+    alice = next(i for i, row in enumerate(objects) if row[0] == "alice")
+    aliases = json.loads(objects[alice][5])
+    edited = json.dumps(
+        [[t, "Gareth" if t == "bob" else label] for t, label in aliases], separators=(",", ":")
+    )
+    objects[alice] = (*objects[alice][:5], edited, *objects[alice][6:])
+    assert rows_in_rowid_order(exported, "objects") == objects
+    assert json.loads(edited) != aliases
+
+    buffer = rows_in_rowid_order(exported, "buffer_entries")
+    assert buffer[:-1] == rows_in_rowid_order(original, "buffer_entries")
+    assert buffer[-1] == (
+        done.entry.id,
+        "bob",
+        "2026-07-06T10:00:00.000Z",
+        "cellar",
+        done.entry.intent_json,
+        None,
+        0,
+    )
+    for table in ("attributes", "attribute_acl", "ledger_entries", "ledger_involved_entities"):
+        assert rows_in_rowid_order(exported, table) == rows_in_rowid_order(original, table)

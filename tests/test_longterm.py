@@ -371,6 +371,7 @@ def test_faces_command_json_exactly(demo):
         "shadowed": {"lore-gullwing": "ltm-tobiah-03"},
         "superseded": {"ltm-tobiah-01": SIGNAL_NIGHTS},
         "rows_visited": 11,
+        "name_warnings": [],
     }
 
 

@@ -90,8 +90,12 @@ def test_fold_session_orders_mixed_timestamp_forms_chronologically():
     state = fold_session(None, row("a", 0, timestamp="2026-07-06T12:00:00Z"))
     state = fold_session(state, row("b", 0, timestamp="2026-07-06T12:00:00.500Z"))
     state = fold_session(state, row("c", 0, timestamp="2026-07-06T13:00:00+02:00"))  # 11:00 UTC
-    state = fold_session(state, row("d", 0, timestamp="not a time"))
-    assert (state.first_at, state.last_at) == ("2026-07-06T13:00:00+02:00", "not a time")
+    state = fold_session(state, row("d", 0, timestamp="not a time"))  # a member, not a bound
+    assert (state.first_at, state.last_at, state.memory_count) == (
+        "2026-07-06T13:00:00+02:00",
+        "2026-07-06T12:00:00.500Z",
+        4,
+    )
 
 
 def test_fold_session_undeliverable_intent_counts_as_memory_not_dialogue():
@@ -276,6 +280,8 @@ def test_rebuild_of_virgin_store_writes_nothing(db):
         "identical": 0,
         "drift": [],
         "episodes": {"episodes": 0, "identical": 0, "drift": []},
+        "shards": {"configured": 4, "stored": 4, "stranded_rows": 0},
+        "problems": {"rows": 0, "recorded": 0, "drift": []},
     }
 
 
@@ -288,6 +294,8 @@ def test_verify_reports_drift_field_by_field(cast):
         "identical": 2,
         "drift": [],
         "episodes": {"episodes": 2, "identical": 2, "drift": []},
+        "shards": {"configured": 4, "stored": 4, "stranded_rows": 0},
+        "problems": {"rows": 0, "recorded": 0, "drift": []},
     }
     MemorySession.objects.filter(owner_id="alice").update(memory_count=7)
     stored_hash = MemorySession.objects.get(owner_id="alice").content_hash
@@ -324,6 +332,8 @@ def test_verify_treats_unfolded_rows_as_lag_not_drift(cast):
         "identical": 1,
         "drift": [],
         "episodes": {"episodes": 1, "identical": 1, "drift": []},
+        "shards": {"configured": 4, "stored": 4, "stranded_rows": 0},
+        "problems": {"rows": 0, "recorded": 0, "drift": []},
     }
 
 
@@ -372,6 +382,8 @@ def test_rebuild_projections_command_verifies_and_exits_1_on_drift(cast):
         "rows_folded": 1,
         "episodes": 1,
         "leak_viewers_scanned": 3,
+        "problems": 0,
+        "rows_moved": 0,
     }
     out = io.StringIO()
     call_command("rebuild_projections", "--verify", "--json", stdout=out)
@@ -380,6 +392,8 @@ def test_rebuild_projections_command_verifies_and_exits_1_on_drift(cast):
         "identical": 1,
         "drift": [],
         "episodes": {"episodes": 1, "identical": 1, "drift": []},
+        "shards": {"configured": 4, "stored": 4, "stranded_rows": 0},
+        "problems": {"rows": 0, "recorded": 0, "drift": []},
         "leak_findings": {"viewers": 3, "identical": 3, "behind": 0, "drift": []},
     }
     MemorySession.objects.update(dialogue_count=0)

@@ -51,10 +51,15 @@ QUERIES = {
     "face_maps": 3,
     "prompt_view": 14,  # 12 for a fresh scan, 2 to see the stored findings are behind
     "projection_status": 5,
-    "long_term_entry": 5,
+    # The faces read, the rollup's edges, the per-row abstracted_into marks (this entry's with
+    # its ledger members', its buffer members'), then the titles of the entries it names,
+    # their layers, its buffer members' lines
+    "long_term_entry": 10,
 }
 # The demo world has layers of shared lore: one more query for the layers a viewer reads.
-DEMO_QUERIES = {**QUERIES, "faces_view": 4, "face_maps": 4, "prompt_view": 15}
+# faces_view names what the listing leaves out (shadowed, withheld, rollups: one query) and the
+# layers in words (one query).
+DEMO_QUERIES = {**QUERIES, "faces_view": 6, "face_maps": 4, "prompt_view": 15}
 # The leak scan reads each world's knowledge once, then builds every viewer's prompt.
 CAST_LEAK_QUERIES = 24
 DEMO_LEAK_QUERIES = 60
@@ -350,17 +355,24 @@ def test_faces_view_on_the_demo_world(demo, django_assert_max_num_queries):
     assert view.answer.withheld == ["ltm-tobiah-02"]
     with django_assert_max_num_queries(DEMO_QUERIES["faces_view"]):
         shown = faces.faces_view("npc-tobiah", include_shadowed=True)
+    # shadowed entries sit under the entry that shadows them, superseded ones under the rollup
     assert [
-        (r.item.id, r.state, r.shadowed_by, r.superseded_by, [a.item.id for a in r.absorbed])
+        (
+            r.item.id,
+            r.state,
+            [a.item.id for a in r.absorbed],
+            [(x.item.id, x.shadowed_by) for x in r.shadowed],
+        )
         for r in shown.rows
     ] == [
-        ("abs-tobiah-signal-nights", "default", None, None, ["ltm-tobiah-01"]),
-        ("ltm-tobiah-03", "default", None, None, []),
-        ("lore-brandy", "default", None, None, []),
-        ("lore-gullwing", "shadowed", "ltm-tobiah-03", None, []),
-        ("lore-lighthouse", "default", None, None, []),
-        ("lore-signal", "default", None, None, []),
+        ("abs-tobiah-signal-nights", "default", ["ltm-tobiah-01"], []),
+        ("ltm-tobiah-03", "default", [], [("lore-gullwing", "ltm-tobiah-03")]),
+        ("lore-brandy", "default", [], []),
+        ("lore-lighthouse", "default", [], []),
+        ("lore-signal", "default", [], []),
     ]
+    assert (shown.on_top, shown.shadowed_count, shown.superseded_count) == (5, 1, 1)
+    assert [(w.id, w.title) for w in shown.withheld] == [("ltm-tobiah-02", "Brandy Route")]
     with django_assert_max_num_queries(DEMO_QUERIES["face_maps"]):
         assert faces.face_maps("npc-tobiah") == (
             {"lore-gullwing": "ltm-tobiah-03"},
@@ -375,19 +387,32 @@ def test_long_term_entry_names_its_rollup_and_members(demo, django_assert_max_nu
     assert (member.item.id, member.item.title, member.rollup, member.members) == (
         "ltm-tobiah-01",
         "The Signal",
-        {"id": "abs-tobiah-signal-nights", "title": None},
+        {"id": "abs-tobiah-signal-nights", "title": "Signal Nights"},
         [],
     )
+    assert member.abstracted_into == "abs-tobiah-signal-nights"  # the row's own mark
     assert member.notes == [
         "[superseded] consolidated into abs-tobiah-signal-nights; delivered by id as evidence"
     ]
     with django_assert_max_num_queries(DEMO_QUERIES["long_term_entry"]):
         rollup = faces.long_term_entry("npc-tobiah", "abs-tobiah-signal-nights")
     assert (rollup.item.title, rollup.rollup) == ("Signal Nights", None)
+    mark = {"abstracted_into": "abs-tobiah-signal-nights"}
     assert rollup.members == [
-        {"id": "ltm-tobiah-01", "title": None},
-        {"id": "m-b11-tobiah", "title": None},
-        {"id": "m-d01-tobiah", "title": None},
+        {"id": "ltm-tobiah-01", "title": "The Signal", "kind": "ledger", **mark},
+        {
+            "id": "m-b11-tobiah",
+            "title": "Sable Quint says 'Watch the lamp tonight. If the old man signals, we land "
+            "the rest.' to me",
+            "kind": "buffer",
+            **mark,
+        },
+        {
+            "id": "m-d01-tobiah",
+            "title": "I hope the brass-buttoned woman doesn't look under the tarp",
+            "kind": "buffer",
+            **mark,
+        },
     ]
     with pytest.raises(NotFound):
         faces.long_term_entry("npc-pip", "ltm-tobiah-01")  # tobiah's, not pip's

@@ -86,8 +86,9 @@ def test_shadow_key_of_ignores_draft_name() -> None:
     )
 
 
-def test_shadow_key_of_keeps_an_empty_committed_name() -> None:
-    assert shadow_key_of(EntryHeader("e1", HOME, "notes/dragons", "")) == ""
+def test_shadow_key_of_an_empty_committed_name_falls_back_to_the_slug() -> None:
+    # Issue 13.7: an empty committed name is no name, as a missing one (was: kept as "").
+    assert shadow_key_of(EntryHeader("e1", HOME, "notes/dragons", "")) == "dragons"
 
 
 def test_shadow_names_of_lowest_id_wins() -> None:

@@ -137,6 +137,11 @@ def test_htmx_request_returns_only_the_fragment(staff_client, chest, url, dom_id
     body = r.content.decode().strip()
     assert r.status_code == 200
     assert "<html" not in body and "<!doctype" not in body
+    if dom_id == "viewer-panels":
+        # A swap of the whole viewer carries the document's new title first (htmx applies it).
+        title = "<title>Alice — Omnia Memory Inspector</title>"  # names first
+        assert body.startswith(title)
+        body = body[len(title) :].strip()
     assert (
         body.split(">", 1)[0].endswith(f'id="{dom_id}"')
         or f'id="{dom_id}"' in body.split(">", 1)[0]
@@ -382,44 +387,74 @@ def test_faces_panel_default_face_hides_shadowed_and_superseded(staff_client, de
 def test_faces_panel_include_shadowed_tags_and_groups_under_rollup(staff_client, demo) -> None:
     body = fragment(staff_client, "/viewers/npc-tobiah/faces/?include_shadowed=1")
     ids = [part.split('"')[0] for part in body.split('data-entry-id="')[1:]]
-    # the superseded member sits right after (inside) the rollup that absorbed it
+    # the superseded member sits inside the rollup that absorbed it, the shadowed entry inside
+    # the home entry whose name retires it
     assert ids == [
         "abs-tobiah-signal-nights",
         "ltm-tobiah-01",
         "ltm-tobiah-03",
-        "lore-brandy",
         "lore-gullwing",
+        "lore-brandy",
         "lore-lighthouse",
         "lore-signal",
     ]
     assert (
-        '<span class="badge shadowed">shadowed by <a href="/viewers/npc-tobiah/entries/'
-        'ltm-tobiah-03/"><code>ltm-tobiah-03</code></a></span>'
+        '<p class="face-reason">Your own note “The Gullwing” replaces the Smugglers&#x27; lore '
+        "(faction) entry of the same name.</p>"
     ) in body
     assert (
-        '<span class="badge superseded">superseded by <a href="/viewers/npc-tobiah/entries/'
-        'abs-tobiah-signal-nights/"><code>abs-tobiah-signal-nights</code></a></span>'
+        '<p class="face-replaces">Replaces <a href="/viewers/npc-tobiah/entries/lore-gullwing/">'
+        "“The Gullwing”</a> in Smugglers&#x27; lore (faction): the viewer reads this one "
+        "instead.</p>"
     ) in body
+    assert (
+        '<p class="face-reason">Rolled up into <a href="/viewers/npc-tobiah/entries/'
+        'abs-tobiah-signal-nights/">“Signal Nights”</a>: the viewer reads the rollup '
+        "instead.</p>"
+    ) in body
+    assert "[shadowed]" not in body and "[superseded]" not in body
     assert '<ul class="absorbed" aria-label="Superseded by Signal Nights">' in body
-    assert "Withheld (retracted or flagged, delivered by id only):" in body
+    assert '<ul class="shadowed-under" aria-label="Shadowed by The Gullwing">' in body
+    assert (
+        "Withheld (retracted or flagged; delivered by id only): "
+        '<a href="/viewers/npc-tobiah/entries/ltm-tobiah-02/">“Brandy Route”</a>'
+    ) in body
+    # five on top, whatever is shown beneath them
+    assert "5 entries on top · 1 shadowed and 1 superseded shown beneath what replaces them" in body
     assert 'href="/viewers/npc-tobiah/faces/"' in body  # the toggle back is a permalink too
     # the full page keeps the toggle state
     page = staff_client.get("/viewers/npc-tobiah/?include_shadowed=1").content.decode()
-    assert "shadowed by" in page
+    assert "replaces the Smugglers&#x27; lore (faction) entry" in page
+    hidden = fragment(staff_client, "/viewers/npc-tobiah/faces/")
+    assert "5 entries on top · 1 shadowed and 1 superseded hidden" in hidden
+    assert 'data-entry-id="lore-gullwing"' not in hidden
+    assert "“The Gullwing”</a> in Smugglers&#x27; lore (faction)" in hidden
+
+
+def test_faces_panel_warns_of_two_entries_on_top_under_one_name(staff_client, demo) -> None:
+    body = fragment(staff_client, "/viewers/npc-oswin/faces/")
+    warning = (
+        '<p class="face-same-name" role="note"><strong>Same name:</strong> '
+        '<a href="/viewers/npc-oswin/entries/ltm-oswin-02/">“The Lighthouse”</a> (your own '
+        "notes, <code>oswin/lighthouse-repairs</code>) is also on top under this name"
+    )
+    assert warning in body
+    assert body.count('class="face-same-name"') == 2  # each of the two names the other
+    assert "8 entries on top · 2 shadowed hidden" in body
 
 
 def test_entry_page_long_term_member_names_its_rollup(staff_client, demo) -> None:
     r = staff_client.get("/viewers/npc-tobiah/entries/ltm-tobiah-01/")
     body = r.content.decode()
     assert r.status_code == 200
-    assert "<h1>Long-term entry <code>ltm-tobiah-01</code></h1>" in body
+    assert '<h1>The Signal <code class="id-hint">ltm-tobiah-01</code></h1>' in body
     assert (
-        "<li>[superseded] consolidated into abs-tobiah-signal-nights; "
-        "delivered by id as evidence</li>"
+        "<li><code>[superseded] consolidated into abs-tobiah-signal-nights; "
+        "delivered by id as evidence</code></li>"
     ) in body
     assert (
-        'Rolled up into <a href="/viewers/npc-tobiah/entries/abs-tobiah-signal-nights/">'
-        "abs-tobiah-signal-nights</a>"
+        '<p>Rolled up into <a href="/viewers/npc-tobiah/entries/abs-tobiah-signal-nights/">'
+        "“Signal Nights”</a>.</p>"
     ) in body
     assert (
         '<link rel="alternate" type="application/json" href="/api/viewers/npc-tobiah/long-term/ltm-tobiah-01">'
@@ -437,10 +472,37 @@ def test_entry_page_rollup_lists_members_and_shadowed_note(staff_client, demo) -
         "m-b11-tobiah",
         "m-d01-tobiah",
     ]
+    # members by title: a long-term entry by its name, a buffer memory by the line it reads
+    assert '/entries/ltm-tobiah-01/">The Signal</a>' in members
+    assert '/entries/m-d01-tobiah/">I hope the brass-buttoned woman doesn&#x27;t look' in members
     shadowed = staff_client.get("/viewers/npc-tobiah/entries/lore-gullwing/").content.decode()
-    assert '<ul class="notes"><li>[shadowed]' in shadowed
-    assert "ltm-tobiah-03" in shadowed.split('<ul class="notes">')[1].split("</ul>")[0]
+    assert (
+        '<li>Off the default face: your own note <a href="/viewers/npc-tobiah/entries/'
+        'ltm-tobiah-03/">“The Gullwing”</a> replaces this Smugglers&#x27; lore (faction) entry '
+        "of the same name.</li>"
+    ) in shadowed
+    assert '<ul class="notes"><li><code>[shadowed]' in shadowed
+    carrier = staff_client.get("/viewers/npc-tobiah/entries/ltm-tobiah-03/").content.decode()
+    assert (
+        '<li>Replaces <a href="/viewers/npc-tobiah/entries/lore-gullwing/">“The Gullwing”</a> '
+        "in Smugglers&#x27; lore (faction): Tobiah Crane reads this one instead.</li>"
+    ) in carrier
+    assert "nothing shadows or supersedes it" not in carrier
     assert staff_client.get("/viewers/npc-tobiah/entries/nothing-here/").status_code == 404
+
+
+def test_entry_page_names_people_and_pretty_prints_the_intent(staff_client, demo) -> None:
+    body = staff_client.get("/viewers/npc-tobiah/entries/m-b11-tobiah/").content.decode()
+    assert "<title>Memory m-b11-tobiah — Tobiah Crane — Omnia Memory Inspector</title>" in body
+    assert (
+        '<dt>actor</dt><dd><a href="/viewers/npc-sable/">Sable Quint</a> '
+        '<code class="id-hint">npc-sable</code>'
+    ) in body
+    assert '<pre class="qa-intent entry-json">{\n  &quot;type&quot;: &quot;dialogue&quot;,' in body
+    assert (
+        '<dt>rolled up into</dt><dd><a href="/viewers/npc-tobiah/entries/'
+        'abs-tobiah-signal-nights/">“Signal Nights”</a></dd>'
+    ) in body
 
 
 def test_highlight_cuts_at_offsets_and_skips_overlaps() -> None:

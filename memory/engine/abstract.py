@@ -1,7 +1,7 @@
 """abstract(): land a rollup and absorb its members, all or nothing (seed 003, rule 10).
 
-Three facts must agree — the rollup entry exists, every absorbed buffer row points at it
-(abstracted_into), and an abstracted_into edge leaves every member — so they are written in
+Three facts must agree — the rollup entry exists, every absorbed row (buffer or ledger)
+points at it (abstracted_into), and an abstracted_into edge leaves every member — so they are written in
 one transaction pinned to the owner's generation. Every write for an owner bumps that
 generation; a caller that read the owner at generation G and calls with expected_generation=G
 lands only if nothing was written since. A member already absorbed, a member of another owner
@@ -21,6 +21,7 @@ from ulid import ULID
 
 from memory.engine.clock import iso_now, now_us
 from memory.engine.errors import Conflict, InvalidInput, NotFound
+from memory.engine.longterm.names import committed_name
 from memory.engine.scopes import home_scope
 from memory.engine.shards import bump_generation, world_clock_for
 from memory.models import (
@@ -63,7 +64,7 @@ def _resolve_members(owner_id: str, member_ids: Sequence[str]) -> list[Member]:
         row["id"]: row
         for row in LedgerEntry.objects.select_for_update()
         .filter(pk__in=member_ids)
-        .values("id", "scope_id")
+        .values("id", "scope_id", "abstracted_into")
     }
     absorbed = set(
         AbstractionEdge.objects.filter(member_id__in=member_ids).values_list("member_id", flat=True)
@@ -90,6 +91,12 @@ def _resolve_members(owner_id: str, member_ids: Sequence[str]) -> list[Member]:
             if ledger_rows[member_id]["scope_id"] != home_scope(owner_id):
                 raise AbstractConflict(
                     f"member {member_id!r} lives outside {home_scope(owner_id)!r}",
+                    field="member_ids",
+                )
+            if ledger_rows[member_id]["abstracted_into"]:
+                raise AbstractConflict(
+                    f"member {member_id!r} is already absorbed into "
+                    f"{ledger_rows[member_id]['abstracted_into']!r}",
                     field="member_ids",
                 )
             members.append(Member(member_id, "ledger"))
@@ -123,8 +130,12 @@ def _write_rollup(
 
 
 def _mark_absorbed(members: Sequence[Member], rollup_id: str) -> int:
+    """The per-row mark on every absorbed row, buffer and ledger alike (seed 003, rule 10)."""
     buffer_ids = [m.id for m in members if m.kind == "buffer"]
-    return BufferEntry.objects.filter(pk__in=buffer_ids).update(abstracted_into=rollup_id)
+    ledger_ids = [m.id for m in members if m.kind == "ledger"]
+    return BufferEntry.objects.filter(pk__in=buffer_ids).update(
+        abstracted_into=rollup_id
+    ) + LedgerEntry.objects.filter(pk__in=ledger_ids).update(abstracted_into=rollup_id)
 
 
 def _write_edges(members: Sequence[Member], owner_id: str, rollup_id: str, created_at: int) -> None:
@@ -158,7 +169,9 @@ def abstract(
         raise AbstractError("a rollup needs at least one member", field="member_ids")
     if len(set(members_wanted)) != len(members_wanted):
         raise AbstractError("a member is listed twice", field="member_ids")
-    if not name or not name.strip():
+    # Trimmed at the door, as omnia's frontmatter parse would (longterm.names).
+    name = committed_name(name) or ""
+    if not name:
         raise AbstractError("a rollup needs a name", field="name")
     rollup_id = rollup_id or str(ULID())
     if rollup_id in members_wanted:

@@ -7,6 +7,7 @@ through here so "12:00:00Z" and "12:00:00.500Z" are never compared as text.
 
 from __future__ import annotations
 
+import re
 import time
 from datetime import UTC, datetime
 
@@ -35,6 +36,32 @@ def parse_timestamp(timestamp: str | None) -> datetime | None:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
+# What omnia could have written: `toISOString()` ("2026-07-06T12:38:00.000Z"), or a
+# scenario's time in the ECMAScript date-time string format that `new Date()` reads back to
+# the same instant. A full date, hours and minutes, and a zone: without one JavaScript reads
+# local time, a different instant on every machine.
+_WORLD_TIME = re.compile(
+    r"\d{4}-\d\d-\d\dT\d\d:\d\d(?::\d\d(?:\.\d{1,9})?)?(?:Z|[+-]\d\d:\d\d)", re.ASCII
+)
+
+
+def timestamp_problem(value: object) -> str | None:
+    """Why a write door refuses this world time, or None. Refused: what omnia could not have
+    written, and what names no real instant (month 13, 25:00, an offset of 24 hours)."""
+    if not isinstance(value, str):
+        return "must be an ISO-8601 time string, like 2026-07-06T12:38:00.000Z"
+    if _WORLD_TIME.fullmatch(value) and parse_timestamp(value) is not None:
+        return None
+    shown = value if len(value) <= 40 else value[:40] + "…"
+    return f"{shown!r} is not an ISO-8601 time with a zone, like 2026-07-06T12:38:00.000Z"
+
+
+def is_untimed(timestamp: str) -> bool:
+    """True when a stored world time names no instant: the fold keeps such a row out of time
+    arithmetic (it is still a member), and an import marks it undeliverable."""
+    return time_key(timestamp).startswith("~")
+
+
 def time_key(timestamp: str) -> str:
     """A total-order key for a world timestamp: UTC, microseconds, lexicographic = chronological.
 
@@ -49,6 +76,10 @@ def time_key(timestamp: str) -> str:
         and timestamp[19] == "."
         and timestamp[10] == "T"
     ):
+        try:  # toISOString-shaped is not yet a real time ("2026-13-45T25:00:00.000Z")
+            datetime.fromisoformat(timestamp[:23])
+        except ValueError:
+            return "~" + timestamp
         return timestamp[:23] + "000Z"
     moment = parse_timestamp(timestamp)
     if moment is None:

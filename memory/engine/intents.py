@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from memory.engine import strict_json
 from memory.engine.errors import InvalidInput
 
 V1_TYPES = ("dialogue", "action")
@@ -49,14 +50,22 @@ class Outcome(_Strict):
     reason: str
 
 
+def _loaded(data: Any, what: str) -> Any:
+    """Text parsed strictly, or an already-parsed value checked the same way (NUL, lone
+    surrogates, depth): an API body arrives parsed by another parser."""
+    try:
+        if isinstance(data, str):
+            return strict_json.loads(data, what)
+        found = strict_json.value_problem(data)
+    except InvalidInput as exc:
+        raise IntentError(str(exc), field=what) from None
+    if found:
+        raise IntentError(f"{what}: {found[0]} {found[1]}", field=what)
+    return data
+
+
 def _as_object(data: str | dict[str, Any], what: str) -> dict[str, Any]:
-    if isinstance(data, str):
-        try:
-            data = json.loads(data)
-        except ValueError as exc:
-            raise IntentError(
-                f"{what} is not JSON ({exc.args[0] if exc.args else exc})", field=what
-            ) from None
+    data = _loaded(data, what)
     if not isinstance(data, dict):
         raise IntentError(f"{what} must be a JSON object, not {_json_kind(data)}", field=what)
     return data
@@ -111,15 +120,9 @@ def parse_outcome(data: str | dict[str, Any] | None) -> Outcome | None:
     """Validate an Architect outcome; None (SQL NULL or JSON null) means there is none."""
     if data is None:
         return None
-    if isinstance(data, str):
-        try:
-            data = json.loads(data)
-        except ValueError as exc:
-            raise IntentError(
-                f"outcome is not JSON ({exc.args[0] if exc.args else exc})", field="outcome"
-            ) from None
-        if data is None:
-            return None
+    data = _loaded(data, "outcome")
+    if data is None:
+        return None
     if not isinstance(data, dict):
         raise IntentError(f"outcome must be a JSON object, not {_json_kind(data)}", field="outcome")
     try:
@@ -138,7 +141,8 @@ def intent_json_problem(text: str) -> str | None:
     model = IntentV2 if '"content"' in text else IntentV1
     try:
         model.__pydantic_validator__.validate_json(text)
-        return None
+        problem = strict_json.json_text_problem(text)
+        return f"intent: {problem}" if problem else None
     except ValidationError:
         pass
     try:
@@ -154,7 +158,8 @@ def outcome_json_problem(text: str | None) -> str | None:
         return None
     try:
         Outcome.__pydantic_validator__.validate_json(text)
-        return None
+        problem = strict_json.json_text_problem(text)
+        return f"outcome: {problem}" if problem else None
     except ValidationError:
         pass
     try:

@@ -16,7 +16,7 @@ from django.db import connection
 from django.db.models import F
 
 from memory.engine.clock import now_us
-from memory.models import OwnerState, ProjectionShard, WorldObject
+from memory.models import BufferEntry, OwnerState, ProjectionShard, WorldObject
 
 # The PostgreSQL channel a writer NOTIFYs and projection workers LISTEN on.
 CHANNEL = "omnia_memory"
@@ -31,11 +31,72 @@ def shard_of(owner_id: str, shards: int | None = None) -> int:
     return zlib.crc32(owner_id.encode("utf-8")) % (shards or shard_count())
 
 
+def _layout(stored: dict[int, int]) -> int:
+    """The shard count the stored rows were partitioned under (a store from before the layout
+    was kept: its number of shard rows, which is what every write then agreed on)."""
+    marks = {layout for layout in stored.values() if layout}
+    return max(marks) if marks else len(stored)
+
+
+def stored_layout() -> int:
+    return _layout(dict(ProjectionShard.objects.values_list("shard", "layout")))
+
+
 def ensure_shards() -> None:
-    existing = set(ProjectionShard.objects.values_list("shard", flat=True))
-    missing = [ProjectionShard(shard=s) for s in range(shard_count()) if s not in existing]
+    """Make the configured shard rows that are missing. They carry the STORED layout, never
+    the configured one: a changed OMNIA_PROJECTION_SHARDS stays visible until the cycle (or a
+    rebuild) re-partitions."""
+    stored = dict(ProjectionShard.objects.values_list("shard", "layout"))
+    layout = _layout(stored) if stored else shard_count()
+    if stored and 0 in stored.values():
+        ProjectionShard.objects.filter(layout=0).update(layout=layout)
+    missing = [
+        ProjectionShard(shard=s, layout=layout) for s in range(shard_count()) if s not in stored
+    ]
     if missing:
         ProjectionShard.objects.bulk_create(missing, ignore_conflicts=True)
+
+
+def needs_repartition() -> bool:
+    """True when the rows are partitioned for another shard count than the configured one
+    (or shard rows exist outside it): some rows would sit where no cycle looks."""
+    stored = dict(ProjectionShard.objects.values_list("shard", "layout"))
+    if not stored:
+        return False
+    return _layout(stored) != shard_count() or any(s >= shard_count() or s < 0 for s in stored)
+
+
+def repartition(owner_ids: Iterable[str]) -> int:
+    """Move every buffer row of these owners to its owner's shard under the configured count.
+    Returns how many rows moved. Run it under every shard's lock, inside the transaction that
+    re-derives the projections and resets the watermarks (rebuild)."""
+    n = shard_count()
+    by_shard: dict[int, list[str]] = {}
+    for owner_id in owner_ids:
+        if owner_id.__class__ is str:
+            by_shard.setdefault(shard_of(owner_id, n), []).append(owner_id)
+    moved = 0
+    for shard, ids in by_shard.items():
+        for start in range(0, len(ids), 500):
+            moved += (
+                BufferEntry.objects.filter(owner_id__in=ids[start : start + 500])
+                .exclude(shard=shard)
+                .update(shard=shard)
+            )
+    return moved
+
+
+def relayout() -> None:
+    """The shard rows of the configured count, stamped with it; rows outside it dropped (their
+    buffer rows were just re-partitioned). Every shard's created_at counter starts past every
+    row it may now hold."""
+    n = shard_count()
+    top = max(ProjectionShard.objects.values_list("last_assigned_at", flat=True), default=0)
+    ProjectionShard.objects.exclude(shard__in=range(n)).delete()
+    ProjectionShard.objects.bulk_create(
+        [ProjectionShard(shard=s, layout=n) for s in range(n)], ignore_conflicts=True
+    )
+    ProjectionShard.objects.update(layout=n, last_assigned_at=top)
 
 
 def claim_created_at(shard: int, count: int = 1) -> int:

@@ -7,7 +7,7 @@ projections package itself knows nothing of leaks (it only marks the owners it f
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from memory.engine.leaks import stored
 from memory.engine.projections import (
@@ -29,13 +29,17 @@ def run_upkeep(shards: Iterable[int] | None = None, **cycle_options) -> CycleRes
     return result
 
 
-def rebuild_all() -> tuple[RebuildResult, stored.RefreshResult]:
+def rebuild_all(
+    progress: Callable[[int], None] | None = None,
+) -> tuple[RebuildResult, stored.RefreshResult]:
     """Re-derive every projection row and every stored finding from the store alone."""
-    rebuilt = rebuild()
+    rebuilt = rebuild(progress)
     LeakFinding.objects.all().delete()
     LeakScan.objects.all().delete()
     return rebuilt, stored.refresh()
 
 
-def verify_all() -> tuple[VerifyResult, stored.FindingsVerifyResult]:
-    return verify(), stored.verify()
+def verify_all(
+    progress: Callable[[int], None] | None = None,
+) -> tuple[VerifyResult, stored.FindingsVerifyResult]:
+    return verify(progress), stored.verify()

@@ -14,10 +14,11 @@ from django.db import connection, transaction
 from django.utils import timezone
 from ulid import ULID
 
-from memory.engine.clock import iso_now
+from memory.engine.clock import iso_now, timestamp_problem
 from memory.engine.errors import InvalidInput, NotFound
 from memory.engine.intents import IntentV1, IntentV2, Outcome, parse_intent, parse_outcome
 from memory.engine.shards import bump_generation, claim_created_at, notify_written, shard_of
+from memory.engine.strict_json import text_problem
 from memory.models import BufferEntry, ObjectType, ProjectionShard, WorldObject
 
 
@@ -73,6 +74,9 @@ def remember(
     pinned: int = 0,
 ) -> Remembered:
     """Write one memory row for `owner_id`; validated here, at the door (seed 000 §4)."""
+    if not isinstance(owner_id, str) or text_problem(owner_id):
+        raise UnknownOwner(f"no entity with id {owner_id!r}", field="viewer_id")
+    _check_fields(timestamp, location_id, conversation_id, entry_id, pinned)
     owner = _owner_with_clock(owner_id)
     if owner is None:
         raise UnknownOwner(f"no entity with id {owner_id!r}", field="viewer_id")
@@ -83,7 +87,10 @@ def remember(
     if entry_id is not None and BufferEntry.objects.filter(pk=entry_id).exists():
         raise MemoryWriteError(f"a memory with id {entry_id!r} already exists", field="id")
     if timestamp is None:
-        timestamp = owner.world_clock or iso_now()
+        # The world clock, unless an imported clock names no instant: then wall time, so a
+        # write through this door never lands a row the fold must leave out of time.
+        clock = owner.world_clock
+        timestamp = clock if clock and timestamp_problem(clock) is None else iso_now()
     shard = shard_of(owner_id)
     # No savepoint: inside a caller's transaction (the audited service) a failure here fails
     # the whole write anyway, and a savepoint is two more round trips per row.
@@ -104,6 +111,38 @@ def remember(
         generation = bump_generation(owner_id)
         notify_written()  # wakes LISTENing workers on commit
     return Remembered(entry=entry, generation=generation)
+
+
+INT32 = 2**31 - 1  # pinned is an INTEGER column: PostgreSQL's is 32 bits
+
+
+def _check_fields(
+    timestamp: object,
+    location_id: object,
+    conversation_id: object,
+    entry_id: object,
+    pinned: object,
+) -> None:
+    """Refuse, before anything is written, what omnia could not have written: a time that is
+    not ISO-8601 with a zone, a non-text id, text no backend can store, a pinned flag that is
+    not an integer."""
+    if timestamp is not None and (problem := timestamp_problem(timestamp)):
+        raise MemoryWriteError(f"timestamp: {problem}", field="timestamp")
+    for field, value in (
+        ("location_id", location_id),
+        ("conversation_id", conversation_id),
+        ("id", entry_id),
+    ):
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise MemoryWriteError(f"{field} must be a string", field=field)
+        if problem := text_problem(value):
+            raise MemoryWriteError(f"{field} {problem}", field=field)
+    if entry_id == "":
+        raise MemoryWriteError("id must not be empty", field="id")
+    if type(pinned) is not int or not -INT32 - 1 <= pinned <= INT32:
+        raise MemoryWriteError("pinned must be a 32-bit integer", field="pinned")
 
 
 def retract(entry_id: str) -> BufferEntry:

@@ -5,7 +5,25 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from ninja import Schema
-from pydantic import Field
+from pydantic import ConfigDict, Field, field_validator
+
+from memory.engine.strict_json import text_problem
+
+
+class _In(Schema):
+    """A request body: JSON types as they are, never coerced (`"5"` is not 5, `true` is not 1,
+    an object is not a string), and no text a backend cannot store (NUL, a lone surrogate).
+    Objects inside (an intent) are checked by the engine's door."""
+
+    model_config = ConfigDict(strict=True)
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _storable_text(cls, value: Any) -> Any:
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, str) and (problem := text_problem(item)):
+                raise ValueError(problem)
+        return value
 
 
 class ErrorOut(Schema):
@@ -54,7 +72,7 @@ class AliasChangeOut(Schema):
     changed: bool
 
 
-class AliasIn(Schema):
+class AliasIn(_In):
     label: str = Field(min_length=1, max_length=200)
 
 
@@ -85,10 +103,14 @@ class BufferPageOut(Schema):
     rows_visited: int
 
 
-class MemoryIn(Schema):
+class MemoryIn(_In):
     intent: dict[str, Any] = Field(description="a v1 or v2 omnia intent object")
     outcome: dict[str, Any] | None = None
-    timestamp: str | None = Field(None, description="ISO-8601; defaults to the world clock")
+    timestamp: str | None = Field(
+        None,
+        description="ISO-8601 with a zone, as omnia writes it (2026-07-06T12:38:00.000Z); "
+        "defaults to the world clock",
+    )
     location_id: str | None = None
     conversation_id: str | None = None
 
@@ -161,6 +183,16 @@ class FaceItemOut(Schema):
     undeliverable: str | None = Field(description="why the body cannot be rendered, if so")
 
 
+class NamedEntryOut(Schema):
+    id: str
+    name: str
+
+
+class NameWarningOut(Schema):
+    name: str = Field(description="the name they all read as, trimmed")
+    entries: list[NamedEntryOut] = Field(description="each entry and its exact stored name")
+
+
 class FacesOut(Schema):
     viewer_id: str
     include_shadowed: bool
@@ -170,6 +202,9 @@ class FacesOut(Schema):
     withheld: list[str] = Field(description="retracted or flagged: delivered by id only")
     undeliverable: dict[str, str]
     rows_visited: int
+    name_warnings: list[NameWarningOut] = Field(
+        default=[], description="entries stored before names were trimmed that read as one name"
+    )
 
 
 class SearchOut(Schema):
@@ -184,12 +219,25 @@ class RefOut(Schema):
     title: str | None
 
 
+class MemberOut(RefOut):
+    kind: str | None = Field(default=None, description="buffer or ledger")
+    abstracted_into: str | None = Field(
+        default=None, description="the member row's own abstracted-into mark"
+    )
+
+
 class LongTermEntryOut(Schema):
     viewer_id: str
     item: FaceItemOut
     notes: list[str] = Field(description="shadowed by / superseded by / undeliverable because")
     rollup: RefOut | None = Field(description="the rollup that absorbed this entry")
-    members: list[RefOut] = Field(description="what this entry, a rollup, absorbed")
+    members: list[MemberOut] = Field(description="what this entry, a rollup, absorbed")
+    shadows: list[RefOut] = Field(
+        default_factory=list, description="the layer entries of the same name this one replaces"
+    )
+    abstracted_into: str | None = Field(
+        default=None, description="this entry's own abstracted-into mark (a ledger row's)"
+    )
 
 
 class SlugOut(Schema):
@@ -227,7 +275,7 @@ class LeaksOut(Schema):
     count: int
 
 
-class AbstractIn(Schema):
+class AbstractIn(_In):
     member_ids: list[str] = Field(min_length=1, description="buffer rows or long-term entries")
     name: str = Field(min_length=1, max_length=200)
     body: str = Field(max_length=20000)
@@ -262,3 +310,12 @@ class VerifyOut(Schema):
     sessions: int
     identical: int
     drift: list[dict[str, Any]]
+    episodes: dict[str, Any] = Field(default={}, description="episodes, identical, drift")
+    shards: dict[str, int] = Field(
+        default={},
+        description="configured, stored (the count rows are partitioned for), "
+        "stranded_rows (in no visited shard)",
+    )
+    problems: dict[str, Any] = Field(
+        default={}, description="rows the fold cannot fold, recorded, drift between the two"
+    )

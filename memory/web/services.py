@@ -17,6 +17,7 @@ from memory.engine.aliases import (
     parse_aliases_json,
 )
 from memory.engine.errors import InvalidInput, NotFound
+from memory.engine.knowledge import true_names
 from memory.engine.leaks import stored as leak_findings
 from memory.engine.upkeep import rebuild_all, run_upkeep, verify_all
 from memory.engine.write_door import remember, retract
@@ -95,7 +96,22 @@ def check_alias(
     if len(label) > 200:
         label_errors.append("label is longer than 200 characters")
     # An empty label is refused above, so the engine's "label is empty" warning never shows.
+    if stripped and not control and not label_errors:
+        warnings += _true_name_warnings(viewer, target_id, stripped)
     return {"target_id": target_errors, "label": label_errors}, warnings
+
+
+def _true_name_warnings(viewer: WorldObject, target_id: str, label: str) -> list[str]:
+    """A label that is another entity's true name is allowed (people are mistaken, and
+    namesakes exist) but said: every line about the target will read as that other person."""
+    entities = sorted(entity_ids_of_world(viewer) - {target_id})
+    folded = label.casefold()
+    return [
+        f"“{label}” is the true name of {other} ({name}): lines about {target_id} will read "
+        f"as if they were about {name}"
+        for other, name in sorted(true_names(entities).items())
+        if name.strip().casefold() == folded
+    ]
 
 
 def _locked_viewer(viewer_id: str) -> tuple[WorldObject, dict[str, str]]:
@@ -168,6 +184,18 @@ def delete_alias(viewer_id: str, target_id: str, *, user=None, source: str = "")
         viewer.save(update_fields=["aliases_json"])
         _record(viewer_id, target_id, before, None, user, source)
     return AliasResult(viewer_id, target_id, before, None)
+
+
+def restore_alias(viewer_id: str, change_id: int, *, user=None, source: str = "") -> AliasResult:
+    """Undo from the history: put back the label one recorded change replaced (forget the
+    alias when there was none). Recorded as an ordinary edit, with its own history and audit
+    rows, so an undo can itself be undone. A change of another viewer is NotFound."""
+    change = AliasChange.objects.filter(pk=change_id, viewer_id=viewer_id).first()
+    if change is None:
+        raise NotFound(f"{viewer_id} has no alias change #{change_id}", field="change")
+    if change.before is None:
+        return delete_alias(viewer_id, change.target_id, user=user, source=source)
+    return set_alias(viewer_id, change.target_id, change.before, user=user, source=source)
 
 
 # --- memories through the API: the engine's write door, plus the audit row ------------------

@@ -130,26 +130,63 @@ def check_world_ownership(source: str, objects: dict[str, str | None]) -> None:
                 )
 
 
+def check_references(
+    source: str,
+    own_ids: set[str],
+    worlds: set[str],
+    references: Iterable[tuple[str, str, str, str | None]],
+) -> None:
+    """Worlds stay in their lane: a reference (table, row, field, id) to an id the input does
+    not declare is refused when that id is an object of another world in the inspector. An
+    id known nowhere stays allowed: omnia's own files name ids that are not in the world."""
+    foreign: dict[str, tuple[str, str, str]] = {}
+    for table, row, field_name, ref in references:
+        if ref is not None and ref not in own_ids and ref not in foreign:
+            foreign[ref] = (table, row, field_name)
+    ids = list(foreign)
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        found = {
+            o.id: o for o in WorldObject.objects.filter(pk__in=chunk).only("id", "type", "world_id")
+        }
+        for ref in chunk:  # in input order: the first offending row of the input
+            obj = found.get(ref)
+            if obj is not None and obj.world_id_or_self not in worlds:
+                table, row, field_name = foreign[ref]
+                raise WorldImportError(
+                    source,
+                    table,
+                    row,
+                    f"{field_name} {ref!r} belongs to world {obj.world_id_or_self!r}, "
+                    f"not to {', '.join(sorted(repr(w) for w in worlds))}",
+                )
+
+
 def sync_objects(
     object_rows: list[tuple], attribute_rows: list[tuple], acl_rows: list[tuple]
 ) -> dict[str, int]:
-    """Upsert objects and make their attributes and ACLs exactly the file's."""
+    """Upsert objects and make their attributes and ACLs exactly the file's.
+
+    Each row's place in its input (the file's rowid order, or the scenario's order) is kept as
+    `file_order`, so an export writes them back in the order the game wrote them; the same
+    input gives the same values, so a re-import changes nothing."""
     counts = {"objects": 0, "attributes": 0, "attribute_acl": 0}
     object_ids = [row[0] for row in object_rows]
     # Worlds first: every other object points at one.
-    ordered = sorted(object_rows, key=lambda row: row[1] != ObjectType.WORLD)
+    ordered = sorted(enumerate(object_rows), key=lambda item: item[1][1] != ObjectType.WORLD)
     with connection.cursor() as cursor:
-        for row in ordered:
+        for position, row in ordered:
             cursor.execute(
                 "UPDATE objects SET type=%s, world_id=%s, clock_iso=%s, location_id=%s, "
-                "aliases_json=%s, connections_json=%s, is_agent=%s WHERE id=%s",
-                [*row[1:], row[0]],
+                "aliases_json=%s, connections_json=%s, is_agent=%s, file_order=%s WHERE id=%s",
+                [*row[1:], position, row[0]],
             )
             if cursor.rowcount == 0:
                 cursor.execute(
                     "INSERT INTO objects (id, type, world_id, clock_iso, location_id, aliases_json, "
-                    "connections_json, is_agent) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-                    list(row),
+                    "connections_json, is_agent, file_order) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                    [*row, position],
                 )
                 counts["objects"] += 1
         for start in range(0, len(object_ids), 500):
@@ -157,11 +194,24 @@ def sync_objects(
             marks = ", ".join(["%s"] * len(chunk))
             cursor.execute(f"DELETE FROM attribute_acl WHERE object_id IN ({marks})", chunk)
             cursor.execute(f"DELETE FROM attributes WHERE object_id IN ({marks})", chunk)
-    insert_ignore("attributes", ("object_id", "name", "value", "visibility"), attribute_rows)
-    insert_ignore("attribute_acl", ("object_id", "attribute_name", "entity_id"), acl_rows)
+    insert_ignore(
+        "attributes",
+        ("object_id", "name", "value", "visibility", "file_order"),
+        with_file_order(attribute_rows),
+    )
+    insert_ignore(
+        "attribute_acl",
+        ("object_id", "attribute_name", "entity_id", "file_order"),
+        with_file_order(acl_rows),
+    )
     counts["attributes"] = len(attribute_rows)
     counts["attribute_acl"] = len(acl_rows)
     return counts
+
+
+def with_file_order(rows: Sequence[Sequence[Any]]) -> list[tuple]:
+    """The rows, each with its place in the input appended (the `file_order` column)."""
+    return [(*row, position) for position, row in enumerate(rows)]
 
 
 def record_source(

@@ -16,12 +16,24 @@ from pathlib import Path
 from django.db import connection, transaction
 
 from memory.engine.aliases import AliasesJsonError, parse_aliases_json
+from memory.engine.clock import is_untimed
 from memory.engine.scopes import home_scope
 from memory.engine.shards import bump_generations, shard_count, shard_of
+from memory.engine.strict_json import json_text_problem
 from memory.models import ObjectType, WorldObject
 from memory.worlds import bulk
 from memory.worlds.report import ImportReport, WorldImportError
-from memory.worlds.validation import OBJECT_TYPES, VISIBILITIES, BatchValidator
+from memory.worlds.validation import (
+    OBJECT_TYPES,
+    VISIBILITIES,
+    BatchValidator,
+    check_columns,
+    first_duplicate,
+    integer_problem,
+    row_label,
+    text_field_problem,
+    undecodable_row,
+)
 
 BATCH = 5000
 
@@ -46,11 +58,18 @@ def _open_omnia(path: Path) -> sqlite3.Connection:
     except sqlite3.DatabaseError as exc:
         raise WorldImportError(source, "-", "-", f"not an omnia SQLite world ({exc})") from None
     missing = {"objects", "attributes", "attribute_acl", "buffer_entries"} - tables
+    if "ledger_entries" in tables:
+        missing |= {"ledger_involved_entities"} - tables
     if missing:
         conn.close()
         raise WorldImportError(
             source, ", ".join(sorted(missing)), "-", "table missing: not an omnia world file"
         )
+    try:
+        check_columns(conn, source, tables)
+    except WorldImportError:
+        conn.close()
+        raise
     return conn
 
 
@@ -70,11 +89,24 @@ def _read_omnia_objects(
     worlds: dict[str, str] = {}
     for row in rows:
         object_id, type_, world_id = row[0], row[1], row[2]
-        where = f"id={object_id}"
-        if not isinstance(object_id, str) or not object_id:
-            raise WorldImportError(source, "objects", where, "id must be non-empty text")
-        if type_ not in OBJECT_TYPES:
-            raise WorldImportError(source, "objects", where, f"unknown object type {type_!r}")
+        where = row_label(object_id)
+        problem = (
+            text_field_problem("id", object_id, required=True)
+            or (f"unknown object type {type_!r}" if type_ not in OBJECT_TYPES else None)
+            or text_field_problem("world_id", world_id)
+            or text_field_problem("clock_iso", row[3])
+            or text_field_problem("location_id", row[4])
+            or text_field_problem("aliases_json", row[5])
+            or text_field_problem("connections_json", row[6])
+            or integer_problem("is_agent", row[7], 0, 1)
+        )
+        if problem is None and object_id in worlds:
+            problem = "duplicate id (the file has no primary key on objects.id)"
+        if problem is not None:
+            raise WorldImportError(source, "objects", where, problem)
+        for name, text in (("aliases_json", row[5]), ("connections_json", row[6])):
+            if text is not None and (problem := json_text_problem(text)):
+                raise WorldImportError(source, "objects", where, f"{name}: {problem}")
         try:
             parse_aliases_json(row[5])
         except AliasesJsonError as exc:
@@ -82,7 +114,7 @@ def _read_omnia_objects(
         if row[6] is not None:
             try:
                 json.loads(row[6])
-            except (TypeError, ValueError):
+            except ValueError:
                 raise WorldImportError(
                     source, "objects", where, "connections_json is not JSON"
                 ) from None
@@ -106,7 +138,11 @@ def import_omnia(
     try:
         return _import_omnia(conn, path, source, progress)
     except sqlite3.DatabaseError as exc:
-        raise WorldImportError(source, "-", "-", f"unreadable SQLite file ({exc})") from None
+        # Text that is not UTF-8 stops the cursor mid-table; find the row it stopped on.
+        found = undecodable_row(conn, source) if "decode" in str(exc) else None
+        raise found or WorldImportError(
+            source, "-", "-", f"unreadable SQLite file ({exc})"
+        ) from None
     finally:
         conn.close()
 
@@ -120,10 +156,19 @@ def _import_omnia(conn: sqlite3.Connection, path: Path, source: str, progress) -
     object_rows, worlds = _read_omnia_objects(conn, source)
     object_ids = set(worlds)
     attribute_rows = []
+    attribute_names: set[tuple] = set()
     for row in conn.execute(
         "SELECT object_id, name, value, visibility FROM attributes ORDER BY rowid"
     ):
         where = f"object_id={row[0]}, name={row[1]}"
+        problem = text_field_problem("name", row[1], required=True) or text_field_problem(
+            "value", row[2], required=True
+        )
+        if problem is None and (row[0], row[1]) in attribute_names:
+            problem = "duplicate attribute (the file has no primary key on attributes)"
+        if problem is not None:
+            raise WorldImportError(source, "attributes", where, problem)
+        attribute_names.add((row[0], row[1]))
         if row[0] not in object_ids:
             raise WorldImportError(
                 source, "attributes", where, f"object {row[0]!r} is not in the file"
@@ -140,6 +185,13 @@ def _import_omnia(conn: sqlite3.Connection, path: Path, source: str, progress) -
     for row in conn.execute(
         "SELECT object_id, attribute_name, entity_id FROM attribute_acl ORDER BY rowid"
     ):
+        if problem := text_field_problem("entity_id", row[2], required=True):
+            raise WorldImportError(
+                source,
+                "attribute_acl",
+                f"object_id={row[0]}, attribute_name={row[1]}, entity_id={row[2]!r}",
+                problem,
+            )
         if (row[0], row[1]) not in attribute_keys:
             raise WorldImportError(
                 source,
@@ -148,6 +200,16 @@ def _import_omnia(conn: sqlite3.Connection, path: Path, source: str, progress) -
                 "refers to an attribute that is not in the file",
             )
         acl_rows.append(tuple(row))
+
+    for table in ("buffer_entries", "ledger_entries") if has_ledger else ("buffer_entries",):
+        duplicate = first_duplicate(conn, table)
+        if duplicate is not None:
+            raise WorldImportError(
+                source,
+                table,
+                row_label(duplicate),
+                f"duplicate id (the file has no primary key on {table}.id)",
+            )
 
     sha = _sha256(path)
     world_ids = sorted(set(worlds.values()))
@@ -158,6 +220,19 @@ def _import_omnia(conn: sqlite3.Connection, path: Path, source: str, progress) -
     with transaction.atomic():
         marks = bulk.lock_all_shards()
         bulk.check_world_ownership(source, worlds)
+        bulk.check_references(
+            source,
+            object_ids,
+            set(world_ids),
+            [
+                *(("objects", f"id={r[0]}", "location_id", r[4]) for r in object_rows),
+                *(
+                    ("attribute_acl", f"object_id={r[0]}, attribute_name={r[1]}", "entity_id", r[2])
+                    for r in acl_rows
+                ),
+                *_involved_references(conn, has_ledger),
+            ],
+        )
         report.counts.update(bulk.sync_objects(object_rows, attribute_rows, acl_rows))
         clock = bulk.ImportClock(marks)
         inserted = seen = 0
@@ -185,17 +260,30 @@ def _import_omnia(conn: sqlite3.Connection, path: Path, source: str, progress) -
                         outcome_json,
                         pinned,
                     ) in batch:
+                        # Cheap tests first (a million rows pass here); the helper words it.
                         problem = None
-                        if owner_id not in object_ids:
+                        if type(entry_id) is not str or not entry_id or "\x00" in entry_id:
+                            problem = text_field_problem("id", entry_id, required=True)
+                        elif owner_id not in object_ids:
                             problem = f"owner {owner_id!r} is not an object in the file"
-                        elif not isinstance(timestamp, str) or not timestamp:
-                            problem = "timestamp must be non-empty text"
-                        elif not isinstance(intent_json, str):
+                        elif type(timestamp) is not str or not timestamp or "\x00" in timestamp:
+                            problem = text_field_problem("timestamp", timestamp, required=True)
+                        elif type(intent_json) is not str:
                             problem = "intent_json must be text"
+                        elif outcome_json is not None and type(outcome_json) is not str:
+                            problem = "outcome_json must be text or NULL"
+                        elif location_id is not None and (
+                            type(location_id) is not str or "\x00" in location_id
+                        ):
+                            problem = text_field_problem("location_id", location_id)
+                        elif pinned is not None and (
+                            type(pinned) is not int or pinned not in (0, 1)
+                        ):
+                            problem = integer_problem("pinned", pinned, 0, 1)
                         if problem is not None:
                             validator.before_error_at(checks)
                             raise WorldImportError(
-                                source, "buffer_entries", f"id={entry_id}", problem
+                                source, "buffer_entries", row_label(entry_id), problem
                             )
                         checks.append((entry_id, intent_json, outcome_json))
                         shard = shard_by_owner.get(owner_id)
@@ -212,6 +300,8 @@ def _import_omnia(conn: sqlite3.Connection, path: Path, source: str, progress) -
                                 pinned,
                                 clock.take(shard),
                                 shard,
+                                # a time omnia wrote that names no instant: kept, marked
+                                is_untimed(timestamp),
                             )
                         )
                     validator.submit(checks)  # validated there while inserted here
@@ -227,6 +317,7 @@ def _import_omnia(conn: sqlite3.Connection, path: Path, source: str, progress) -
                             "pinned",
                             "created_at",
                             "shard",
+                            "untimed",
                         ),
                         rows,
                     )
@@ -249,6 +340,17 @@ def _import_omnia(conn: sqlite3.Connection, path: Path, source: str, progress) -
         bulk.advance_shards(clock.assigned)
         bulk.record_source(world_ids, era, "sqlite", source, sha)
     return report
+
+
+def _involved_references(conn: sqlite3.Connection, has_ledger: bool) -> list[tuple]:
+    if not has_ledger:
+        return []
+    return [
+        ("ledger_involved_entities", f"entry_id={entry_id}", "entity_id", entity_id)
+        for entry_id, entity_id in conn.execute(
+            "SELECT entry_id, entity_id FROM ledger_involved_entities ORDER BY rowid"
+        )
+    ]
 
 
 def _check_conflicting_ids(
@@ -298,17 +400,30 @@ def _import_ledger(
         "SELECT id, owner_id, timestamp, location_id, content, quotes_json, importance, embedding "
         "FROM ledger_entries ORDER BY rowid"
     ):
-        where = f"id={entry_id}"
-        if owner_id not in object_ids:
-            raise WorldImportError(
-                source, "ledger_entries", where, f"owner {owner_id!r} is not an object in the file"
+        where = row_label(entry_id)
+        problem = (
+            text_field_problem("id", entry_id, required=True)
+            or (
+                f"owner {owner_id!r} is not an object in the file"
+                if owner_id not in object_ids
+                else None
             )
-        if not isinstance(content, str):
-            raise WorldImportError(source, "ledger_entries", where, "content must be text")
-        if not isinstance(importance, int) or not 1 <= importance <= 10:
-            raise WorldImportError(
-                source, "ledger_entries", where, f"importance {importance!r} is not 1–10"
+            or text_field_problem("timestamp", timestamp, required=True)
+            or text_field_problem("location_id", location_id)
+            or text_field_problem("content", content, required=True)
+            or text_field_problem("quotes_json", quotes_json)
+            or integer_problem("importance", importance, 1, 10, required=True)
+            or (
+                "embedding must be a BLOB or NULL"
+                if embedding is not None and not isinstance(embedding, bytes)
+                else None
             )
+        )
+        if problem is None and quotes_json is not None:
+            problem = json_text_problem(quotes_json)
+            problem = f"quotes_json: {problem}" if problem else None
+        if problem is not None:
+            raise WorldImportError(source, "ledger_entries", where, problem)
         if quotes_json is not None:
             try:
                 json.loads(quotes_json)
@@ -355,6 +470,13 @@ def _import_ledger(
     for entry_id, entity_id in conn.execute(
         "SELECT entry_id, entity_id FROM ledger_involved_entities ORDER BY rowid"
     ):
+        if problem := text_field_problem("entity_id", entity_id, required=True):
+            raise WorldImportError(
+                source,
+                "ledger_involved_entities",
+                f"entry_id={entry_id}, entity_id={entity_id!r}",
+                problem,
+            )
         if entry_id not in ledger_ids:
             raise WorldImportError(
                 source,
@@ -366,6 +488,8 @@ def _import_ledger(
     report.counts["ledger_entries"] = inserted
     report.skipped["ledger_entries"] = len(rows) - inserted
     report.counts["ledger_involved_entities"] = bulk.insert_ignore(
-        "ledger_involved_entities", ("entry_id", "entity_id"), involved
+        "ledger_involved_entities",
+        ("entry_id", "entity_id", "file_order"),
+        bulk.with_file_order(involved),
     )
     return {row[1] for row in rows if row[1]} if inserted else set()

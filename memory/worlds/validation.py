@@ -10,11 +10,14 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import sqlite3
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
 from memory.engine.intents import first_invalid_row
+from memory.engine.lifetime import die_with_parent
+from memory.engine.strict_json import text_problem
 from memory.engine.visibility import PRIVATE, PUBLIC
 from memory.models import ObjectType
 from memory.worlds.report import WorldImportError
@@ -23,6 +26,131 @@ logger = logging.getLogger(__name__)
 
 OBJECT_TYPES = {t.value for t in ObjectType}
 VISIBILITIES = {PUBLIC, PRIVATE}
+INT32 = 2**31 - 1  # omnia's INTEGER columns are PostgreSQL integers here: 32 bits
+
+# The columns an omnia world file of either era has (later omnia adds, never removes).
+COLUMNS = {
+    "objects": ("id", "type", "world_id", "clock_iso", "location_id", "aliases_json"),
+    "attributes": ("object_id", "name", "value", "visibility"),
+    "attribute_acl": ("object_id", "attribute_name", "entity_id"),
+    "buffer_entries": (
+        "id",
+        "owner_id",
+        "timestamp",
+        "location_id",
+        "intent_json",
+        "outcome_json",
+    ),
+    "ledger_entries": (
+        "id",
+        "owner_id",
+        "timestamp",
+        "location_id",
+        "content",
+        "quotes_json",
+        "importance",
+        "embedding",
+    ),
+    "ledger_involved_entities": ("entry_id", "entity_id"),
+}
+
+
+def row_label(row_id: object) -> str:
+    return (
+        "id=NULL"
+        if row_id is None
+        else f"id={row_id!r}"
+        if "\x00" in str(row_id)
+        else f"id={row_id}"
+    )
+
+
+def text_field_problem(name: str, value: object, *, required: bool = False) -> str | None:
+    """Why a text column's value is refused: SQLite lets any column hold any type (a BLOB
+    aliases_json would be stored as \\x5b… on PostgreSQL), NULL where omnia's schema says
+    NOT NULL, NUL, which PostgreSQL cannot store."""
+    if value is None:
+        return f"{name} must not be NULL" if required else None
+    if not isinstance(value, str):
+        kind = "a BLOB" if isinstance(value, bytes) else f"a number ({value!r})"
+        return f"{name} must be text, not {kind}"
+    if required and not value:
+        return f"{name} must not be empty"
+    problem = text_problem(value)
+    return f"{name} {problem}" if problem else None
+
+
+def integer_problem(
+    name: str, value: object, low: int, high: int, *, required: bool = False
+) -> str | None:
+    if value is None:
+        return f"{name} must not be NULL" if required else None
+    if type(value) is not int:
+        return f"{name} must be an integer, not {value!r}"
+    if not low <= value <= high:
+        return f"{name} {value} is not {low}–{high}"
+    return None
+
+
+def check_columns(conn: sqlite3.Connection, source: str, tables: set[str]) -> None:
+    """Refuse a file whose tables lack a column omnia always writes, naming table and column."""
+    for table, wanted in COLUMNS.items():
+        if table not in tables:
+            continue
+        have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+        missing = [c for c in wanted if c not in have]
+        if missing:
+            raise WorldImportError(
+                source,
+                table,
+                "(every row)",
+                f"column {', '.join(missing)} missing: not an omnia world file",
+            )
+
+
+def first_duplicate(conn: sqlite3.Connection, table: str) -> object | None:
+    """The first id held by two rows of a table, or None. omnia declares `id` the primary key;
+    a file without one could hold an id twice, and which row wins would be an accident."""
+    for index in conn.execute(f"PRAGMA index_list({table})").fetchall():
+        if index[2]:  # unique
+            cols = [row[2] for row in conn.execute(f"PRAGMA index_info({index[1]!r})")]
+            if cols == ["id"]:
+                return None
+    row = conn.execute(
+        f"SELECT id FROM {table} WHERE id IS NOT NULL GROUP BY id HAVING COUNT(*) > 1 "
+        "ORDER BY MIN(rowid) LIMIT 1"
+    ).fetchone()
+    return row[0] if row else None
+
+
+def undecodable_row(conn: sqlite3.Connection, source: str) -> WorldImportError | None:
+    """The first text value that is not UTF-8, as a refusal naming table, row and column:
+    SQLite stores any bytes as TEXT, and Python's cursor stops on them with no row named."""
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    names = {t: [row[1] for row in conn.execute(f"PRAGMA table_info({t})")] for t in tables}
+    conn.text_factory = bytes
+    try:
+        for table, columns in COLUMNS.items():
+            if table not in tables:
+                continue
+            cols = names[table]
+            picked = ", ".join(f"CASE WHEN typeof({c}) = 'text' THEN {c} END" for c in cols)
+            for row in conn.execute(f"SELECT {picked} FROM {table} ORDER BY rowid"):
+                for name, value in zip(cols, row, strict=True):
+                    if value is None:
+                        continue
+                    try:
+                        value.decode("utf-8")
+                    except UnicodeDecodeError:
+                        key = columns[0]
+                        shown = row[cols.index(key)] if key in cols else None
+                        label = shown.decode("utf-8", "replace") if shown else "NULL"
+                        return WorldImportError(
+                            source, table, f"{key}={label}", f"{name} is not valid UTF-8 text"
+                        )
+    finally:
+        conn.text_factory = str
+    return None
 
 
 class BatchValidator:
@@ -41,7 +169,13 @@ class BatchValidator:
         if parallel and (os.cpu_count() or 1) > 1:
             # spawn, not fork: the child must not inherit this process's open database
             # connection; it imports only memory.engine.intents (pydantic, no Django).
-            self.pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+            # die_with_parent: a killed import takes its helper with it (no orphan).
+            self.pool = ProcessPoolExecutor(
+                1,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=die_with_parent,
+                initargs=(os.getpid(),),
+            )
 
     def submit(self, rows: list[tuple[str, str, str | None]]) -> None:
         if self.pool is None or self.broken:

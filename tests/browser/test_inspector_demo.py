@@ -59,12 +59,13 @@ def test_faces_toggle_is_a_permalink(page, demo) -> None:
     page.evaluate("window.__noReload = 1")
     page.click("#faces-panel a.shadowed-toggle")
     page.wait_for_url(re.compile(r"/viewers/npc-tobiah/faces/\?include_shadowed=1$"))
-    page.wait_for_selector("#faces-panel .badge.shadowed")
+    page.wait_for_selector("#faces-panel .shadowed-under .face-shadowed")
     assert page.evaluate("window.__noReload") == 1
-    assert "shadowed by ltm-tobiah-03" in page.locator("#faces-panel").inner_text()
-    assert "superseded by abs-tobiah-signal-nights" in page.locator("#faces-panel").inner_text()
+    text = page.locator("#faces-panel").inner_text()
+    assert "Your own note “The Gullwing” replaces the Smugglers' lore (faction) entry" in text
+    assert "Rolled up into “Signal Nights”" in text
     page.reload()  # the permalink renders the same state without JS state
-    assert page.locator("#faces-panel .badge.shadowed").count() == 1
+    assert page.locator("#faces-panel .shadowed-under .face-shadowed").count() == 1
     assert page.console_errors == []
 
 
@@ -118,9 +119,9 @@ def test_leaks_and_entry_pages_render_what_they_name(page, demo, screenshots) ->
     assert "Sable Quint" in page.locator("#leak-table").inner_text()
     screenshots("leaks-demo")
     page.goto("/viewers/npc-tobiah/entries/ltm-tobiah-01/")
-    assert page.locator("h1").inner_text() == "Long-term entry ltm-tobiah-01"
+    assert page.locator("h1").inner_text() == "The Signal ltm-tobiah-01"
     screenshots("entry-longterm-demo")
     page.goto("/viewers/npc-tobiah/entries/m-b11-tobiah/")
-    assert page.locator("h1").inner_text() == "Memory m-b11-tobiah"
+    assert page.locator("h1").inner_text() == "A memory of Tobiah Crane m-b11-tobiah"
     screenshots("entry-demo")
     assert page.console_errors == []

@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from memory.engine.buffer.coordination import coordinated_agree
+
 _SUBJECT, _OBJECT, _POSSESSIVE, _INDEPENDENT, _REFLEXIVE = range(5)
 _FIRST_PERSON = ("I", "me", "my", "mine", "myself")
 
@@ -25,7 +27,8 @@ _FIRST, _THIRD, _PLURAL = 1, 3, 0
 _CONJUNCTION = re.compile(r"\s*(?:,\s*(?:(?:and|or|nor)\s+)?|(?:and|or|nor)\s+)", re.IGNORECASE)
 _NEXT_WORD = re.compile(r"(\s+)([A-Za-z][A-Za-z'’]*)")
 _POSSESSIVE_MARK = re.compile(r"['’]s(?![A-Za-z])")
-_FIRST_PERSON_CONTRACTION = re.compile(r"['’](m|ve)(?![A-Za-z])")
+_FIRST_PERSON_CONTRACTION = re.compile(r"['’](m|ve|ll|d)(?![A-Za-z])")
+_CONTRACTION_TO_THIRD = {"m": " is", "ve": " has", "ll": " will", "d": " would"}
 
 _PRONOUN_ROLES = {
     "i": (_SUBJECT, _FIRST),
@@ -302,8 +305,8 @@ def _third_person(verb: str) -> str:
     low = verb.lower()
     if low in _TO_THIRD:
         out = _TO_THIRD[low]
-    elif low in _MODALS or low in _PAST or low.endswith("ed"):
-        return verb
+    elif low in _MODALS or low in _PAST or low.endswith(("ed", "n't", "n’t")):
+        return verb  # a negation not mapped above is a past or a modal's: didn't, hadn't
     elif low.endswith("y") and len(low) > 1 and low[-2] not in "aeiou":
         out = low[:-1] + "ies"
     elif low.endswith(("s", "sh", "ch", "x", "z", "o")):
@@ -334,8 +337,9 @@ def _first_person(verb: str, source: int) -> str:
     return out.capitalize() if verb[:1].isupper() else out
 
 
-def _agree(text: str, source: int, target: int) -> str:
-    """Make the verb at the head of `text` agree with a subject that changed person."""
+def _agree(text: str, source: int, target: int, object_follows: bool) -> str:
+    """Make the verb at the head of `text` agree with a subject that changed person, and the
+    verbs coordinated with it ("draws a knife and steps forward")."""
     if source == target:
         return text
     pos = 0
@@ -348,8 +352,15 @@ def _agree(text: str, source: int, target: int) -> str:
         if low in _ADVERBS or (low.endswith("ly") and low not in _LY_VERBS):
             pos = m.end()
             continue
-        changed = _third_person(word) if target == _THIRD else _first_person(word, source)
-        return text[: m.start(2)] + changed + text[m.end(2) :]
+
+        def change(verb: str) -> str:
+            return _third_person(verb) if target == _THIRD else _first_person(verb, source)
+
+        changed = change(word)
+        if changed == word:
+            return text  # a modal or a past: the verbs coordinated with it keep their form too
+        text = text[: m.start(2)] + changed + text[m.end(2) :]
+        return coordinated_agree(text, m.start(2) + len(changed), change, object_follows)
     return text
 
 
@@ -397,13 +408,53 @@ def _ends_sentence(text: str) -> bool:
 
 
 # How one tag reads: (first-person word, suffix after an alias, capitalise the alias, the
-# following text when the reader is the one tagged, the following text otherwise).
-TagForms = tuple[str, str, bool, str, str]
+# following text when the reader is the one tagged, the following text otherwise, and the
+# pronoun others read instead of the alias, if any).
+TagForms = tuple[str, str, bool, str, str, str | None]
+
+_THIRD_PERSON_REFLEXIVES = frozenset(["himself", "herself", "itself", "themselves", "themself"])
+_REFLEXIVE_BY_PRONOUN = {
+    "he": "himself",
+    "him": "himself",
+    "his": "himself",
+    "she": "herself",
+    "her": "herself",
+    "hers": "herself",
+    "it": "itself",
+    "its": "itself",
+}
 
 
-def forms_around_tags(texts: Sequence[str], words: Sequence[str | None]) -> list[TagForms]:
-    """The forms of each of n tags, given the n + 1 stretches of text around them and the
-    words each tag was written with (None for a tag without words)."""
+def _reflexive_for_others(
+    i: int, texts: Sequence[str], words: Sequence[str | None], ids: Sequence[str]
+) -> str | None:
+    """A reflexive tag whose entity is already named earlier in its sentence reads as a
+    reflexive pronoun ("sits by himself"), not as the alias again ("sits by the hooded
+    figure"). Which one: the author's own if it is third person, else the one the entity's
+    other pronouns in the content imply, else "themselves" (a first-person author's "myself"
+    says nothing of who they are)."""
+    antecedents = []
+    for j in range(i - 1, -1, -1):
+        if any(mark in texts[j + 1] for mark in ".!?"):
+            break
+        if ids[j] == ids[i]:
+            antecedents.append((words[j] or "").strip().lower())
+    if not antecedents or not ids[i]:
+        return None
+    own = (words[i] or "").strip().lower()
+    if own in _THIRD_PERSON_REFLEXIVES:
+        return own
+    for antecedent in antecedents:
+        if antecedent in _REFLEXIVE_BY_PRONOUN:
+            return _REFLEXIVE_BY_PRONOUN[antecedent]
+    return "themselves"
+
+
+def forms_around_tags(
+    texts: Sequence[str], words: Sequence[str | None], ids: Sequence[str]
+) -> list[TagForms]:
+    """The forms of each of n tags, given the n + 1 stretches of text around them, the
+    words each tag was written with (None for a tag without words) and whom each names."""
     n = len(words)
     # A tag joined to its neighbour by "and"/"or"/"," shares its neighbour's role, and a
     # compound subject keeps its plural verb.
@@ -421,14 +472,15 @@ def forms_around_tags(texts: Sequence[str], words: Sequence[str | None]) -> list
             role, after = _POSSESSIVE, after[possessive_mark.end() :]
         after_self = after_other = after
         if role == _SUBJECT and not chained[i] and not chained[i + 1]:
-            after_self = _agree(after, source, _FIRST)
+            object_follows = i + 1 < n
+            after_self = _agree(after, source, _FIRST, object_follows)
             contraction = _FIRST_PERSON_CONTRACTION.match(after) if source == _FIRST else None
             if contraction is not None:
-                after_other = (" is" if contraction.group(1) == "m" else " has") + after[
-                    contraction.end() :
-                ]
+                after_other = (
+                    _CONTRACTION_TO_THIRD[contraction.group(1)] + after[contraction.end() :]
+                )
             else:
-                after_other = _agree(after, source, _THIRD)
+                after_other = _agree(after, source, _THIRD, object_follows)
         forms.append(
             (
                 _FIRST_PERSON[role],
@@ -436,6 +488,7 @@ def forms_around_tags(texts: Sequence[str], words: Sequence[str | None]) -> list
                 _ends_sentence(texts[i]),
                 after_self,
                 after_other,
+                _reflexive_for_others(i, texts, words, ids) if role == _REFLEXIVE else None,
             )
         )
     return forms

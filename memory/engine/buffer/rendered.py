@@ -40,7 +40,7 @@ def _intent_facts(intent_json: str) -> tuple[str | None, str | None, tuple[str, 
             intent.get("actorId") if isinstance(intent.get("actorId"), str) else None,
             tuple(t for t in targets if isinstance(t, str)) if isinstance(targets, list) else (),
         )
-    except (ValueError, AttributeError, TypeError):
+    except (ValueError, AttributeError, TypeError, RecursionError):  # JSON nested too deep
         return None, None, ()
 
 
@@ -50,8 +50,12 @@ def render_entry(entry: BufferEntry, viewer: Viewer) -> RenderedEntry:
             render_stored_entry(entry.timestamp, entry.intent_json, entry.outcome_json, viewer),
             None,
         )
+        if entry.untimed:  # kept as omnia wrote it (a v2 line shows no time), never placed
+            line, reason = None, f"timestamp {entry.timestamp!r} names no instant"
     except Undeliverable as exc:
         line, reason = None, str(exc)
+    except Exception as exc:  # a poison row is shown as undeliverable, never a 500 (issue 14)
+        line, reason = None, f"cannot be rendered: {exc.__class__.__name__}"
     type_, actor, targets = _intent_facts(entry.intent_json)
     return RenderedEntry(
         id=entry.id,
@@ -82,6 +86,7 @@ BUFFER_FIELDS = (
     "retracted_at",
     "abstracted_into",
     "owner_id",
+    "untimed",
 )
 
 

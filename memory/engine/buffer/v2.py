@@ -13,49 +13,11 @@ from typing import Any
 
 from memory.engine.aliases import UNFAMILIAR, AliasHolder
 from memory.engine.buffer.entry import Undeliverable, outcome_suffix
+from memory.engine.buffer.first_person import tag_untagged_first_person
 from memory.engine.buffer.grammar import forms_around_tags
+from memory.engine.buffer.tags import Tag, find_tags, plain_words
 
-# `entity@<id>[words]`; a repeated prefix is upstream's dehydrate bug
-# (`entity@entity@bob[bob][the hooded figure]`), and a tag without words still names an id.
-_TAG = re.compile(
-    r"(?P<pre>(?:entity@)+)(?:(?P<id>[^\s\[\]@]*)\[(?P<words>[^\[\]]*)\]|(?P<bare>[\w-]+(?:[.:][\w-]+)*)?)"
-)
-_EXTRA_WORDS = re.compile(r"\[([^\[\]]*)\]")
-
-
-class Tag:
-    """One `entity@` tag in a content: where it stands, whom it names ("" for nobody), and the
-    words it was written with (None for a bare tag)."""
-
-    __slots__ = ("start", "end", "id", "words")
-
-    def __init__(self, start: int, end: int, id_: str, words: str | None) -> None:
-        self.start, self.end, self.id, self.words = start, end, id_, words
-
-
-def find_tags(content: str) -> list[Tag]:
-    """Every tag of `content`, in order. The one tag scanner: anything else that looks for
-    tags (the long-term delivery probe) uses it, so it cannot disagree with hydrate."""
-    tags: list[Tag] = []
-    pos = 0
-    search = _TAG.search
-    while (m := search(content, pos)) is not None:
-        end = m.end()
-        words = m.group("words")
-        if words is None:
-            id_ = m.group("bare") or ""
-        else:
-            id_ = m.group("id")
-            # The dehydrate bug nests one tag per repeated prefix; the outermost words are the
-            # ones the author wrote, the innermost id is who they meant.
-            for _ in range(m.group("pre").count("entity@") - 1):
-                extra = _EXTRA_WORDS.match(content, end)
-                if extra is None:
-                    break
-                words, end = extra.group(1), extra.end()
-        tags.append(Tag(m.start(), end, id_, words))
-        pos = end if end > m.start() else end + 1
-    return tags
+__all__ = ["Tag", "entity_tag_ids", "find_tags", "hydrate", "render_v2"]
 
 
 def entity_tag_ids(content: str) -> list[str]:
@@ -69,8 +31,12 @@ def entity_tag_ids(content: str) -> list[str]:
 
 
 # One slot per tag: (id, first-person word, suffix after an alias, capitalise the alias,
-# the following text when the viewer is the one tagged, the following text otherwise).
-_Slot = tuple[str, str, str, bool, str, str]
+# the following text when the viewer is the one tagged, the following text otherwise, the
+# pronoun others read instead of the alias).
+_Slot = tuple[str, str, str, bool, str, str, str | None]
+# A stored label may be a capitalised descriptor ("The hooded figure"); mid-sentence its
+# article is lowered. Nothing else is: "Gareth" or "Old Tom" is a name wherever it stands.
+_LEADING_ARTICLE = re.compile(r"(?:The|A|An) ")
 
 
 @lru_cache(maxsize=16384)
@@ -81,13 +47,18 @@ def _compile(content: str) -> tuple[str, tuple[_Slot, ...]]:
     texts = [content[: tags[0].start]]
     texts.extend(content[a.end : b.start] for a, b in zip(tags, tags[1:], strict=False))
     texts.append(content[tags[-1].end :])
-    forms = forms_around_tags(texts, [tag.words for tag in tags])
+    forms = forms_around_tags(
+        texts, [plain_words(tag.words) for tag in tags], [tag.id for tag in tags]
+    )
     return texts[0], tuple((tag.id, *form) for tag, form in zip(tags, forms, strict=True))
 
 
-def hydrate(content: str, viewer: AliasHolder) -> str:
+def hydrate(content: str, viewer: AliasHolder, actor: str | None = None) -> str:
     """A v2 `content` as `viewer` reads it: tags become aliases or first-person words, double
-    quotes become single ones (as upstream writes them), and the first letter is capitalised."""
+    quotes become single ones (as upstream writes them), and the first letter is capitalised.
+    Given the `actor` who wrote it, an untagged "I" or "my" is the actor's for other readers."""
+    if actor is not None and actor != viewer.id:
+        content = tag_untagged_first_person(content, actor)
     if '"' in content:
         content = content.replace('"', "'")
     if "entity@" not in content:
@@ -96,16 +67,23 @@ def hydrate(content: str, viewer: AliasHolder) -> str:
     aliases = viewer.aliases
     me = viewer.id
     out = [head]
-    for id_, first_person, suffix, sentence_start, after_self, after_other in slots:
+    for id_, first_person, suffix, sentence_start, after_self, after_other, pronoun in slots:
         if id_ == me:
-            out.append(first_person)
+            out.append(first_person.capitalize() if sentence_start else first_person)
             out.append(after_self)
+            continue
+        if pronoun is not None:
+            out.append(pronoun)
+            out.append(after_other)
             continue
         label = aliases.get(id_)
         if label is None:
             label = UNFAMILIAR
-        if sentence_start and label[:1].islower():
-            label = label[0].upper() + label[1:]
+        if sentence_start:
+            if label[:1].islower():
+                label = label[0].upper() + label[1:]
+        elif _LEADING_ARTICLE.match(label):
+            label = label[0].lower() + label[1:]
         out.append(label)
         out.append(suffix)
         out.append(after_other)
@@ -122,7 +100,7 @@ def render_v2(intent: dict[str, Any], outcome: object, viewer: AliasHolder) -> s
     content = intent["content"]
     if type(content) is not str:
         raise Undeliverable("v2 intent content is not a string")
-    line = hydrate(content, viewer)
+    line = hydrate(content, viewer, intent["actorId"])
     if kind == "dialogue":
         return line
     return line + outcome_suffix(outcome)

@@ -37,6 +37,7 @@ from memory.engine.buffer.v2 import find_tags, hydrate
 from memory.engine.errors import NotFound
 from memory.engine.knowledge import Viewer, get_viewer
 from memory.engine.longterm import faces as facelib
+from memory.engine.longterm.names import NameWarning, same_name_after_trim
 from memory.engine.longterm.shadowing import (
     MEMORY_SEARCH_SHADOWED_TAG,
     MEMORY_SEARCH_SUPERSEDED_TAG,
@@ -44,7 +45,7 @@ from memory.engine.longterm.shadowing import (
     shadow_key_of,
 )
 from memory.engine.scopes import home_scope, layer_scope
-from memory.models import AbstractionEdge, LayerSubscription, LedgerEntry
+from memory.models import AbstractionEdge, BufferEntry, LayerSubscription, LedgerEntry
 
 _ENTITY_TAG = "entity@"
 # Cheap pre-filter for a tag that names no entity: the last `entity@` of a run followed by `[`
@@ -79,6 +80,8 @@ class FacesAnswer:
     undeliverable: dict[str, str]  # id -> reason
     items: list[FaceItem]  # the listing: the default face, or everything on it with tags
     rows_visited: int
+    # Entries stored before names were trimmed that read as one name (longterm.names).
+    name_warnings: list[NameWarning] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +90,12 @@ class EntryAnswer:
     notes: list[str]
     rollup: str | None  # the rollup that absorbed this entry
     members: list[str]  # what this entry absorbed, when it is a rollup (buffer and ledger ids)
+    shadowed_by: str | None = None  # the home entry whose name retires this one
+    shadows: list[str] = field(default_factory=list)  # what this entry's name retires
+    # Each member's kind ("buffer" / "ledger") and its own per-row abstracted_into mark (seed
+    # 003, rule 10: abstract() writes it on every absorbed row beside the edge).
+    member_marks: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+    abstracted_into: str | None = None  # this entry's own per-row mark
 
 
 @dataclass(slots=True)
@@ -250,6 +259,7 @@ def viewer_faces(viewer_id: str, *, include_shadowed: bool = False) -> FacesAnsw
         undeliverable=dict(faces.undeliverable),
         items=items,
         rows_visited=read.rows_visited,
+        name_warnings=same_name_after_trim(read.headers),
     )
 
 
@@ -292,14 +302,31 @@ def get_long_term_entry(viewer_id: str, entry_id: str) -> EntryAnswer:
         _, notes = facelib.get_by_id(read.faces, entry_id)
     except KeyError:
         raise NotFound(f"no long-term entry {entry_id!r} for {read.viewer.id!r}") from None
-    members = list(
+    edges = list(
         AbstractionEdge.objects.filter(rollup_id=entry_id)
         .order_by("member_id")
-        .values_list("member_id", flat=True)
+        .values_list("member_id", "member_kind")
+    )
+    # The per-row marks, by primary key: this entry's and its ledger members' in one query,
+    # its buffer members' in another (only when it has any).
+    ledger = dict(
+        LedgerEntry.objects.filter(
+            pk__in=[entry_id, *(m for m, k in edges if k == "ledger")]
+        ).values_list("id", "abstracted_into")
+    )
+    buffer_ids = [m for m, k in edges if k == "buffer"]
+    buffer = (
+        dict(BufferEntry.objects.filter(pk__in=buffer_ids).values_list("id", "abstracted_into"))
+        if buffer_ids
+        else {}
     )
     return EntryAnswer(
         item=_item(read, entry_id),
         notes=notes,
         rollup=read.faces.superseded.get(entry_id),
-        members=members,
+        members=[m for m, _kind in edges],
+        member_marks={m: (k, (buffer if k == "buffer" else ledger).get(m)) for m, k in edges},
+        abstracted_into=ledger.get(entry_id),
+        shadowed_by=read.faces.shadowed.get(entry_id),
+        shadows=[i for i in read.faces.scopes if read.faces.shadowed.get(i) == entry_id],
     )

@@ -45,8 +45,12 @@ def shadow_key_of(h: EntryHeader) -> str:
 
     Law 1 decision: a home entry without a committed name still carries its slug's last segment,
     because the slug is committed header data too and is exactly what a reader of the index sees
-    as that entry's name. Only the uncommitted draft is barred."""
-    if h.name is not None:
+    as that entry's name. Only the uncommitted draft is barred.
+
+    An empty (or blank) committed name falls back to the slug, as a missing one does: the doors
+    store a blank name as none (longterm.names.committed_name); a row stored before is read
+    the same way."""
+    if h.name and not h.name.isspace():
         return h.name
     return h.slug.rsplit("/", 1)[-1]
 

@@ -6,14 +6,15 @@ answer reports `rows_visited`: the rows its queries actually returned.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from django.db import connection, transaction
 from django.utils import timezone
 
-from memory.engine.projections import episodes
-from memory.engine.projections.rows import CYCLE_BATCH, FoldRow, rows_after
+from memory.engine.projections import episodes, problems
+from memory.engine.projections.rebuild import rebuild
+from memory.engine.projections.rows import CYCLE_BATCH, FoldRow, mark_id, rows_after
 from memory.engine.projections.sessions import (
     SessionState,
     fold_session,
@@ -21,7 +22,7 @@ from memory.engine.projections.sessions import (
     session_key_of,
     upsert_sessions,
 )
-from memory.engine.shards import ensure_shards, shard_count
+from memory.engine.shards import ensure_shards, needs_repartition, shard_count
 from memory.models import LeakScan, ProjectionShard
 
 # A flush is one transaction: it ends after this many sessions held in memory (about 300 bytes
@@ -45,6 +46,10 @@ class CycleResult:
     episodes_closed: int = 0  # open episodes the world clock has passed, closed this cycle
     leak_viewers_scanned: int = 0
     leak_findings_written: int = 0
+    # Rows quarantined this cycle (memory.engine.projections.problems), and whether the cycle
+    # found OMNIA_PROJECTION_SHARDS changed and re-partitioned (a rebuild, in one transaction).
+    problems_found: int = 0
+    repartitioned: bool = False
 
     def as_dict(self) -> dict[str, int]:
         return {
@@ -79,6 +84,7 @@ class Flush:
         self.episode_start: dict[str, episodes.EpisodeState | None] = {}
         self.episode_latest: dict[str, episodes.EpisodeState] = {}
         self.episodes_closed: list[episodes.EpisodeState] = []
+        self.problems: list[problems.Problem] = []
         self.rows = 0
         self.gap = episodes.gap()
 
@@ -103,14 +109,20 @@ class Flush:
                     self.episode_latest[owner_id] = latest[owner_id]
 
     def fold(self, rows: Sequence[FoldRow]) -> None:
+        """Fold rows that passed problems.defect_of; one whose fold raises is quarantined
+        (nothing of it is kept: both results are computed before either is stored)."""
         sessions, latest = self.sessions, self.episode_latest
         for row in rows:
             pair = (row.owner_id, session_key_of(row.conversation_id, row.location_id))
-            sessions[pair] = fold_session(sessions[pair], row)
-            closed, latest[row.owner_id] = episodes.step(latest.get(row.owner_id), row, self.gap)
+            try:
+                session = fold_session(sessions[pair], row)
+                closed, episode = episodes.step(latest.get(row.owner_id), row, self.gap)
+            except Exception as exc:  # a poison row must not stop the fold (issue 14)
+                self.problems.append(problems.Problem(row, problems.fold_failure(exc)))
+                continue
+            sessions[pair], latest[row.owner_id] = session, episode
             if closed is not None:
                 self.episodes_closed.append(closed)
-        self.rows += len(rows)
 
     def full(self, flush_rows: int, flush_sessions: int) -> bool:
         return self.rows >= flush_rows or len(self.sessions) >= flush_sessions
@@ -125,7 +137,8 @@ class Flush:
             if state is not self.episode_start.get(owner_id)
         ]
         self.result.episodes_written += episodes.upsert_episodes(changed)
-        self.result.rows_folded += self.rows
+        self.result.rows_folded += self.rows - len(self.problems)
+        self.result.problems_found += problems.record(self.problems)
         _mark_leak_scans_stale({owner_id for owner_id, _key in self.sessions})
 
 
@@ -141,13 +154,22 @@ def _mark_leak_scans_stale(owner_ids: set[str]) -> None:
 
 
 def fold_batch(rows: Sequence[FoldRow], flush: Flush) -> None:
-    """Fold one chunk of rows (fold order) into the flush's sessions and episodes."""
-    flush.load(rows)
-    flush.fold(rows)
+    """Fold one chunk of rows (fold order) into the flush's sessions and episodes; rows the
+    fold cannot take are quarantined instead (the watermark still moves past them)."""
+    good, bad = problems.sift(rows)
+    flush.problems.extend(bad)
+    flush.load(good)
+    flush.fold(good)
+    flush.rows += len(rows)
 
 
 def _fold_shard(
-    shard: int, result: CycleResult, batch_size: int, flush_rows: int, flush_sessions: int
+    shard: int,
+    result: CycleResult,
+    batch_size: int,
+    flush_rows: int,
+    flush_sessions: int,
+    progress: Callable[[int], None] | None = None,
 ) -> bool:
     """One transaction under the shard's lock: fold chunks past the watermark until the shard
     is drained or the flush is full, write back, move the watermark. False when drained
@@ -164,7 +186,9 @@ def _fold_shard(
             rows = rows_after(shard, *mark, batch_size)
             if rows:
                 fold_batch(rows, flush)
-                mark = (rows[-1].created_at, rows[-1].id)
+                mark = (rows[-1].created_at, mark_id(rows[-1].id))
+                if progress is not None:
+                    progress(len(rows))
             if len(rows) < batch_size:
                 drained = True
                 break
@@ -186,6 +210,7 @@ def run_cycle(
     start: int = 0,
     flush_rows: int = FLUSH_ROWS,
     flush_sessions: int = FLUSH_SESSIONS,
+    progress: Callable[[int], None] | None = None,
 ) -> CycleResult:
     """One forward-only pass: fold every row written past each shard's watermark.
 
@@ -194,10 +219,16 @@ def run_cycle(
     cycles never fold a row twice and a killed cycle loses only its open flush, which the
     next cycle folds again from the unchanged watermark. `start` rotates the order (shard
     `start` first): workers sharing shards begin in different places instead of all
-    queueing for shard 0 and skipping in step.
+    queueing for shard 0 and skipping in step. `progress` is called with each chunk's row
+    count (a command's progress bar).
     """
-    ensure_shards()
     result = CycleResult()
+    if needs_repartition():
+        # OMNIA_PROJECTION_SHARDS changed: rows sit in shards no longer visited (or an owner's
+        # new rows in another shard than its old ones). Re-partition and re-derive in one
+        # transaction, so no row is stranded or folded twice; rare, and on purpose.
+        result.repartitioned = rebuild(only_if_repartition_needed=True) is not None
+    ensure_shards()
     ordered = sorted(shards if shards is not None else range(shard_count()))
     if ordered:
         turn = start % len(ordered)
@@ -207,7 +238,12 @@ def run_cycle(
     result.episodes_closed, open_read = episodes.close_by_clocks()
     result.episode_rows_read += open_read
     for shard in ordered:
-        while _fold_shard(shard, result, batch_size, flush_rows, flush_sessions):
+        while _fold_shard(shard, result, batch_size, flush_rows, flush_sessions, progress):
             pass
-    result.rows_visited = result.rows_folded + result.session_rows_read + result.episode_rows_read
+    result.rows_visited = (
+        result.rows_folded
+        + result.problems_found
+        + result.session_rows_read
+        + result.episode_rows_read
+    )
     return result

@@ -69,6 +69,20 @@ def step(
     key = row.key or time_key(row.timestamp)
     if state is None:
         return None, _opened(row.owner_id, 1, row, key)
+    # A time that names no instant (an imported row marked untimed) joins the open episode
+    # and is never a bound; an episode of only such rows takes its first real time whole.
+    if key.startswith("~") or state.last_key.startswith("~"):
+        timed = not key.startswith("~")
+        return None, state._replace(
+            first_at=row.timestamp if timed else state.first_at,
+            last_at=row.timestamp if timed else state.last_at,
+            first_key=key if timed else state.first_key,
+            last_key=key if timed else state.last_key,
+            last_moment=moment_of_key(key) if timed else state.last_moment,
+            last_member_id=row.id,
+            member_count=state.member_count + 1,
+            is_open=True,
+        )
     first_at, first_key = (
         (row.timestamp, key) if key < state.first_key else (state.first_at, state.first_key)
     )
@@ -125,6 +139,15 @@ def segment(rows: Sequence[FoldRow], start: EpisodeState | None = None) -> list[
 
     for row in rest:
         key = row.key or time_key(row.timestamp)
+        if key.startswith("~") or last_key.startswith("~"):  # untimed: as in step()
+            if not key.startswith("~"):
+                first_at = last_at = row.timestamp
+                first_key = last_key = key
+                last_moment = moment_of_key(key)
+            count += 1
+            last_id = row.id
+            is_open = True
+            continue
         if key > last_key:
             moment = moment_of_key(key)
             if moment is not None and last_moment is not None and moment - last_moment > gap_:

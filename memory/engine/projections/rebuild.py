@@ -6,24 +6,50 @@ nothing and reports drift. Rebuild = incremental is structural: both use the cyc
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
+from django.db.models import F
 from django.utils import timezone
 
-from memory.engine.projections import episodes
-from memory.engine.projections.rows import REBUILD_BATCH, by_owner, fetch, iter_rows_owner_major
+from memory.engine.clock import time_key
+from memory.engine.projections import episodes, problems
+from memory.engine.projections.rows import (
+    REBUILD_BATCH,
+    FoldRow,
+    by_owner,
+    fetch,
+    iter_rows_owner_major,
+    mark_id,
+)
 from memory.engine.projections.sessions import (
     SESSION_FIELDS,
     SessionState,
     fold_owner,
+    fold_session,
     insert_sessions,
     session_hash,
     session_values,
 )
-from memory.engine.shards import ensure_shards
-from memory.models import ClockMark, Episode, MemorySession, ProjectionShard, WorldObject
+from memory.engine.shards import (
+    ensure_shards,
+    needs_repartition,
+    relayout,
+    repartition,
+    shard_count,
+    shard_of,
+    stored_layout,
+)
+from memory.models import (
+    ClockMark,
+    Episode,
+    MemorySession,
+    ProjectionProblem,
+    ProjectionShard,
+    WorldObject,
+)
 
 
 @dataclass
@@ -31,6 +57,32 @@ class RebuildResult:
     rows_folded: int
     sessions: int
     episodes: int
+    problems: int = 0
+    rows_moved: int = 0  # rows re-partitioned to the configured shard count
+
+
+def fold_checked(
+    owner_rows: list[FoldRow], *, walk: bool = True
+) -> tuple[dict[str, SessionState], list[episodes.EpisodeState], list[problems.Problem]]:
+    """One owner's sessions and episodes from the rows the fold can take, and the problems.
+
+    The same two questions the cycle asks (problems.defect_of, then: does folding it raise),
+    so rebuild = incremental holds for the quarantine too. The batch folds run once; only an
+    owner whose fold raised is walked row by row to find the culprit."""
+    rows, bad = problems.sift(owner_rows)
+    try:
+        return fold_owner(rows), episodes.segment(rows) if walk else [], bad
+    except Exception:
+        kept: list[FoldRow] = []
+        for row in rows:
+            try:
+                fold_session(None, row)
+                episodes.step(None, row)
+            except Exception as exc:
+                bad.append(problems.Problem(row, problems.fold_failure(exc)))
+            else:
+                kept.append(row)
+        return fold_owner(kept), episodes.segment(kept) if walk else [], bad
 
 
 @dataclass
@@ -41,6 +93,16 @@ class VerifyResult:
     episodes: int = 0
     episodes_identical: int = 0
     episode_drift: list[dict[str, Any]] = field(default_factory=list)
+    # Rows in a shard no cycle visits under the configured OMNIA_PROJECTION_SHARDS, and the
+    # shard count the rows are partitioned for: either differing is drift (a rebuild, or the
+    # next cycle, re-partitions).
+    stranded_rows: int = 0
+    shards_configured: int = 0
+    shards_stored: int = 0
+    # Quarantined rows: found by folding afresh vs recorded; a difference is drift.
+    problems: int = 0
+    problems_recorded: int = 0
+    problem_drift: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -52,33 +114,70 @@ class VerifyResult:
                 "identical": self.episodes_identical,
                 "drift": self.episode_drift,
             },
+            "shards": {
+                "configured": self.shards_configured,
+                "stored": self.shards_stored,
+                "stranded_rows": self.stranded_rows,
+            },
+            "problems": {
+                "rows": self.problems,
+                "recorded": self.problems_recorded,
+                "drift": self.problem_drift,
+            },
         }
 
     @property
+    def layout_drifted(self) -> bool:
+        return bool(self.stranded_rows) or self.shards_configured != self.shards_stored
+
+    @property
     def drifted(self) -> bool:
-        return bool(self.drift or self.episode_drift)
+        return bool(self.drift or self.episode_drift or self.problem_drift or self.layout_drifted)
 
 
-def rebuild() -> RebuildResult:
+def rebuild(
+    progress: Callable[[int], None] | None = None, *, only_if_repartition_needed: bool = False
+) -> RebuildResult | None:
     """The door that re-derives every projection row from the canonical rows alone.
 
-    One transaction: every shard lock is held (writers and cycles wait), the old rows go,
-    every row is folded with the same fold the cycle uses, and each watermark is reset to
-    its shard's last row. Never run on a timer (seed 003, rule 7).
+    One transaction: every shard lock is held (writers and cycles wait), the rows are
+    re-partitioned when OMNIA_PROJECTION_SHARDS changed, the old rows go, every row is folded
+    with the same fold the cycle uses (poison rows quarantined), and each watermark is reset
+    to its shard's last row. Never run on a timer (seed 003, rule 7); the cycle calls it with
+    `only_if_repartition_needed` when the shard count changed, and it answers None when
+    another worker re-partitioned first. `progress` is called with each owner's row count
+    (a command's progress bar).
     """
-    ensure_shards()
     rows_folded = sessions_written = episodes_written = 0
+    found: list[problems.Problem] = []
     with transaction.atomic():
+        if connection.vendor == "sqlite":
+            # Take the writer lock before anything is read (no row locks on SQLite).
+            ProjectionShard.objects.update(layout=F("layout"))
         list(ProjectionShard.objects.select_for_update().order_by("shard"))
-        # On SQLite the delete also takes the writer lock before anything is read.
+        if only_if_repartition_needed and not needs_repartition():
+            return None
+        relayout_needed = needs_repartition()
+        shards = shard_count()
+        misplaced: list[str] = []
         MemorySession.objects.all().delete()
         Episode.objects.all().delete()
         pending: list[SessionState] = []
         pending_episodes: list[episodes.EpisodeState] = []
-        for _owner, owner_rows in by_owner(iter_rows_owner_major()):
-            rows_folded += len(owner_rows)
-            pending.extend(fold_owner(owner_rows).values())
-            pending_episodes.extend(episodes.segment(owner_rows))
+        for owner, owner_rows in by_owner(iter_rows_owner_major()):
+            if progress is not None:
+                progress(len(owner_rows))
+            # Rows outside their owner's shard (the shard count changed, or a row was written
+            # around the doors) would sit where no cycle looks, or fold out of order: moved.
+            if owner.__class__ is str:
+                home = shard_of(owner, shards)
+                if any(r.shard != home for r in owner_rows):
+                    misplaced.append(owner)
+            sessions, owner_episodes, bad = fold_checked(owner_rows)
+            rows_folded += len(owner_rows) - len(bad)
+            found.extend(bad)
+            pending.extend(sessions.values())
+            pending_episodes.extend(owner_episodes)
             if len(pending) >= REBUILD_BATCH:
                 sessions_written += insert_sessions(pending)
                 pending = []
@@ -87,6 +186,10 @@ def rebuild() -> RebuildResult:
                 pending_episodes = []
         sessions_written += insert_sessions(pending)
         episodes_written += episodes.insert_episodes(pending_episodes)
+        rows_moved = repartition(misplaced)
+        if relayout_needed:
+            relayout()
+        ensure_shards()
         for shard in ProjectionShard.objects.order_by("shard"):
             last = fetch(
                 "SELECT created_at, id FROM buffer_entries WHERE shard = %s "
@@ -96,21 +199,26 @@ def rebuild() -> RebuildResult:
             created_at, row_id = last[0] if last else (0, "")
             ProjectionShard.objects.filter(shard=shard.shard).update(
                 last_created_at=created_at,
-                last_id=row_id,
+                last_id=mark_id(row_id),
                 last_cycle_at=timezone.now(),
                 last_cycle_rows=0,
             )
         for world_id, clock in WorldObject.objects.filter(type="world").values_list(
             "id", "clock_iso"
         ):
-            if clock:
+            if clock and not time_key(clock).startswith("~"):  # an unparseable clock closes nothing
                 episodes.close_expired(clock, world_id=world_id)
         ClockMark.objects.all().delete()
         ClockMark.objects.bulk_create(
             [ClockMark(world_id=w, clock_iso=c) for w, c in episodes.world_clocks().items()]
         )
+        problem_total = problems.replace_all(found)
     return RebuildResult(
-        rows_folded=rows_folded, sessions=sessions_written, episodes=episodes_written
+        rows_folded=rows_folded,
+        sessions=sessions_written,
+        episodes=episodes_written,
+        problems=problem_total,
+        rows_moved=rows_moved,
     )
 
 
@@ -124,17 +232,20 @@ def _drift(owner_id: str, key: str, field_name: str, stored: Any, rebuilt: Any) 
     }
 
 
-def verify() -> VerifyResult:
+def verify(progress: Callable[[int], None] | None = None) -> VerifyResult:
     """Fold afresh, write nothing, and compare every stored session field by field and by hash.
 
     Only rows at or before their shard's watermark are folded: rows the cycle has not reached
     yet are lag, not drift.
     """
     marks = {s.shard: (s.last_created_at, s.last_id) for s in ProjectionShard.objects.all()}
+    configured = shard_count()
     drift: list[dict[str, Any]] = []
     identical = 0
     seen_owners: set[str] = set()
     rebuilt_total = 0
+    stranded = 0
+    found: list[problems.Problem] = []
 
     def compare(owner_id: str, rebuilt: dict[str, SessionState]) -> None:
         nonlocal identical
@@ -162,14 +273,28 @@ def verify() -> VerifyResult:
 
     for owner_id, owner_rows in by_owner(iter_rows_owner_major()):
         seen_owners.add(owner_id)
-        folded = [r for r in owner_rows if (r.created_at, r.id) <= marks.get(r.shard, (0, ""))]
-        rebuilt = fold_owner(folded)
+        if progress is not None:
+            progress(len(owner_rows))
+        stranded += sum(1 for r in owner_rows if not 0 <= r.shard < configured)
+        rebuilt, _episodes, bad = fold_checked(_folded(owner_rows, marks), walk=False)
+        found.extend(bad)
         rebuilt_total += len(rebuilt)
         compare(owner_id, rebuilt)
     stored_owners = set(MemorySession.objects.values_list("owner_id", flat=True).distinct())
     for owner_id in sorted(stored_owners - seen_owners):
         compare(owner_id, {})
     episodes_total, episodes_identical, episode_drift = _verify_episodes(marks)
+    fresh = {m.row_ref: m.reason for m in problems.as_models(found)}
+    recorded = dict(
+        ProjectionProblem.objects.filter(table_name=problems.TABLE).values_list("row_ref", "reason")
+    )
+    problem_drift = [
+        {"row": ref, "field": "missing", "stored": None, "rebuilt": fresh[ref]}
+        for ref in sorted(fresh.keys() - recorded.keys())
+    ] + [
+        {"row": ref, "field": "extra", "stored": recorded[ref], "rebuilt": None}
+        for ref in sorted(recorded.keys() - fresh.keys())
+    ]
     return VerifyResult(
         sessions=rebuilt_total,
         identical=identical,
@@ -177,7 +302,20 @@ def verify() -> VerifyResult:
         episodes=episodes_total,
         episodes_identical=episodes_identical,
         episode_drift=episode_drift,
+        stranded_rows=stranded,
+        shards_configured=configured,
+        shards_stored=stored_layout(),
+        problems=len(fresh),
+        problems_recorded=len(recorded),
+        problem_drift=problem_drift,
     )
+
+
+def _folded(owner_rows: list[FoldRow], marks: dict[int, tuple[int, str]]) -> list[FoldRow]:
+    """The rows at or before their shard's watermark: what the cycle has folded (or
+    quarantined). Rows past it are lag, not drift; rows in a shard with no watermark row
+    have never been reached (counted as stranded when no configured shard holds them)."""
+    return [r for r in owner_rows if (r.created_at, mark_id(r.id)) <= marks.get(r.shard, (0, ""))]
 
 
 _EPISODE_FIELDS = (
@@ -229,8 +367,7 @@ def _verify_episodes(marks: dict[int, tuple[int, str]]) -> tuple[int, int, list[
 
     for owner_id, owner_rows in by_owner(iter_rows_owner_major()):
         seen.add(owner_id)
-        folded = [r for r in owner_rows if (r.created_at, r.id) <= marks.get(r.shard, (0, ""))]
-        walked = episodes.segment(folded)
+        _sessions, walked, _bad = fold_checked(_folded(owner_rows, marks))
         clock = clocks.get(world_of.get(owner_id) or "")
         if walked:
             walked[-1] = episodes.closed_by_clock(walked[-1], clock)

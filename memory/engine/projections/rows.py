@@ -34,6 +34,17 @@ FOLD_COLUMNS = (
 )
 
 
+def _fold_row(r: tuple) -> FoldRow:
+    # A timestamp that is not text (a poison row) gets no key: the quarantine decides on it.
+    return FoldRow(*r, time_key(r[2]) if r[2].__class__ is str else None)
+
+
+def mark_id(row_id: object) -> str:
+    """A row's id as a watermark or keyset position. A NULL id (SQLite lets a TEXT PRIMARY KEY
+    be NULL) sorts before every id of its created_at, so "" resumes right after it."""
+    return row_id if row_id.__class__ is str else ""
+
+
 def fetch(sql: str, params: Sequence[Any]) -> list[tuple]:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
@@ -49,7 +60,7 @@ def rows_after(shard: int, created_at: int, row_id: str, limit: int) -> list[Fol
         "WHERE shard = %s AND (created_at, id) > (%s, %s) "
         "ORDER BY shard, created_at, id LIMIT %s"
     )
-    return [FoldRow(*r, time_key(r[2])) for r in fetch(sql, (shard, created_at, row_id, limit))]
+    return [_fold_row(r) for r in fetch(sql, (shard, created_at, row_id, limit))]
 
 
 def iter_rows_owner_major(batch: int = REBUILD_BATCH) -> Iterator[FoldRow]:
@@ -76,11 +87,11 @@ def iter_rows_owner_major(batch: int = REBUILD_BATCH) -> Iterator[FoldRow]:
             params = (owner, created_at, row_id, batch)
         rows = fetch(sql, params)
         for r in rows:
-            yield FoldRow(*r, time_key(r[2]))
+            yield _fold_row(r)
         if len(rows) < batch:
             return
         last = rows[-1]
-        after = (last[1], last[6], last[0])
+        after = (last[1], last[6], mark_id(last[0]))
 
 
 def by_owner(rows: Iterable[FoldRow]) -> Iterator[tuple[str, list[FoldRow]]]:

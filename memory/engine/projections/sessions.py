@@ -81,12 +81,20 @@ def fold_session(state: SessionState | None, row: FoldRow) -> SessionState:
             key,
             key,
         )
-    first_at, first_key = (
-        (row.timestamp, key) if key < state.first_key else (state.first_at, state.first_key)
-    )
-    last_at, last_key = (
-        (row.timestamp, key) if key > state.last_key else (state.last_at, state.last_key)
-    )
+    # A time that names no instant (an imported row marked untimed) makes the row a member,
+    # never a bound; a session that had only such rows takes its first real time whole.
+    if key.startswith("~"):
+        first_at, first_key = state.first_at, state.first_key
+        last_at, last_key = state.last_at, state.last_key
+    elif state.last_key.startswith("~"):
+        first_at, last_at, first_key, last_key = row.timestamp, row.timestamp, key, key
+    else:
+        first_at, first_key = (
+            (row.timestamp, key) if key < state.first_key else (state.first_at, state.first_key)
+        )
+        last_at, last_key = (
+            (row.timestamp, key) if key > state.last_key else (state.last_at, state.last_key)
+        )
     return SessionState(
         state.owner_id,
         state.session_key,
@@ -240,10 +248,15 @@ def fold_owner(rows: Sequence[FoldRow]) -> dict[str, SessionState]:
         if t is None:
             terms[skey] = [row.timestamp, row.timestamp, 1, spoken, row.id, key, key]
             continue
-        if key < t[5]:
-            t[0], t[5] = row.timestamp, key
-        if key > t[6]:
-            t[1], t[6] = row.timestamp, key
+        if key.startswith("~"):  # untimed: a member, never a bound (as in fold_session)
+            pass
+        elif t[6].startswith("~"):
+            t[0], t[1], t[5], t[6] = row.timestamp, row.timestamp, key, key
+        else:
+            if key < t[5]:
+                t[0], t[5] = row.timestamp, key
+            if key > t[6]:
+                t[1], t[6] = row.timestamp, key
         t[2] += 1
         t[3] += spoken
         t[4] = row.id

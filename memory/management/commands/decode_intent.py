@@ -2,20 +2,19 @@ from __future__ import annotations
 
 import json
 
-from django.core.management.base import BaseCommand
-
 from memory.engine.decoder import decode_intent
 from memory.engine.errors import NotFound
 from memory.engine.knowledge import get_viewer
-from memory.management.commands._base import refuse
+from memory.management.commands._base import OmniaCommand, refuse
 
 
-class Command(BaseCommand):
+class Command(OmniaCommand):
     help = "Resolve the labels in prose written by ACTOR_ID to system ids through its alias map."
+    examples = ('npc-maren "I ask the hooded stranger about the lighthouse"',)
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("actor_id")
-        parser.add_argument("prose")
+        parser.add_argument("actor_id", help="the NPC who wrote the prose (an entity id)")
+        parser.add_argument("prose", help="the text, in the actor's own words")
 
     def handle(self, *args, actor_id: str, prose: str, **options) -> None:
         try:

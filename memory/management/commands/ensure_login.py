@@ -1,21 +1,52 @@
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand
+from django.contrib.auth.models import Group
+
+from memory.management.commands._base import OmniaCommand
+from memory.web.roles import ADMINS, EDITORS, READERS
+
+# What each role makes of an account (memory/web/roles.py): a reader is any active account,
+# an editor is in the editors group, an admin is a staff account (the admin site opens to it).
+_ROLE_GROUPS = {"reader": [], "editor": [EDITORS], "admin": []}
 
 
-class Command(BaseCommand):
-    help = "Create (or reset) a local admin login for the inspector (a staff account)."
+class Command(OmniaCommand):
+    help = (
+        "Create (or reset) a local login for the inspector, with a role: reader, editor or admin."
+    )
+    examples = (
+        "--username designer --password omnia-demo",
+        "--username qa --password omnia-qa --role reader",
+        "--username writer --password omnia-writer --role editor",
+        "--username root --password omnia-root --superuser",
+    )
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--username", default="designer")
         parser.add_argument("--password", required=True)
-        parser.add_argument("--superuser", action="store_true")
+        parser.add_argument(
+            "--role",
+            choices=sorted(_ROLE_GROUPS),
+            default="admin",
+            help="reader: reads; editor: also edits aliases and memories, runs cycles; "
+            "admin (default): also rebuilds, and opens /admin/",
+        )
+        parser.add_argument(
+            "--superuser", action="store_true", help="every permission, users and groups too"
+        )
 
-    def handle(self, *args, username: str, password: str, superuser: bool, **options) -> None:
+    def handle(
+        self, *args, username: str, password: str, role: str, superuser: bool, **options
+    ) -> None:
         user, created = get_user_model().objects.get_or_create(username=username)
-        user.is_staff = True
-        user.is_superuser = superuser or user.is_superuser
+        user.is_staff = role == "admin" or superuser
+        user.is_superuser = superuser
         user.set_password(password)
         user.save()
-        self.stdout.write(f"{'created' if created else 'updated'} login {username}")
+        # The login ends up exactly as asked: a role given again replaces the one before.
+        user.groups.remove(*Group.objects.filter(name__in=[READERS, EDITORS, ADMINS]))
+        for name in _ROLE_GROUPS[role]:
+            user.groups.add(Group.objects.get_or_create(name=name)[0])
+        shown = "superuser" if superuser else role
+        self.stdout.write(f"{'created' if created else 'updated'} login {username} ({shown})")

@@ -1,19 +1,18 @@
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand
-
-from memory.management.commands._base import refuse
+from memory.management.commands._base import OmniaCommand, progress_bar, refuse
 from memory.models import ObjectType, WorldObject
 from memory.worlds.export import ERAS, ExportError, UnknownWorld, export_omnia
 
 
-class Command(BaseCommand):
+class Command(OmniaCommand):
     help = "Write a world back as an omnia SQLite file (the era it came from, or --era)."
+    examples = ("var/world.sqlite", "var/world.sqlite --world harbor-town --era v2")
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("path")
+        parser.add_argument("path", help="the SQLite file to write (replaced atomically)")
         parser.add_argument("--world", help="world id (default: the only world)")
-        parser.add_argument("--era", choices=ERAS)
+        parser.add_argument("--era", choices=ERAS, help="omnia's file format (default: as read)")
 
     def handle(self, *args, path: str, world: str | None, era: str | None, **options) -> None:
         if world is None:
@@ -25,8 +24,12 @@ class Command(BaseCommand):
                     f"name the world with --world (worlds here: {', '.join(worlds) or 'none'})"
                 )
             world = worlds[0]
-        try:
-            counts = export_omnia(world, path, era=era)
-        except (ExportError, UnknownWorld, OSError) as exc:
-            raise refuse(f"export refused: {exc}") from None
-        self.stdout.write(f"{path}: " + ", ".join(f"{table} {n}" for table, n in counts.items()))
+        with progress_bar("export", "buffer rows") as bar:
+            try:
+                counts = export_omnia(world, path, era=era, progress=bar.update)
+            except (ExportError, UnknownWorld, OSError) as exc:
+                raise refuse(f"export refused: {exc}") from None
+        self.stdout.write(
+            f"wrote {path}: "
+            + ", ".join(f"{table.replace('_', ' ')} {n}" for table, n in counts.items())
+        )

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import json
 
-from django.core.management.base import BaseCommand
-
 from memory.engine.errors import NotFound
 from memory.engine.longterm.reader import FacesAnswer, viewer_faces
-from memory.management.commands._base import refuse
+from memory.management.commands._base import OmniaCommand, refuse
 
 
 def faces_json(answer: FacesAnswer) -> dict:
@@ -18,14 +16,16 @@ def faces_json(answer: FacesAnswer) -> dict:
         "shadowed": answer.shadowed,
         "superseded": answer.superseded,
         "rows_visited": answer.rows_visited,
+        "name_warnings": [w.as_dict() for w in answer.name_warnings],
     }
 
 
-class Command(BaseCommand):
+class Command(OmniaCommand):
     help = "Print a viewer's long-term memory faces: default face, shadowed, superseded."
+    examples = ("npc-maren", "npc-maren --include-shadowed --json")
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("viewer_id")
+        parser.add_argument("viewer_id", help="the NPC whose long-term memory to read")
         parser.add_argument(
             "--include-shadowed", action="store_true", help="list shadowed and superseded too"
         )
@@ -50,6 +50,8 @@ class Command(BaseCommand):
             self.stdout.write(f"  withheld: {entry_id}")
         for entry_id, reason in answer.undeliverable.items():
             self.stdout.write(f"  undeliverable: {entry_id}: {reason}")
+        for warning in answer.name_warnings:
+            self.stdout.write(f"  warning: {warning.text}")
         self.stdout.write(f"rows visited: {answer.rows_visited}")
 
 

@@ -1,13 +1,15 @@
 from __future__ import annotations
 
-import sys
-
-from django.core.management.base import BaseCommand
-from tqdm import tqdm
+from django.utils import timezone
 
 from memory.engine.projections.worker import projection_status
 from memory.engine.upkeep import run_upkeep
-from memory.management.commands._base import refuse
+from memory.management.commands._base import (
+    OmniaCommand,
+    import_summary,
+    progress_bar,
+    refuse,
+)
 from memory.worlds.omnia_import import import_omnia
 from memory.worlds.report import WorldImportError
 
@@ -15,11 +17,15 @@ from memory.worlds.report import WorldImportError
 ROWS_PER_SECOND = 40_000
 
 
-class Command(BaseCommand):
-    help = "Import an omnia SQLite world file (either era) into the inspector, atomically."
+class Command(OmniaCommand):
+    help = "Import an omnia SQLite world file (either era), atomically; a re-import adds nothing."
+    examples = (
+        "path/to/omnia.sqlite",
+        "path/to/omnia.sqlite --fold",
+    )
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("path")
+        parser.add_argument("path", help="the omnia save: a SQLite file of either era")
         parser.add_argument(
             "--fold",
             action="store_true",
@@ -27,21 +33,19 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, path: str, **options) -> None:
-        bar = tqdm(
-            unit=" rows", desc="buffer_entries", disable=not sys.stderr.isatty(), file=sys.stderr
-        )
-        try:
-            report = import_omnia(path, progress=bar.update)
-        except WorldImportError as exc:
-            raise refuse(f"refused, nothing imported: {exc}") from None
-        finally:
-            bar.close()
-        self.stdout.write(report.summary())
+        started = timezone.now()
+        with progress_bar("import", "rows") as bar:
+            try:
+                report = import_omnia(path, progress=bar.update)
+            except WorldImportError as exc:
+                raise refuse(f"refused, nothing imported: {exc}") from None
+        self.stdout.write(import_summary(report, started))
         behind = projection_status()["lag_rows"]
         if not behind:
             return
         if options.get("fold"):
-            result = run_upkeep()
+            with progress_bar("fold", "rows", total=behind) as bar:
+                result = run_upkeep(progress=bar.update)
             self.stdout.write(
                 f"folded {result.rows_folded} rows into {result.sessions_written} sessions; "
                 f"leak findings rescanned for {result.leak_viewers_scanned} viewer(s)"

@@ -5,16 +5,18 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.core.management.base import BaseCommand
-
 from memory.engine.upkeep import rebuild_all, verify_all
+from memory.management.commands._base import OmniaCommand, progress_bar
+from memory.models import BufferEntry
 
 
-class Command(BaseCommand):
+class Command(OmniaCommand):
     help = (
-        "Re-derive every session, episode and stored leak finding. With --verify, write nothing: "
-        "fold and scan afresh, compare with what is stored, exit 1 on drift."
+        "Re-derive every session, episode and stored leak finding (re-partitioning rows when "
+        "OMNIA_PROJECTION_SHARDS changed, quarantining rows the fold cannot fold); --verify "
+        "only compares (stranded rows and unrecorded problems included), exit 1 on drift."
     )
+    examples = ("", "--verify", "--verify --json")
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--verify", action="store_true", help="compare only; exit 1 on drift")
@@ -23,36 +25,18 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        if options["verify"]:
-            result, findings = verify_all()
-            if options["json"]:
-                self.stdout.write(
-                    json.dumps({**result.as_dict(), "leak_findings": findings.as_dict()})
-                )
+        verifying = options["verify"]
+        total = BufferEntry.objects.count()
+        with progress_bar("verify" if verifying else "rebuild", "rows", total=total) as bar:
+            if verifying:
+                result, findings = verify_all(progress=bar.update)
             else:
-                self.stdout.write(
-                    f"{result.sessions} sessions, {result.identical} identical, "
-                    f"{len(result.drift)} drifted fields"
-                )
-                for item in result.drift:
-                    self.stdout.write(json.dumps(item))
-                self.stdout.write(
-                    f"{result.episodes} episodes, {result.episodes_identical} identical, "
-                    f"{len(result.episode_drift)} drifted fields"
-                )
-                for item in result.episode_drift:
-                    self.stdout.write(json.dumps(item, default=str))
-                self.stdout.write(
-                    f"leak findings: {findings.viewers} viewers compared, {findings.identical} "
-                    f"identical to a fresh scan, {len(findings.drift)} drifted, "
-                    f"{findings.behind} not rescanned yet"
-                )
-                for item in findings.drift:
-                    self.stdout.write(json.dumps(item))
+                rebuilt, refreshed = rebuild_all(progress=bar.update)
+        if verifying:
+            self._report_verify(result, findings, options["json"])
             if result.drifted or findings.drift:
                 raise SystemExit(1)
             return
-        rebuilt, findings = rebuild_all()
         if options["json"]:
             self.stdout.write(
                 json.dumps(
@@ -60,13 +44,55 @@ class Command(BaseCommand):
                         "sessions": rebuilt.sessions,
                         "rows_folded": rebuilt.rows_folded,
                         "episodes": rebuilt.episodes,
-                        "leak_viewers_scanned": findings.viewers_scanned,
+                        "leak_viewers_scanned": refreshed.viewers_scanned,
+                        "problems": rebuilt.problems,
+                        "rows_moved": rebuilt.rows_moved,
                     }
                 )
             )
         else:
             self.stdout.write(
                 f"rebuilt {rebuilt.sessions} sessions and {rebuilt.episodes} episodes "
-                f"from {rebuilt.rows_folded} rows; leak findings of {findings.viewers_scanned} "
+                f"from {rebuilt.rows_folded} rows; leak findings of {refreshed.viewers_scanned} "
                 "viewer(s) rescanned"
+                + (f"; {rebuilt.problems} row(s) quarantined" if rebuilt.problems else "")
+                + (
+                    f"; {rebuilt.rows_moved} row(s) moved to their shard"
+                    if rebuilt.rows_moved
+                    else ""
+                )
             )
+
+    def _report_verify(self, result: Any, findings: Any, as_json: bool) -> None:
+        if as_json:
+            self.stdout.write(json.dumps({**result.as_dict(), "leak_findings": findings.as_dict()}))
+            return
+        self.stdout.write(
+            f"{result.sessions} sessions, {result.identical} identical, "
+            f"{len(result.drift)} drifted fields"
+        )
+        for item in result.drift:
+            self.stdout.write(json.dumps(item))
+        self.stdout.write(
+            f"{result.episodes} episodes, {result.episodes_identical} identical, "
+            f"{len(result.episode_drift)} drifted fields"
+        )
+        for item in result.episode_drift:
+            self.stdout.write(json.dumps(item, default=str))
+        self.stdout.write(
+            f"shards: {result.shards_configured} configured, rows partitioned for "
+            f"{result.shards_stored}, {result.stranded_rows} row(s) in no visited shard"
+        )
+        self.stdout.write(
+            f"{result.problems} row(s) the fold cannot fold, {result.problems_recorded} "
+            f"recorded as problems, {len(result.problem_drift)} differing"
+        )
+        for item in result.problem_drift:
+            self.stdout.write(json.dumps(item))
+        self.stdout.write(
+            f"leak findings: {findings.viewers} viewers compared, {findings.identical} "
+            f"identical to a fresh scan, {len(findings.drift)} drifted, "
+            f"{findings.behind} not rescanned yet"
+        )
+        for item in findings.drift:
+            self.stdout.write(json.dumps(item))

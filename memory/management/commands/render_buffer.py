@@ -2,20 +2,24 @@ from __future__ import annotations
 
 import json
 
-from django.core.management.base import BaseCommand
-
 from memory.engine.buffer.rendered import iter_buffer, render_entry
 from memory.engine.errors import NotFound
 from memory.engine.knowledge import get_viewer
-from memory.management.commands._base import refuse
+from memory.management.commands._base import OmniaCommand, refuse
 
 
-class Command(BaseCommand):
-    help = "Print a viewer's buffer as that viewer reads it, chronologically, one line per entry."
+class Command(OmniaCommand):
+    help = "Print a viewer's buffer as that viewer reads it, one line per entry, oldest first."
+    examples = ("npc-maren", "npc-maren --format jsonl | head -3")
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("viewer_id")
-        parser.add_argument("--format", choices=["text", "jsonl"], default="text")
+        parser.add_argument("viewer_id", help="the NPC whose buffer to read (an entity id)")
+        parser.add_argument(
+            "--format",
+            choices=["text", "jsonl"],
+            default="text",
+            help="text: the lines; jsonl: one JSON object per entry, undeliverable ones too",
+        )
 
     def handle(self, *args, viewer_id: str, format: str, **options) -> None:
         try:

@@ -2,19 +2,18 @@ from __future__ import annotations
 
 import json
 
-from django.core.management.base import BaseCommand
-
 from memory.engine.errors import NotFound
 from memory.engine.knowledge import get_viewer
 from memory.engine.prompt import prompt_context
-from memory.management.commands._base import refuse
+from memory.management.commands._base import OmniaCommand, refuse
 
 
-class Command(BaseCommand):
+class Command(OmniaCommand):
     help = "Print the prompt context a viewer's LLM call would receive, section by section."
+    examples = ("npc-maren", "npc-maren --json")
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("viewer_id")
+        parser.add_argument("viewer_id", help="the NPC making the LLM call (an entity id)")
         parser.add_argument(
             "--json", action="store_true", help='{"sections": [{"name", "text"}], "text"}'
         )

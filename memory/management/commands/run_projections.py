@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 from django.db import DatabaseError
 
 from memory.engine.projections import CycleResult
@@ -14,24 +14,31 @@ from memory.engine.projections.worker import (
     describe,
     is_read_only_error,
     parse_shards,
+    projection_status,
     run_loop,
     shard_list,
 )
 from memory.engine.upkeep import run_upkeep
+from memory.management.commands._base import OmniaCommand, progress_bar
 
 
-class Command(BaseCommand):
+class Command(OmniaCommand):
     help = (
-        "Fold every memory row written since the last cycle into its session and episode. "
-        "With --loop, keep doing so until SIGTERM/SIGINT (the current cycle finishes, exit 0); "
-        "woken by PostgreSQL NOTIFY after writes, else every --poll seconds."
+        "Fold the memory rows written since the last cycle into sessions and episodes; "
+        "--loop keeps at it."
     )
+    examples = ("", "--json", "--loop --poll 5", "--loop --shards 0,1")
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument(
             "--json", action="store_true", help="print the result as one JSON object"
         )
-        parser.add_argument("--loop", action="store_true", help="run cycles until stopped")
+        parser.add_argument(
+            "--loop",
+            action="store_true",
+            help="run cycles until SIGTERM/SIGINT (the current cycle finishes, exit 0), woken "
+            "by PostgreSQL NOTIFY after writes, else every --poll seconds",
+        )
         parser.add_argument(
             "--poll", type=float, default=5.0, help="seconds between cycles when idle (--loop)"
         )
@@ -72,15 +79,29 @@ class Command(BaseCommand):
         if options["loop"]:
             self._loop(shards, options)
             return
-        result = run_upkeep(shards=shards)
+        with progress_bar("fold", "rows", total=projection_status()["lag_rows"]) as bar:
+            result = run_upkeep(shards=shards, progress=bar.update)
         if options["json"]:
-            self.stdout.write(json.dumps(result.as_dict()))
+            extra = {"problems_found": result.problems_found} if result.problems_found else {}
+            if result.repartitioned:
+                extra["repartitioned"] = True
+            self.stdout.write(json.dumps({**result.as_dict(), **extra}))
             return
+        if result.repartitioned:
+            self.stdout.write(
+                "OMNIA_PROJECTION_SHARDS changed: rows re-partitioned and every projection "
+                "re-derived in one transaction"
+            )
         self.stdout.write(
             f"folded {result.rows_folded} rows into {result.sessions_written} sessions "
             f"({result.episodes_written} episodes written); rows visited {result.rows_visited}; "
             f"leak findings rescanned for {result.leak_viewers_scanned} viewer(s)"
         )
+        if result.problems_found:
+            self.stdout.write(
+                f"{result.problems_found} row(s) could not be folded: quarantined "
+                "(listed on the overview and at /api/problems)"
+            )
         if result.shards_skipped:
             self.stdout.write(f"shards held by another worker: {result.shards_skipped}")
 

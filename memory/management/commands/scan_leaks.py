@@ -2,10 +2,6 @@ from __future__ import annotations
 
 import csv
 import json
-import sys
-
-from django.core.management.base import BaseCommand
-from tqdm import tqdm
 
 from memory.engine.errors import NotFound
 from memory.engine.leaks import stored
@@ -17,27 +13,34 @@ from memory.engine.leaks.world_scan import (
     scan_world,
     viewers_by_world,
 )
-from memory.management.commands._base import refuse
+from memory.management.commands._base import OmniaCommand, progress_bar, refuse
 from memory.web.spreadsheet import safe_row
 
 
-class Command(BaseCommand):
+class Command(OmniaCommand):
     help = (
-        "Scan every viewer's prompt context for epistemic leaks (system ids, unknown true names, "
-        "private values). Reads the stored findings, first rescanning (and storing) the viewers "
-        "whose inputs moved; --fresh scans every prompt from scratch and stores nothing. "
-        "Exit 1 with --fail-on-leak when anything is found."
+        "Report epistemic leaks in every viewer's prompt: system ids, unknown true names, "
+        "private values."
+    )
+    examples = (
+        "",
+        "--viewer npc-maren",
+        "--format csv | head",
+        "--world harbor-town --fresh --fail-on-leak",
     )
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--viewer", dest="viewer_id", help="scan only this viewer")
         parser.add_argument("--world", dest="world_id", help="scan only this world's viewers")
         parser.add_argument("--format", choices=["text", "json", "csv"], default="text")
-        parser.add_argument("--fail-on-leak", action="store_true")
+        parser.add_argument(
+            "--fail-on-leak", action="store_true", help="exit 1 when anything is found"
+        )
         parser.add_argument(
             "--fresh",
             action="store_true",
-            help="scan from scratch; read and write no stored finding",
+            help="scan every prompt from scratch; read and write no stored finding (without it, "
+            "the stored findings are read, first rescanning the viewers whose inputs moved)",
         )
 
     def handle(
@@ -72,13 +75,7 @@ class Command(BaseCommand):
         try:
             total = count_viewers(world_id, viewer_id=viewer_id)
             # The bar is for a person watching a large world; pipes and CI logs get none.
-            with tqdm(
-                total=total,
-                unit=" viewers",
-                desc="scan",
-                file=sys.stderr,
-                disable=not sys.stderr.isatty(),
-            ) as bar:
+            with progress_bar("scan", "viewers", total=total) as bar:
                 scans = scan_world(world_id, viewer_id=viewer_id, progress=bar.update)
         except NotFound as exc:
             raise refuse(str(exc)) from None

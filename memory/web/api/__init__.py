@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from ninja import Router
 
-from memory.web.api import buffer, entities, leaks, longterm, projections
+from memory.web.api import buffer, entities, leaks, longterm, problems, projections
 from memory.web.api.errors import install_error_handlers, status_of
 from memory.web.auth import API_AUTH
 
 __all__ = ["install_error_handlers", "router", "status_of"]
 
 router = Router(auth=API_AUTH, tags=["memory"])
-for area in (entities, buffer, projections, longterm, leaks):
+for area in (entities, buffer, projections, longterm, leaks, problems):
     router.add_router("", area.router)

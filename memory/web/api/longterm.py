@@ -62,6 +62,7 @@ def faces(request: HttpRequest, viewer_id: str, include_shadowed: bool = False):
         "withheld": list(answer.withheld),
         "undeliverable": maps[2],
         "rows_visited": answer.rows_visited,
+        "name_warnings": [w.as_dict() for w in answer.name_warnings],
     }
 
 
@@ -81,6 +82,8 @@ def long_term_entry(request: HttpRequest, viewer_id: str, entry_id: str):
         "notes": found.notes,
         "rollup": found.rollup,
         "members": found.members,
+        "shadows": [{"id": r["id"], "title": r["title"]} for r in found.shadows],
+        "abstracted_into": found.abstracted_into,
     }
 
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.conf import settings
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 
 from memory.engine.buffer.rendered import BUFFER_FIELDS, RenderedEntry, render_entry
 from memory.engine.cursor import decode_cursor, encode_cursor
@@ -50,6 +51,32 @@ def _before(timestamp: str, created_at: int, entry_id: str) -> Q:
     )
 
 
+def _has_match(
+    rows: QuerySet,
+    viewer: Viewer,
+    matches: Callable[[RenderedEntry], bool],
+    filtered: bool,
+    known: bool | None,
+    budget: int = 2000,
+) -> tuple[bool, int]:
+    """(whether `rows` hold one that passes the filters, rows read). Unfiltered, a row is a
+    match; filtered, rows are rendered until one passes. Past `budget` rows the answer is yes:
+    the link then leads on to a page that scans further itself."""
+    if known is not None:
+        return known, 0
+    if not filtered:
+        found = rows.exists()
+        return found, int(found)
+    read = 0
+    for entry in rows.iterator(chunk_size=200):
+        read += 1
+        if matches(render_entry(entry, viewer)):
+            return True, read
+        if read >= budget:
+            return True, read
+    return False, read
+
+
 def buffer_page(
     viewer: Viewer,
     *,
@@ -68,7 +95,9 @@ def buffer_page(
     rendering; `scan_limit` bounds how many rows one page may read to find matches.
     """
     limit = max(1, min(limit or settings.OMNIA_BUFFER_PAGE_SIZE, 500))
-    base = BufferEntry.objects.filter(owner_id=viewer.id).only(*BUFFER_FIELDS)
+    # id > '': a row with a NULL or empty id (quarantined by the fold, listed on the overview)
+    # has nothing a link or a cursor can carry; the page shows every other row.
+    base = BufferEntry.objects.filter(owner_id=viewer.id, id__gt="").only(*BUFFER_FIELDS)
     forward = after is not None
     if after:
         qs = base.filter(_after(*_decoded(after))).order_by("timestamp", "created_at", "id")
@@ -77,35 +106,54 @@ def buffer_page(
         if before:
             qs = qs.filter(_before(*_decoded(before)))
     needle = q.casefold() if q else None
+    filtered = bool(types or needle or uses)
+
+    def matches(rendered: RenderedEntry) -> bool:
+        if types and rendered.type not in types:
+            return False
+        if uses and uses not in names_in(rendered):
+            return False
+        return not needle or needle in (rendered.line or rendered.undeliverable or "").casefold()
+
     picked: list[RenderedEntry] = []
     visited = 0
-    step = limit if not (types or needle or uses) else max(limit * 4, 200)
+    step = limit if not filtered else max(limit * 4, 200)
     offset = 0
+    # What lies past the scan, in its own direction: None when unknown (the page filled up
+    # or the scan budget ran out), False when the rows ran out with no further match.
+    more_ahead: bool | None = None
     while len(picked) < limit and visited < scan_limit:
         chunk = list(qs[offset : offset + step])
         offset += step
         visited += len(chunk)
         for entry in chunk:
             rendered = render_entry(entry, viewer)
-            if types and rendered.type not in types:
-                continue
-            if needle and needle not in (rendered.line or rendered.undeliverable or "").casefold():
-                continue
-            if uses and uses not in names_in(rendered):
+            if not matches(rendered):
                 continue
             picked.append(rendered)
             if len(picked) == limit:
                 break
-        if len(chunk) < step:
+        if len(chunk) < step and len(picked) < limit:
+            more_ahead = False
             break
     if not forward:
         picked.reverse()
     page = BufferPage(entries=picked, rows_visited=visited)
     if picked:
         first, last = picked[0], picked[-1]
-        has_older = base.filter(_before(first.timestamp, first.created_at, first.id)).exists()
-        has_newer = base.filter(_after(last.timestamp, last.created_at, last.id)).exists()
-        page.rows_visited += int(has_older) + int(has_newer)
+        older_rows = base.filter(_before(first.timestamp, first.created_at, first.id)).order_by(
+            "-timestamp", "-created_at", "-id"
+        )
+        newer_rows = base.filter(_after(last.timestamp, last.created_at, last.id)).order_by(
+            "timestamp", "created_at", "id"
+        )
+        # Paging links lead to a page with something on it: with filters on, a link needs a
+        # further row that passes them, not merely a further row.
+        known_older = None if forward else more_ahead
+        known_newer = more_ahead if forward else None
+        has_older, read_older = _has_match(older_rows, viewer, matches, filtered, known_older)
+        has_newer, read_newer = _has_match(newer_rows, viewer, matches, filtered, known_newer)
+        page.rows_visited += read_older + read_newer
         page.older = _cursor_of(first) if has_older else None
         page.newer = _cursor_of(last) if has_newer else None
     page.filters = {

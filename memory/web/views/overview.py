@@ -16,6 +16,7 @@ from memory.web.roles import EDIT_PERMISSION, READ_PERMISSION
 from memory.web.selectors import leaks as leak_reads
 from memory.web.selectors import projections as projection_reads
 from memory.web.selectors import viewers as viewer_reads
+from memory.web.selectors.problems import problem_list
 from memory.web.views._common import (
     get_viewer_for_user,
     query_text,
@@ -51,6 +52,7 @@ def overview(request: HttpRequest) -> HttpResponse:
 # The overview lists this many viewers (search narrows the rest) and this many leak rows.
 VIEWERS_LISTED = 50
 LEAK_ROWS_LISTED = 50
+PROBLEMS_LISTED = 20
 # Past this many viewers the leak table lists only those with findings (a crowd of zeros
 # hides the rows that matter); the clean ones are counted beneath it.
 LEAK_ALL_ROWS_UPTO = 12
@@ -116,6 +118,7 @@ def projection_context(request: HttpRequest) -> dict[str, Any]:
         "leak_pending": len(report.pending),
         "leak_clean": sum(1 for per_kind in counts.values() if not sum(per_kind.values())),
         "status": projection_reads.projection_status(),
+        "problems": problem_list(limit=PROBLEMS_LISTED),
         "projection_result": None,
         "can_run": request.user.has_perm(EDIT_PERMISSION),
     }

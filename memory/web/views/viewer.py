@@ -132,6 +132,7 @@ def _aliases_context(
     warnings=None,
     show_all: bool = False,
     selected: tuple[str, ...] = (),
+    rejected: dict[str, str] | None = None,
 ) -> dict:
     """Every alias row; past ALIASES_SHOWN targets only the labelled ones and any the edit just
     touched, unless ?all_aliases=1 (a crowd of strangers would make the page megabytes)."""
@@ -158,6 +159,8 @@ def _aliases_context(
             "name": r.true_name or r.target_id,
             "errors": errors.get(r.target_id, []),
             "warnings": warnings.get(r.target_id, []),
+            # A refused label stays in its input, beside the reason, to be corrected.
+            "rejected": (rejected or {}).get(r.target_id),
             "dom": slugify(r.target_id),
             "edit_url": reverse("memory:alias_edit", args=[viewer.id, r.target_id]),
             "uses_url": f"{buffer_url}?{urlencode({'uses': r.target_id})}",
@@ -331,36 +334,56 @@ sessions_panel = _panel_view("sessions-panel", "api:sessions")
 faces_panel = _panel_view("faces-panel", "api:faces")
 
 
+ALIAS_SOURCE = "inspector"
+
+
+def _alias_write(request: HttpRequest, viewer: Viewer, target_id: str) -> services.AliasResult:
+    """The write a Save, Forget, "use suggestion" or history undo asks for."""
+    action = request.POST.get("action", "set")
+    user = request.user
+    if action == "delete":
+        return services.delete_alias(viewer.id, target_id, user=user, source=ALIAS_SOURCE)
+    if action == "restore":
+        try:
+            change_id = int(request.POST.get("change", ""))
+        except ValueError:
+            raise services.AliasRefused({"change": ["no history entry named to undo"]}) from None
+        return services.restore_alias(viewer.id, change_id, user=user, source="inspector undo")
+    if action == "suggest":
+        # The suggestion is derived again here, from what the viewer can see now: the one the
+        # page showed may be stale, and a posted label would let any text pass as "suggested".
+        rows = viewer_reads.alias_rows(viewer, targets=[target_id])
+        label = rows[0].suggestion if rows else ""
+        return services.set_alias(viewer.id, target_id, label, user=user, source=ALIAS_SOURCE)
+    label = request.POST.get("label", "")
+    return services.set_alias(viewer.id, target_id, label, user=user, source=ALIAS_SOURCE)
+
+
 @require_POST
 @login_required
 @permission_required(EDIT_PERMISSION, raise_exception=True)
 def alias_edit(request: HttpRequest, viewer_id: str, target_id: str) -> HttpResponse:
-    """Set or delete one alias (editors). Errors come back inline, in the aliases panel."""
+    """Set, forget, restore from history or take the suggestion for one alias (editors).
+    Errors come back inline, in the aliases panel, with the refused label kept in its input."""
     viewer = get_viewer_for_user(request, viewer_id)
     target_id = path_id(target_id, "target_id")
     errors: dict[str, list[str]] = {}
     warnings: dict[str, list[str]] = {}
+    rejected: dict[str, str] = {}
     try:
-        if request.POST.get("action") == "delete":
-            services.delete_alias(viewer.id, target_id, user=request.user, source="inspector")
-        else:
-            result = services.set_alias(
-                viewer.id,
-                target_id,
-                request.POST.get("label", ""),
-                user=request.user,
-                source="inspector",
-            )
-            if result.warnings:
-                warnings[target_id] = result.warnings
+        result = _alias_write(request, viewer, target_id)
+        if result.warnings:
+            warnings[target_id] = result.warnings
     except services.AliasRefused as exc:
         errors[target_id] = exc.errors
-    except NotFound as exc:  # the viewer went between the read above and the write
+        if request.POST.get("action", "set") == "set":
+            rejected[target_id] = request.POST.get("label", "")
+    except NotFound as exc:  # the viewer went between the read above, or no such change
         raise Http404(str(exc)) from None
     if not wants_fragment(request) and not errors:
         return HttpResponseRedirect(reverse("memory:aliases_panel", args=[viewer.id]))
     viewer = get_viewer(viewer.id)  # re-read: the labels just changed
-    context = _viewer_context(request, viewer, errors=errors, warnings=warnings)
+    context = _viewer_context(request, viewer, errors=errors, warnings=warnings, rejected=rejected)
     status = 400 if errors and not wants_fragment(request) else 200
     response = render_page(request, "memory/viewer.html", "aliases-panel", context, status=status)
     if not errors:

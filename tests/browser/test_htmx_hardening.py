@@ -1,0 +1,196 @@
+"""htmx at the edges, in Chromium (issue 15 items 5, 7, 8, 9): busy state, errors in their
+panel with Retry, an expired session lands on the login page, the title follows the viewer,
+focus returns to the edited row, a refused label stays in its input, Forget asks first, undo
+from history, "use" the suggestion; faces explained in place; the entry and admin pages."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from django.contrib.sessions.models import Session
+from playwright.sync_api import expect
+
+from memory.models import AliasChange, WorldObject
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def demo(demo, django_user_model):
+    """The demo world, and its login as `make run` makes it (a staff account, no superuser)."""
+    django_user_model.objects.create_user("designer", password="correct horse", is_staff=True)
+
+
+def login(page, next_url: str = "/") -> None:
+    page.goto(f"/accounts/login/?next={next_url}")
+    page.fill("#id_username", "designer")
+    page.fill("#id_password", "correct horse")
+    page.click("button[type=submit]")
+    page.wait_for_url(re.compile(re.escape(next_url) + "$"))
+
+
+def label_of(viewer: str, target: str) -> str | None:
+    return dict(json.loads(WorldObject.objects.get(pk=viewer).aliases_json)).get(target)
+
+
+def test_expired_session_during_a_swap_lands_on_the_login_page(page, demo, screenshots) -> None:
+    login(page, "/viewers/npc-pip/")
+    Session.objects.all().delete()  # the session expires while the page is open
+    page.click("#faces-panel a.shadowed-toggle")
+    page.wait_for_url(re.compile(r"/accounts/login/\?next=%2Fviewers%2Fnpc-pip%2F$"))
+    assert page.locator("header.site-header").count() == 1
+    assert page.locator("#faces-panel").count() == 0  # a whole page, not a panel's insides
+    # Signing in again goes back to the page the person was on.
+    page.fill("#id_username", "designer")
+    page.fill("#id_password", "correct horse")
+    page.click("button[type=submit]")
+    page.wait_for_url(re.compile(r"/viewers/npc-pip/$"))
+    assert page.console_errors == []
+
+
+def test_a_failing_request_shows_its_error_in_the_panel_with_retry(page, demo, screenshots) -> None:
+    login(page, "/viewers/npc-tobiah/")
+    failures = []
+
+    def fail_once(route) -> None:
+        if not failures:
+            failures.append(route.request.url)
+            route.fulfill(status=500, content_type="text/plain", body="boom")
+        else:
+            route.continue_()
+
+    page.route(re.compile(r"/viewers/npc-tobiah/faces/\?include_shadowed=1$"), fail_once)
+    page.click("#faces-panel a.shadowed-toggle")
+    error = page.locator("#faces-panel .htmx-error[role=alert]")
+    error.wait_for()
+    assert error.inner_text().startswith("That request failed (500")
+    assert ": boom." in error.inner_text()
+    assert page.locator("#faces-panel").get_attribute("aria-busy") is None
+    screenshots("htmx-error-in-panel")
+    assert page.evaluate("document.activeElement.textContent") == "Retry"
+    page.click("#faces-panel .htmx-error button")
+    page.wait_for_selector("#faces-panel [data-entry-id=lore-gullwing]")
+    assert page.locator(".htmx-error").count() == 0
+    assert len(failures) == 1
+    assert page.url.endswith("/viewers/npc-tobiah/faces/?include_shadowed=1")
+
+
+def test_every_request_shows_busy_and_the_title_follows_the_viewer(page, demo) -> None:
+    login(page, "/viewers/npc-pip/")
+    assert page.title() == "npc-pip — Omnia Memory Inspector"
+    page.evaluate(
+        """() => { window.__busy = [];
+        new MutationObserver(ms => ms.forEach(m => { if (m.target.getAttribute('aria-busy') === 'true')
+          window.__busy.push(m.target.id || m.target.tagName); }))
+        .observe(document.body, {subtree: true, attributes: true, attributeFilter: ['aria-busy']}); }"""
+    )
+    page.click("nav.viewer-switch >> text=npc-tobiah")
+    page.wait_for_selector("#viewer-panels[data-viewer=npc-tobiah]")
+    assert page.title() == "npc-tobiah — Omnia Memory Inspector"
+    assert page.evaluate("window.__busy") == ["main"]
+    assert page.locator("[aria-busy=true]").count() == 0
+    page.go_back()
+    page.wait_for_selector("#viewer-panels[data-viewer=npc-pip]")
+    assert page.title() == "npc-pip — Omnia Memory Inspector"
+
+
+def test_refused_label_stays_in_the_input_and_focus_returns_to_the_row(
+    page, demo, screenshots
+) -> None:
+    login(page, "/viewers/npc-pip/")
+    before = label_of("npc-pip", "npc-sable")
+    field = "#label-npc-sable"
+    page.fill(field, "npc-tobiah")  # a system id: refused
+    page.click("#alias-npc-sable button[value=set]")
+    page.wait_for_selector("#alias-err-npc-sable")
+    assert page.input_value(field) == "npc-tobiah"
+    assert "is a system id" in page.inner_text("#alias-err-npc-sable")
+    expect(page.locator(field)).to_be_focused()
+    assert label_of("npc-pip", "npc-sable") == before
+    screenshots("alias-refused")
+    page.fill(field, "the woman in grey")
+    page.click("#alias-npc-sable button[value=set]")
+    page.wait_for_selector("#alias-err-npc-sable", state="detached")
+    expect(page.locator(field)).to_be_focused()
+    assert label_of("npc-pip", "npc-sable") == "the woman in grey"
+    assert page.input_value(field) == "the woman in grey"
+
+
+def test_forget_asks_first_and_undo_brings_the_label_back(page, context, demo) -> None:
+    login(page, "/viewers/npc-pip/")
+    before = label_of("npc-pip", "npc-sable")
+    assert before is not None
+    # The page fixture dismisses dialogs: Forget asked, and nothing was forgotten.
+    page.click("#alias-npc-sable button[value=delete]")
+    page.wait_for_timeout(300)
+    assert page.dialogs == [
+        f"Forget the label “{before}” that npc-pip uses for npc-sable? Lines about them will "
+        "use a description again."
+    ]
+    assert label_of("npc-pip", "npc-sable") == before
+    # Accepted (in a page of the same session that says yes), it forgets; undo restores.
+    page = context.new_page()
+    asked = []
+    page.on("dialog", lambda d: (asked.append(d.message), d.accept()))
+    page.goto("/viewers/npc-pip/")
+    page.click("#alias-npc-sable button[value=delete]")
+    page.wait_for_selector("#alias-npc-sable button[value=delete]", state="detached")
+    assert label_of("npc-pip", "npc-sable") is None
+    assert len(asked) == 1
+    expect(page.locator("#label-npc-sable")).to_be_focused()
+    page.click(f"#aliases-panel .alias-undo button:has-text('Undo: back to “{before}”')")
+    page.wait_for_selector("#alias-npc-sable button[value=delete]")
+    assert label_of("npc-pip", "npc-sable") == before
+    assert page.input_value("#label-npc-sable") == before
+    assert AliasChange.objects.order_by("-id").first().source == "inspector undo"
+
+
+def test_use_suggestion_in_one_click(page, demo) -> None:
+    login(page, "/viewers/npc-pip/")
+    row = page.locator("#aliases-panel tr", has=page.locator(".alias-suggest")).first
+    target = row.get_attribute("data-target")
+    suggestion = row.locator(".alias-suggest button").get_attribute("aria-label")
+    row.locator(".alias-suggest button").click()
+    expect(page.locator(f'#aliases-panel tr[data-target="{target}"] .alias-suggest')).to_have_count(
+        0
+    )
+    label = label_of("npc-pip", target)
+    assert suggestion == f"Use “{label}” as the label for {target}"
+
+
+def test_faces_explained_in_place_and_entry_pages(page, demo, screenshots) -> None:
+    login(page, "/viewers/npc-oswin/faces/?include_shadowed=1")
+    carrier = page.locator("#faces-panel li[data-entry-id=ltm-oswin-01]")
+    shadowed = carrier.locator(".shadowed-under > li")
+    assert shadowed.count() == 2
+    assert "Your own note “The Lighthouse” replaces the Harbor canon (world) entry" in (
+        carrier.inner_text()
+    )
+    assert "Same name:" in carrier.inner_text()
+    assert page.inner_text("#faces-panel .faces-count").startswith(
+        "8 entries on top · 2 shadowed shown beneath what replaces them"
+    )
+    page.locator("#faces-panel").scroll_into_view_if_needed()
+    screenshots("faces-explained")
+    page.goto("/viewers/npc-oswin/entries/ltm-oswin-01/")
+    assert "Replaces “The Lighthouse” in Smugglers' lore (faction) and “The Lighthouse” in" in (
+        page.inner_text(".standing")
+    )
+    screenshots("entry-long-term")
+    page.goto("/viewers/npc-tobiah/entries/m-b11-tobiah/")
+    assert page.inner_text("h1").startswith("A memory of Tobiah Crane")
+    assert page.locator("dd a[href='/viewers/npc-sable/']").inner_text() == "Sable Quint"
+    screenshots("entry-buffer")
+    assert page.console_errors == []
+
+
+def test_admin_entity_page_for_the_demo_login_links_both_ways(page, demo, screenshots) -> None:
+    login(page, "/viewers/npc-pip/")
+    page.click("a.admin-link")
+    page.wait_for_url(re.compile(r"/admin/memory/entity/npc-pip/change/$"))
+    assert page.locator("input[name='aliases-0-label']").count() == 1
+    screenshots("admin-entity")
+    page.click("text=Open in the inspector")
+    page.wait_for_url(re.compile(r"/viewers/npc-pip/$"))

@@ -1,0 +1,56 @@
+"""The overview's quarantined-rows panel in a browser (issue 14: a poison row is listed with
+its reason, and the rest of the page works as before)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.db import connection
+
+from memory.engine.clock import now_us
+from memory.engine.projections import run_cycle
+from memory.engine.shards import shard_of
+from memory.engine.write_door import remember
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def poisoned(cast, django_user_model):
+    remember(
+        "alice",
+        {
+            "type": "thought",
+            "content": "The cellar door is open.",
+            "actorId": "alice",
+            "targetIds": [],
+        },
+        timestamp="2026-07-06T12:03:00.000Z",
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO buffer_entries (id, owner_id, timestamp, intent_json, created_at, shard) "
+            "VALUES (%s, %s, %s, %s, %s, %s)",
+            ["bad-row", "bob", "2026-07-06T12:04:00.000Z", "[1, 2]", now_us(), shard_of("bob")],
+        )
+    run_cycle()
+    django_user_model.objects.create_user("designer", password="correct horse", is_staff=True)
+
+
+def test_the_overview_lists_a_quarantined_row_with_its_reason(page, poisoned, screenshots):
+    page.goto("/accounts/login/?next=/")
+    page.fill("#id_username", "designer")
+    page.fill("#id_password", "correct horse")
+    page.click("button[type=submit]")
+    page.wait_for_url(re.compile(r"/$"))
+    panel = page.locator("#problems-panel")
+    assert panel.locator(".problem-count").inner_text() == "1"
+    row = panel.locator("li")
+    assert row.count() == 1
+    assert row.inner_text().splitlines()[0] == "buffer_entries bad-row bob · tavern"
+    assert row.locator(".problem-reason").inner_text() == "intent_json is not a JSON object"
+    screenshots("overview-problems")
+    page.goto("/viewers/bob/")
+    assert page.locator("h1").count() >= 1
+    assert page.console_errors == []

@@ -1,0 +1,90 @@
+"""The admin door for the roles, not only superusers: the demo login (a staff account, made by
+`ensure_login` as `make run` makes it) edits aliases in /admin/ through the roles' permissions;
+entity pages link to the inspector and back; alias history is visible there."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.contrib.auth.models import Group
+from django.core.management import call_command
+
+from memory.models import AliasChange, WorldObject
+from memory.web import roles
+
+
+@pytest.fixture
+def designer(cast, client, django_user_model):
+    """The demo login exactly as `make run` creates it."""
+    call_command("ensure_login", username="designer", password="omnia-demo", stdout=None)
+    user = django_user_model.objects.get(username="designer")
+    assert (user.is_staff, user.is_superuser) == (True, False)
+    client.force_login(user)
+    return user
+
+
+def _post_aliases(client, viewer: str, rows: list[tuple[str, str]]):
+    data = {
+        "aliases-TOTAL_FORMS": str(len(rows)),
+        "aliases-INITIAL_FORMS": str(len(rows)),
+        "aliases-MIN_NUM_FORMS": "0",
+        "aliases-MAX_NUM_FORMS": "1000",
+    }
+    for i, (target, label) in enumerate(rows):
+        data[f"aliases-{i}-target"] = target
+        data[f"aliases-{i}-label"] = label
+    return client.post(f"/admin/memory/entity/{viewer}/change/", data)
+
+
+def test_admin_index_lists_entities_for_the_demo_login(client, designer) -> None:
+    body = client.get("/admin/").content.decode()
+    assert "You don’t have permission" not in body
+    assert 'href="/admin/memory/entity/"' in body
+    assert client.get("/admin/memory/entity/").status_code == 200
+
+
+def test_demo_login_edits_aliases_in_admin_without_superuser(client, designer) -> None:
+    page = client.get("/admin/memory/entity/alice/change/")
+    assert page.status_code == 200
+    assert 'name="aliases-0-label" value="the hooded figure"' in page.content.decode()
+    r = _post_aliases(client, "alice", [("bob", "the stranger"), ("charlie", "the bartender")])
+    assert r.status_code == 302
+    assert json.loads(WorldObject.objects.get(pk="alice").aliases_json) == [
+        ["bob", "the stranger"],
+        ["charlie", "the bartender"],
+    ]
+    change = AliasChange.objects.get()
+    assert (change.target_id, change.before, change.after, change.changed_by, change.source) == (
+        "bob",
+        "the hooded figure",
+        "the stranger",
+        designer,
+        "admin",
+    )
+
+
+def test_admin_entity_page_links_to_inspector_and_history(client, designer) -> None:
+    body = client.get("/admin/memory/entity/alice/change/").content.decode()
+    assert '<a href="/viewers/alice/" class="viewsitelink">Open in the inspector</a>' in body
+    assert 'href="/admin/memory/aliaschange/?viewer_id=alice"' in body
+    listing = client.get("/admin/memory/aliaschange/?viewer_id=alice")
+    assert listing.status_code == 200
+
+
+def test_alias_history_visible_in_admin_after_an_edit(client, designer) -> None:
+    _post_aliases(client, "alice", [("bob", "the stranger"), ("charlie", "the bartender")])
+    body = client.get("/admin/memory/aliaschange/?viewer_id=alice").content.decode()
+    assert "the stranger" in body and "the hooded figure" in body
+    entity_page = client.get("/admin/memory/entity/alice/change/").content.decode()
+    assert "<td>the hooded figure</td><td>the stranger</td>" in entity_page
+
+
+def test_viewer_page_links_to_admin_for_staff_only(client, designer, django_user_model) -> None:
+    body = client.get("/viewers/alice/").content.decode()
+    assert 'href="/admin/memory/entity/alice/change/"' in body
+    editor = django_user_model.objects.create_user("eddie", password="pw")
+    editor.groups.add(Group.objects.get(name=roles.EDITORS))
+    client.force_login(editor)
+    body = client.get("/viewers/alice/").content.decode()
+    assert "/admin/memory/entity/" not in body

@@ -1,0 +1,66 @@
+"""Paging a filtered buffer: the "older" / "newer" links appear only when a further row passes
+the filters, so a link never leads to an empty page (issue 15: all 13 dialogue lines shown, yet
+both links appeared and led nowhere)."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import override_settings
+
+from memory.engine.knowledge import get_viewer
+from memory.web.selectors.buffer import buffer_page
+
+
+@pytest.fixture
+def designer_client(client, demo, django_user_model):
+    client.force_login(django_user_model.objects.create_user("designer", password="pw"))
+    return client
+
+
+def test_filtered_page_with_every_match_has_no_paging_links(designer_client) -> None:
+    r = designer_client.get("/viewers/npc-tobiah/buffer/?type=dialogue")
+    body = r.content.decode()
+    assert r.status_code == 200
+    assert body.count('<li id="line-') == 13
+    assert "← older" not in body and "newer →" not in body
+    api = designer_client.get("/api/viewers/npc-tobiah/buffer?type=dialogue").json()
+    assert len(api["items"]) == 13
+    assert (api["older"], api["newer"]) == (None, None)
+
+
+@override_settings(OMNIA_BUFFER_PAGE_SIZE=5)
+def test_filtered_paging_walks_every_match_once_and_each_link_leads_somewhere(demo) -> None:
+    viewer = get_viewer("npc-tobiah")
+    dialogue = frozenset({"dialogue"})
+    seen: list[str] = []
+    page = buffer_page(viewer, types=dialogue)
+    pages = [page]
+    while page.older:
+        page = buffer_page(viewer, types=dialogue, before=page.older)
+        pages.append(page)
+    for p in reversed(pages):
+        seen += [e.id for e in p.entries]
+    assert [len(p.entries) for p in pages] == [5, 5, 3]
+    assert len(seen) == len(set(seen)) == 13
+    assert pages[0].newer is None and pages[-1].older is None
+    # And back up from the oldest page, by its newer link, to the newest.
+    back = buffer_page(viewer, types=dialogue, after=pages[-1].newer)
+    assert [e.id for e in back.entries] == [e.id for e in pages[-2].entries]
+    assert back.newer is not None
+    newest = buffer_page(viewer, types=dialogue, after=pages[1].newer)
+    assert [e.id for e in newest.entries] == [e.id for e in pages[0].entries]
+    assert newest.newer is None
+
+
+def test_text_filter_paging_checks_the_filter_too(demo) -> None:
+    viewer = get_viewer("npc-tobiah")
+    everything = buffer_page(viewer, q="sable")
+    n = len(everything.entries)
+    assert n >= 3
+    exact = buffer_page(viewer, q="sable", limit=n)
+    assert (exact.older, exact.newer) == (None, None)
+    short = buffer_page(viewer, q="sable", limit=n - 1)
+    assert short.newer is None and short.older is not None
+    rest = buffer_page(viewer, q="sable", limit=n - 1, before=short.older)
+    assert [e.id for e in rest.entries] == [everything.entries[0].id]
+    assert rest.older is None and rest.newer is not None

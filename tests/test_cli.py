@@ -1,0 +1,304 @@
+"""The command line as a person meets it: settings, pipes, --help, progress, plain messages."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command, get_commands, load_command_class
+
+from memory.models import WorldSource
+from memory.web.roles import ADMIN_PERMISSION, EDIT_PERMISSION, READ_PERMISSION
+from tests.cli import ROOT, child_env, long_scenario, manage, manage_on_a_terminal
+
+MISSING_KEY = (
+    "OMNIA_SECRET_KEY is not set: set OMNIA_DEBUG=1 for local use, "
+    "or OMNIA_SECRET_KEY in production\n"
+)
+OUR_COMMANDS = sorted(name for name, app in get_commands().items() if app == "memory")
+
+
+def test_a_command_without_settings_exits_2_with_the_one_line_fix() -> None:
+    done = manage("render_buffer", "npc-maren", env=child_env(), check=False)
+    assert (done.returncode, done.stdout, done.stderr) == (2, "", MISSING_KEY)
+
+
+def test_help_without_settings_gives_the_same_line_not_a_traceback() -> None:
+    done = manage("scan_leaks", "--help", env=child_env(), check=False)
+    assert (done.returncode, done.stderr) == (2, MISSING_KEY)
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "message"),
+    [
+        ("OMNIA_DEBUG", "maybe", "OMNIA_DEBUG='maybe' is not a boolean (use 1/0, true/false)\n"),
+        (
+            "OMNIA_EPISODE_GAP_MINUTES",
+            "soon",
+            "OMNIA_EPISODE_GAP_MINUTES='soon' is not an integer\n",
+        ),
+        (
+            "DATABASE_URL",
+            "mysqlish://x",
+            "DATABASE_URL is not a database URL (Scheme 'mysqlish://' is unknown): use "
+            "sqlite:///path/to/file.sqlite3 or postgres://user@host:5432/name\n",
+        ),
+    ],
+)
+def test_a_bad_setting_is_one_line_naming_the_variable(variable, value, message) -> None:
+    env = child_env(OMNIA_SECRET_KEY="a-production-key", **{variable: value})
+    done = manage("render_buffer", "npc-maren", env=env, check=False)
+    assert (done.returncode, done.stdout, done.stderr) == (2, "", message)
+
+
+@pytest.fixture(scope="module")
+def long_world(tmp_path_factory) -> tuple[dict[str, str], str]:
+    """A database of its own holding one NPC with 4,000 memories: its buffer (over 200 KB)
+    is more than a pipe holds, so a reader that stops early really closes the pipe on it."""
+    where = tmp_path_factory.mktemp("long")
+    env = child_env(where / "long.sqlite3")
+    npc = long_scenario(where / "long.json", 4000)
+    manage("migrate", "-v0", env=env)
+    manage("load_world", str(where / "long.json"), env=env)
+    return env, npc
+
+
+def _piped(command: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    """`manage.py … | head -1` in bash, reporting manage.py's own exit status on stderr."""
+    return subprocess.run(
+        ["bash", "-c", f'{command} | head -1; echo "status ${{PIPESTATUS[0]}}" >&2'],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_render_buffer_into_head_ends_quietly(long_world) -> None:
+    env, npc = long_world
+    done = _piped(f"python manage.py render_buffer {npc}", {**env, "PATH": _venv_path(env)})
+    assert done.stdout == "Thought number 0 about the long hall.\n"
+    # Killed-by-SIGPIPE's status, as `cat` or `yes` would report it; not a word on stderr.
+    assert done.stderr == "status 141\n"
+
+
+def test_jsonl_into_head_ends_quietly_too(long_world) -> None:
+    env, npc = long_world
+    done = _piped(
+        f"python manage.py render_buffer {npc} --format jsonl", {**env, "PATH": _venv_path(env)}
+    )
+    assert (
+        done.stdout == '{"entry_id": "m-00000", "line": "Thought number 0 about the long hall."}\n'
+    )
+    assert done.stderr == "status 141\n"
+
+
+def test_a_reader_that_reads_everything_sees_exit_0(long_world) -> None:
+    env, npc = long_world
+    done = subprocess.run(
+        ["bash", "-c", f"python manage.py render_buffer {npc} | wc -l"],
+        cwd=ROOT,
+        env={**env, "PATH": _venv_path(env)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (done.stdout.strip(), done.stderr, done.returncode) == ("4000", "", 0)
+
+
+def _venv_path(env: dict[str, str]) -> str:
+    """PATH with this interpreter's directory first, so `python` in a shell line is ours."""
+    return f"{Path(sys.executable).parent}:{env.get('PATH', '')}"
+
+
+@pytest.mark.parametrize("name", OUR_COMMANDS)
+def test_every_command_help_has_one_line_and_an_example(name: str) -> None:
+    command = load_command_class("memory", name)
+    assert "\n" not in command.help and len(command.help) <= 100, command.help
+    text = command.create_parser("manage.py", name).format_help()
+    description = text.split("\n\n")[1]
+    assert description == command.help
+    examples = text.split("\nexamples:\n")[1].splitlines()
+    assert examples and all(line.startswith(f"  manage.py {name}") for line in examples)
+
+
+def test_help_on_the_command_line_ends_with_examples(tmp_path) -> None:
+    done = manage("render_buffer", "--help", env=child_env(tmp_path / "db.sqlite3"))
+    assert done.stdout.endswith(
+        "examples:\n"
+        "  manage.py render_buffer npc-maren\n"
+        "  manage.py render_buffer npc-maren --format jsonl | head -3\n"
+    )
+
+
+# Each long command, in an order that gives each one work to do.
+LONG_COMMANDS = [
+    (("load_world", "{scenario}"), "load: "),
+    (("import_omnia", "{save}", "--fold"), "fold: "),
+    (("run_projections",), "fold: "),
+    (("rebuild_projections",), "rebuild: "),
+    (("rebuild_projections", "--verify"), "verify: "),
+    (("scan_leaks", "--fresh"), "scan: "),
+    (("export_omnia", "{out}", "--world", "long-world"), "export: "),
+]
+
+
+def test_long_work_shows_a_bar_on_a_terminal_and_nothing_in_a_pipe(tmp_path) -> None:
+    scenario = tmp_path / "long.json"
+    long_scenario(scenario, 300)
+    places = {
+        "scenario": str(scenario),
+        "save": str(ROOT / "tests/fixtures/omnia/omnia-head-tavern.sqlite"),
+        "out": str(tmp_path / "out.sqlite"),
+    }
+    on_terminal = child_env(tmp_path / "terminal.sqlite3")
+    in_pipe = child_env(tmp_path / "pipe.sqlite3")
+    manage("migrate", "-v0", env=on_terminal)
+    manage("migrate", "-v0", env=in_pipe)
+    for args, bar in LONG_COMMANDS:
+        args = tuple(arg.format(**places) for arg in args)
+        status, seen = manage_on_a_terminal(*args, env=on_terminal)
+        assert status == 0 and bar in seen, (args, seen)
+        assert "Traceback" not in seen
+        piped = manage(*args, env=in_pipe)
+        assert piped.stderr == "", (args, piped.stderr)
+
+
+@pytest.mark.django_db
+def test_reimport_says_nothing_changed_and_when(fixtures_dir) -> None:
+    save = str(fixtures_dir / "omnia-head-tavern.sqlite")
+    first = StringIO()
+    call_command("import_omnia", save, stdout=first)
+    assert first.getvalue().splitlines()[0] == (
+        f"{save}: world tavern-world (v2): added 71 rows (objects 9, attributes 19, "
+        "attribute acl 7, buffer entries 30, ledger entries 3, ledger involved entities 3)"
+    )
+    when = WorldSource.objects.get(world_id="tavern-world").imported_at
+    again = StringIO()
+    call_command("import_omnia", save, stdout=again)
+    assert again.getvalue().splitlines()[0] == (
+        f"{save}: world tavern-world (v2): nothing changed: already imported on "
+        f"{when:%Y-%m-%d %H:%M} UTC"
+    )
+    assert WorldSource.objects.get(world_id="tavern-world").imported_at == when
+
+
+@pytest.mark.django_db
+def test_a_changed_scenario_says_what_it_added(fixtures_dir) -> None:
+    older = str(fixtures_dir / "omnia-scenario-talking-room-c292626.json")
+    newer = str(fixtures_dir / "omnia-scenario-talking-room-fadea41.json")
+    out = StringIO()
+    call_command("load_world", older, stdout=out)
+    call_command("load_world", newer, stdout=out)
+    call_command("load_world", newer, stdout=out)
+    when = WorldSource.objects.get(world_id="talking-room").imported_at
+    assert out.getvalue().splitlines() == [
+        f"{older}: world talking-room (v2): added 26 rows (objects 4, attributes 16, "
+        "attribute acl 2, buffer entries 4)",
+        f"{newer}: world talking-room (v1): added 23 rows (attributes 17, attribute acl 4, "
+        "buffer entries 2)",
+        f"{newer}: world talking-room (v1): nothing changed: already imported on "
+        f"{when:%Y-%m-%d %H:%M} UTC",
+    ]
+
+
+@pytest.mark.django_db
+def test_the_same_rows_from_another_file_say_every_row_is_already_here(
+    fixtures_dir, tmp_path
+) -> None:
+    save = fixtures_dir / "omnia-head-tavern.sqlite"
+    copy = tmp_path / "copy.sqlite"
+    # The same rows under a different file (one more, unrelated table): a new checksum.
+    copy.write_bytes(save.read_bytes())
+    with sqlite3.connect(copy) as conn:
+        conn.execute("CREATE TABLE notes (x)")
+    call_command("import_omnia", str(save), stdout=StringIO())
+    out = StringIO()
+    call_command("import_omnia", str(copy), stdout=out)
+    assert out.getvalue().splitlines()[0] == (
+        f"{copy}: world tavern-world (v2): no new rows, every row is already here (33 rows); "
+        "attributes re-read from this file"
+    )
+
+
+@pytest.mark.django_db
+def test_load_demo_if_empty_says_nothing_changed() -> None:
+    call_command("load_demo", stdout=StringIO())
+    when = WorldSource.objects.get(world_id="harbor-town").imported_at
+    out = StringIO()
+    call_command("load_demo", "--if-empty", stdout=out)
+    assert out.getvalue() == (
+        f"nothing changed: the demo world is already loaded (since {when:%Y-%m-%d %H:%M} UTC)\n"
+    )
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("args", "said", "staff", "superuser", "can"),
+    [
+        ((), "created login designer (admin)", True, False, (True, True, True)),
+        (("--role", "admin"), "created login designer (admin)", True, False, (True, True, True)),
+        (
+            ("--role", "editor"),
+            "created login designer (editor)",
+            False,
+            False,
+            (True, True, False),
+        ),
+        (
+            ("--role", "reader"),
+            "created login designer (reader)",
+            False,
+            False,
+            (True, False, False),
+        ),
+        (("--superuser",), "created login designer (superuser)", True, True, (True, True, True)),
+    ],
+)
+def test_ensure_login_makes_each_role(args, said, staff, superuser, can) -> None:
+    out = StringIO()
+    call_command("ensure_login", "--password", "omnia-demo", *args, stdout=out)
+    assert out.getvalue() == f"{said}\n"
+    user = get_user_model().objects.get(username="designer")
+    assert (user.is_staff, user.is_superuser) == (staff, superuser)
+    assert user.check_password("omnia-demo")
+    perms = (READ_PERMISSION, EDIT_PERMISSION, ADMIN_PERMISSION)
+    assert tuple(user.has_perm(p) for p in perms) == can
+
+
+@pytest.mark.django_db
+def test_ensure_login_again_with_another_role_replaces_the_role() -> None:
+    call_command("ensure_login", "--username", "qa", "--password", "x-omnia-1", stdout=StringIO())
+    out = StringIO()
+    call_command(
+        "ensure_login",
+        "--username",
+        "qa",
+        "--password",
+        "x-omnia-2",
+        "--role",
+        "editor",
+        stdout=out,
+    )
+    assert out.getvalue() == "updated login qa (editor)\n"
+    user = get_user_model().objects.get(username="qa")
+    assert (user.is_staff, list(user.groups.values_list("name", flat=True))) == (False, ["editors"])
+    assert user.check_password("x-omnia-2") and not user.check_password("x-omnia-1")
+    call_command(
+        "ensure_login",
+        "--username",
+        "qa",
+        "--password",
+        "x-omnia-2",
+        "--role",
+        "reader",
+        stdout=StringIO(),
+    )
+    user = get_user_model().objects.get(username="qa")
+    assert (user.is_staff, list(user.groups.values_list("name", flat=True))) == (False, [])
