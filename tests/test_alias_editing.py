@@ -155,7 +155,7 @@ def test_expired_session_answers_htmx_with_hx_redirect_to_login(client, cast) ->
 
 def test_viewer_swap_carries_the_new_title(editor_client) -> None:
     body = editor_client.get("/viewers/bob/", headers=HX).content.decode()
-    assert body.lstrip().startswith("<title>bob — Omnia Memory Inspector</title>")
+    assert body.lstrip().startswith("<title>Gareth — Omnia Memory Inspector</title>")  # names first
     full = editor_client.get("/viewers/bob/").content.decode()
     assert full.count("<title>") == 1
 

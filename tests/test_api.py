@@ -92,7 +92,13 @@ def test_entities_search(client, cast, reader_token) -> None:
     r = client.get("/api/entities?q=gareth", headers=bearer(reader_token))
     assert r.json() == {
         "items": [
-            {"id": "bob", "world_id": "tavern", "location_id": "tavern-main", "is_agent": True}
+            {
+                "id": "bob",
+                "name": "Gareth",
+                "world_id": "tavern",
+                "location_id": "tavern-main",
+                "is_agent": True,
+            }
         ],
         "count": 1,
     }

@@ -21,7 +21,7 @@ def test_filtered_page_with_every_match_has_no_paging_links(designer_client) -> 
     r = designer_client.get("/viewers/npc-tobiah/buffer/?type=dialogue")
     body = r.content.decode()
     assert r.status_code == 200
-    assert body.count('<li class="buffer-line') == 13
+    assert body.count('<li id="line-') == 13
     assert "← older" not in body and "newer →" not in body
     api = designer_client.get("/api/viewers/npc-tobiah/buffer?type=dialogue").json()
     assert len(api["items"]) == 13

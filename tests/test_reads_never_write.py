@@ -129,12 +129,14 @@ def test_reading_every_page_and_api_read_writes_nothing(client, world) -> None:
     before = snapshot()
     pages = [
         "/",
-        "/?q=bob",
+        "/?q=a",  # several matches: one would redirect to its viewer
         "/viewers/alice/",
         "/viewers/bob/",
         "/viewers/alice/aliases/",
         "/viewers/alice/buffer/",
         "/viewers/alice/buffer/?qa=1&type=action&q=waved",
+        "/viewers/alice/buffer/?uses=bob",
+        f"/viewers/alice/?line={entry.id}",
         "/viewers/alice/sessions/",
         "/viewers/alice/faces/",
         f"/viewers/alice/entries/{entry.id}/",

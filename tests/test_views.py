@@ -139,7 +139,7 @@ def test_htmx_request_returns_only_the_fragment(staff_client, chest, url, dom_id
     assert "<html" not in body and "<!doctype" not in body
     if dom_id == "viewer-panels":
         # A swap of the whole viewer carries the document's new title first (htmx applies it).
-        title = "<title>alice — Omnia Memory Inspector</title>"
+        title = "<title>Alice — Omnia Memory Inspector</title>"  # names first
         assert body.startswith(title)
         body = body[len(title) :].strip()
     assert (
@@ -236,7 +236,11 @@ def test_overview_matrix_and_search(staff_client, cast) -> None:
         in body
     )
     body = staff_client.get("/?q=gareth", headers={"HX-Request": "true"}).content.decode()
-    assert '<a href="/viewers/bob/">bob</a>' in body and '<a href="/viewers/alice/">' not in body
+    assert (
+        '<a href="/viewers/bob/">Gareth</a><br><span class="muted small">'
+        '<code class="id-hint">bob</code> · tavern</span>' in body
+    )
+    assert '<a href="/viewers/alice/">' not in body
 
 
 def test_aliases_panel_shows_state_true_name_and_suggestion(staff_client, cast) -> None:
@@ -244,7 +248,10 @@ def test_aliases_panel_shows_state_true_name_and_suggestion(staff_client, cast) 
         "/viewers/alice/aliases/", headers={"HX-Request": "true"}
     ).content.decode()
     assert 'value="the hooded figure"' in body
-    assert '<td class="qa-info">Gareth</td>' in body
+    assert (
+        '<th scope="row"><span class="qa-info" title="true name: QA information, never shown to '
+        'the viewer">Gareth</span> <code class="id-hint">bob</code>' in body
+    )
     assert (
         "the tall cloaked man" in body or "the tall" in body
     )  # derived from bob's PUBLIC appearance
@@ -340,7 +347,8 @@ def test_viewer_switch_links_are_permalinks_with_htmx(staff_client, cast) -> Non
     body = staff_client.get("/viewers/alice/").content.decode()
     assert (
         '<a href="/viewers/bob/" hx-get="/viewers/bob/" hx-target="#viewer-panels" '
-        'hx-swap="outerHTML" hx-push-url="true">bob</a>' in body
+        'hx-swap="outerHTML" hx-push-url="true" data-viewer-id="bob">Gareth '
+        '<code class="id-hint">bob</code></a>' in body
     )
 
 
@@ -372,7 +380,8 @@ def test_faces_panel_default_face_hides_shadowed_and_superseded(staff_client, de
     ]
     assert "shadowed by" not in body and "superseded by" not in body
     assert 'href="/viewers/npc-tobiah/faces/?include_shadowed=1"' in body
-    assert 'aria-pressed="false"' in body
+    # A link's state is in its words (aria-pressed belongs to buttons: axe flags it on a link).
+    assert 'data-state="off">Shadowed &amp; superseded: hidden</a>' in body
 
 
 def test_faces_panel_include_shadowed_tags_and_groups_under_rollup(staff_client, demo) -> None:

@@ -110,6 +110,11 @@ def short_date(moment: datetime) -> str:
     return f"{moment:%b} {moment.day}"
 
 
+def said_at(moment: datetime) -> str:
+    """ "Jul 6, 9:36 AM": how the inspector says a time to people (ISO goes in a tooltip)."""
+    return f"{short_date(moment)}, {time_of_day(moment)}"
+
+
 def long_date(moment: datetime) -> str:
     """ "Monday, July 6, 2026": how the prompt says a day."""
     return f"{moment.strftime('%A')}, {moment.strftime('%B')} {moment.day}, {moment.year}"

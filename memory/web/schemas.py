@@ -36,6 +36,7 @@ class ErrorOut(Schema):
 
 class EntityOut(Schema):
     id: str
+    name: str  # the true name, else the id: what the pages call it
     world_id: str | None
     location_id: str | None
     is_agent: bool | None

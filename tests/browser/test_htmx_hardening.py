@@ -79,7 +79,7 @@ def test_a_failing_request_shows_its_error_in_the_panel_with_retry(page, demo, s
 
 def test_every_request_shows_busy_and_the_title_follows_the_viewer(page, demo) -> None:
     login(page, "/viewers/npc-pip/")
-    assert page.title() == "npc-pip — Omnia Memory Inspector"
+    assert page.title() == "Pip Dunn — Omnia Memory Inspector"
     page.evaluate(
         """() => { window.__busy = [];
         new MutationObserver(ms => ms.forEach(m => { if (m.target.getAttribute('aria-busy') === 'true')
@@ -88,12 +88,12 @@ def test_every_request_shows_busy_and_the_title_follows_the_viewer(page, demo) -
     )
     page.click("nav.viewer-switch >> text=npc-tobiah")
     page.wait_for_selector("#viewer-panels[data-viewer=npc-tobiah]")
-    assert page.title() == "npc-tobiah — Omnia Memory Inspector"
+    assert page.title() == "Tobiah Crane — Omnia Memory Inspector"
     assert page.evaluate("window.__busy") == ["main"]
     assert page.locator("[aria-busy=true]").count() == 0
     page.go_back()
     page.wait_for_selector("#viewer-panels[data-viewer=npc-pip]")
-    assert page.title() == "npc-pip — Omnia Memory Inspector"
+    assert page.title() == "Pip Dunn — Omnia Memory Inspector"
 
 
 def test_refused_label_stays_in_the_input_and_focus_returns_to_the_row(

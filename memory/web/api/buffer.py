@@ -67,15 +67,18 @@ def buffer(
     cursor: str | None = None,
     type: list[BufferType] = Query(None),  # noqa: B008 - the page's own parameter name
     q: str | None = None,
+    uses: str | None = None,
     limit: int = 50,
 ):
     """One page of the viewer's subjective buffer, chronological; newest page by default.
 
-    `cursor` is a synonym of `before` (the `older` cursor of a page); `after` takes `newer`.
+    `cursor` is a synonym of `before` (the `older` cursor of a page); `after` takes `newer`;
+    `uses` keeps the lines naming that entity (where the viewer's alias for it shows).
     """
     viewer = access.viewer(request, viewer_id)
     inputs.limit(limit)
     inputs.text(q, "q")
+    inputs.text(uses, "uses")
     before = before or cursor
     try:
         page = buffer_reads.buffer_page(
@@ -85,6 +88,7 @@ def buffer(
             limit=limit,
             types=frozenset(type or ()) or None,
             q=q,
+            uses=uses or None,
         )
     except BadCursor as exc:
         raise ApiError(400, str(exc), "bad_cursor", "after" if after else "before") from None

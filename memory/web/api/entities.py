@@ -24,18 +24,21 @@ router = Router()
 
 @router.get("/entities", response={200: EntityListOut, **READ_ERRORS}, url_name="entities")
 def list_entities(request: HttpRequest, q: str | None = None, world_id: str | None = None):
-    """Every entity (a possible viewer), optionally searched by id or attribute value."""
+    """Every entity (a possible viewer), optionally searched by id or attribute value, with
+    the name pages show it by (its true name, else its id)."""
     access.require_reader(request)
+    entities, _total = viewer_reads.entity_list(
+        world_id=inputs.text(world_id, "world_id"), q=inputs.text(q, "q")
+    )
     items = [
         EntityOut(
-            id=o.id,
-            world_id=o.world_id,
-            location_id=o.location_id,
-            is_agent=None if o.is_agent is None else bool(o.is_agent),
+            id=e.id,
+            name=e.name,
+            world_id=e.world_id,
+            location_id=e.location_id,
+            is_agent=e.is_agent,
         )
-        for o in viewer_reads.list_viewers(
-            world_id=inputs.text(world_id, "world_id"), q=inputs.text(q, "q")
-        )
+        for e in entities
     ]
     return {"items": items, "count": len(items)}
 

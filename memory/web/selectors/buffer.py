@@ -12,6 +12,7 @@ from memory.engine.buffer.rendered import BUFFER_FIELDS, RenderedEntry, render_e
 from memory.engine.cursor import decode_cursor, encode_cursor
 from memory.engine.errors import NotFound
 from memory.engine.knowledge import Viewer
+from memory.engine.projections.sessions import session_key_of
 from memory.models import BufferEntry
 
 
@@ -84,12 +85,14 @@ def buffer_page(
     limit: int | None = None,
     types: frozenset[str] | None = None,
     q: str | None = None,
+    uses: str | None = None,
     scan_limit: int = 20000,
 ) -> BufferPage:
     """One page of the viewer's buffer, chronological, newest page first by default.
 
-    Filters apply to what the viewer reads (type, and text in the rendered line), so they
-    run after rendering; `scan_limit` bounds how many rows one page may read to find matches.
+    Filters apply to what the viewer reads (type, text in the rendered line, and `uses`: the
+    lines that name this entity, i.e. print the viewer's alias for it), so they run after
+    rendering; `scan_limit` bounds how many rows one page may read to find matches.
     """
     limit = max(1, min(limit or settings.OMNIA_BUFFER_PAGE_SIZE, 500))
     # id > '': a row with a NULL or empty id (quarantined by the fold, listed on the overview)
@@ -103,10 +106,12 @@ def buffer_page(
         if before:
             qs = qs.filter(_before(*_decoded(before)))
     needle = q.casefold() if q else None
-    filtered = bool(types or needle)
+    filtered = bool(types or needle or uses)
 
     def matches(rendered: RenderedEntry) -> bool:
         if types and rendered.type not in types:
+            return False
+        if uses and uses not in names_in(rendered):
             return False
         return not needle or needle in (rendered.line or rendered.undeliverable or "").casefold()
 
@@ -152,9 +157,38 @@ def buffer_page(
         page.older = _cursor_of(first) if has_older else None
         page.newer = _cursor_of(last) if has_newer else None
     page.filters = {
-        k: v for k, v in {"type": ",".join(sorted(types or ())), "q": q or ""}.items() if v
+        k: v
+        for k, v in {
+            "type": ",".join(sorted(types or ())),
+            "q": q or "",
+            "uses": uses or "",
+        }.items()
+        if v
     }
     return page
+
+
+def names_in(entry: RenderedEntry) -> tuple[str, ...]:
+    """The entities a line names (its actor and targets): where the viewer's aliases show."""
+    return tuple(dict.fromkeys(i for i in (entry.actor_id, *entry.target_ids) if i))
+
+
+@dataclass(frozen=True)
+class LineLinks:
+    """What one buffer line ties to in the other panels: its session, the aliases it prints."""
+
+    entry: RenderedEntry
+    session_key: str
+    alias_targets: tuple[str, ...]  # the entities named in it, the viewer itself left out
+
+
+def line_links(viewer: Viewer, entry_id: str) -> LineLinks:
+    entry = get_entry(viewer, entry_id)
+    return LineLinks(
+        entry=entry,
+        session_key=session_key_of(entry.conversation_id, entry.location_id),
+        alias_targets=tuple(i for i in names_in(entry) if i != viewer.id),
+    )
 
 
 def get_entry(viewer: Viewer, entry_id: str) -> RenderedEntry:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
+from memory.engine.clock import time_key
 from memory.engine.projections.doors import Digest, Page, digest
 from memory.engine.projections.doors import episodes as door_episodes
 from memory.engine.projections.doors import sessions as door_sessions
@@ -18,6 +20,24 @@ class SessionsPanel:
     digest: Digest
     episodes: Page
     summaries: dict[str, tuple[str | None, bool]]  # session key -> (summary, stale)
+
+    # The doors answer newest first (what an API pager wants); the page reads oldest first,
+    # like the buffer and the timeline beside them.
+    @property
+    def sessions_oldest_first(self) -> list:
+        return sorted(self.sessions.items, key=lambda s: (time_key(s.last_at), s.session_key))
+
+    @property
+    def episodes_oldest_first(self) -> list:
+        return sorted(self.episodes.items, key=lambda e: e.ordinal)
+
+    def episode_at(self, timestamp: str) -> int | None:
+        """The ordinal of the shown episode whose span holds this world time, if any."""
+        at = time_key(timestamp)
+        for e in self.episodes.items:
+            if time_key(e.first_at) <= at <= time_key(e.last_at):
+                return e.ordinal
+        return None
 
 
 def sessions_panel(viewer_id: str, *, limit: int = 20) -> SessionsPanel:
@@ -36,4 +56,14 @@ def sessions_panel(viewer_id: str, *, limit: int = 20) -> SessionsPanel:
 
 
 def projection_status() -> dict:
-    return engine_projection_status()
+    """The workers' status; each watermark also as the wall time it stands at (its
+    `created_at` is write order in microseconds, which no person reads)."""
+    status = engine_projection_status()
+    for shard in status["shards"]:
+        micros = shard["watermark"]["created_at"]
+        shard["watermark_at"] = (
+            datetime.fromtimestamp(micros / 1_000_000, tz=UTC).isoformat(timespec="microseconds")
+            if micros
+            else None
+        )
+    return status

@@ -1,8 +1,9 @@
 """Viewers and what they see of each other: the entity lists, the alias table, the
-knowledge matrix, alias history."""
+knowledge matrix, alias history — and the one rule for what a page calls an entity."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from django.db.models import Q
@@ -30,19 +31,74 @@ def list_viewers(*, world_id: str | None = None, q: str | None = None) -> list[W
     return list(qs.order_by("world_id", "id"))
 
 
-def viewer_window(*, q: str | None = None, limit: int = 50) -> tuple[list[WorldObject], int]:
-    """The first `limit` viewers matching `q` (id or any attribute), and how many match:
-    a list a person can read, however large the world."""
-    qs = _entities(None)
+def display_names(ids: Iterable[str]) -> dict[str, str]:
+    """What a page calls each of these entities: its true name if it has one, else its id
+    (one query). Pages, their JSON twins and the switcher all name entities through this."""
+    wanted = list(dict.fromkeys(ids))
+    names = true_names(wanted) if wanted else {}
+    return {i: names.get(i) or i for i in wanted}
+
+
+@dataclass(frozen=True)
+class Entity:
+    """An entity as a list shows it: its display name first, the id beside it."""
+
+    id: str
+    name: str  # the true name, else the id
+    world_id: str | None
+    location_id: str | None
+    is_agent: bool | None  # None: the save does not say (older omnia files)
+
+    @property
+    def named(self) -> bool:
+        return self.name != self.id
+
+    @property
+    def agent(self) -> bool:
+        """A viewer (an NPC that thinks) unless the save says it is not (is_agent=0)."""
+        return self.is_agent is not False
+
+
+def entities_named(objs: Iterable[WorldObject]) -> list[Entity]:
+    objs = list(objs)
+    names = display_names(o.id for o in objs)
+    return [
+        Entity(
+            id=o.id,
+            name=names[o.id],
+            world_id=o.world_id,
+            location_id=o.location_id,
+            is_agent=None if o.is_agent is None else bool(o.is_agent),
+        )
+        for o in objs
+    ]
+
+
+def entity_list(
+    *, q: str | None = None, world_id: str | None = None, limit: int | None = None
+) -> tuple[list[Entity], int]:
+    """Entities matching `q` (id or any attribute, so a true name finds its entity), named,
+    the first `limit` of them, and how many match: the overview's list and /api/entities."""
+    qs = _entities(world_id)
     if q:
         qs = qs.filter(Q(id__icontains=q) | Q(attributes__value__icontains=q)).distinct()
-    return list(qs.order_by("world_id", "id")[:limit]), qs.count()
+    qs = qs.order_by("world_id", "id")
+    objs = list(qs if limit is None else qs[:limit])
+    total = len(objs) if limit is None or len(objs) < limit else qs.count()
+    return entities_named(objs), total
+
+
+def viewer_window(*, q: str | None = None, limit: int = 50) -> tuple[list[Entity], int]:
+    """The first `limit` entities matching `q`, named, and how many match: a list a person
+    can read, however large the world."""
+    return entity_list(q=q, limit=limit)
 
 
 def viewer_ids(world_id: str | None) -> list[str]:
     """Ids of the entities of one world (or of every world), in id order: ids only, cheap
     enough for a 1,000-entity switcher to slice from."""
-    return list(_entities(world_id).order_by("id").values_list("id", flat=True))
+    qs = _entities(world_id).exclude(is_agent=0)  # non-agents are no viewers (see Entity.agent)
+    return list(qs.order_by("id").values_list("id", flat=True))
 
 
 def list_worlds() -> list[WorldObject]:
@@ -142,10 +198,20 @@ class MatrixWindow:
     viewers: list[WorldObject]
     targets: list[WorldObject]
     cells: dict[str, dict[str, MatrixCell]]  # viewer -> target -> cell (self absent)
+    names: dict[str, str]  # display name of every viewer and target shown
 
     @property
-    def rows(self) -> list[tuple[WorldObject, list[tuple[WorldObject, MatrixCell | None]]]]:
-        return [(v, [(t, self.cells[v.id].get(t.id)) for t in self.targets]) for v in self.viewers]
+    def heads(self) -> list[tuple[WorldObject, str]]:
+        return [(t, self.names[t.id]) for t in self.targets]
+
+    @property
+    def rows(
+        self,
+    ) -> list[tuple[WorldObject, str, list[tuple[WorldObject, MatrixCell | None]]]]:
+        return [
+            (v, self.names[v.id], [(t, self.cells[v.id].get(t.id)) for t in self.targets])
+            for v in self.viewers
+        ]
 
     def _page(self, start: int, total: int, size: int) -> dict[str, int | None]:
         return {
@@ -181,13 +247,17 @@ def matrix_window(
 ) -> MatrixWindow:
     """The labels a window of viewers uses for a window of targets: every query bounded by
     the window, never by the world (a 2,000-entity world is four million cells)."""
-    viewers_qs, targets_qs = _matching(world.id, row_q), _matching(world.id, col_q)
+    # Rows are viewers: an entity the save marks as no agent (is_agent=0) thinks nothing and
+    # names nobody, so it is only ever a column.
+    viewers_qs = _matching(world.id, row_q).exclude(is_agent=0)
+    targets_qs = _matching(world.id, col_q)
     viewer_total, target_total = viewers_qs.count(), targets_qs.count()
     row_start = max(0, min(row_start, max(viewer_total - 1, 0)))
     col_start = max(0, min(col_start, max(target_total - 1, 0)))
     viewers = list(viewers_qs[row_start : row_start + MATRIX_ROWS])
     targets = list(targets_qs[col_start : col_start + MATRIX_COLS])
-    names = true_names([t.id for t in targets])
+    # One query names both axes: the true names decide the cells' states and the headers.
+    names = true_names(list({o.id: None for o in (*viewers, *targets)}))
     cells: dict[str, dict[str, MatrixCell]] = {}
     for viewer_obj in viewers:
         viewer = viewer_of(viewer_obj)
@@ -209,6 +279,7 @@ def matrix_window(
         viewers=viewers,
         targets=targets,
         cells=cells,
+        names={o.id: names.get(o.id) or o.id for o in (*viewers, *targets)},
     )
 
 

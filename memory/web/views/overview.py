@@ -17,7 +17,12 @@ from memory.web.selectors import leaks as leak_reads
 from memory.web.selectors import projections as projection_reads
 from memory.web.selectors import viewers as viewer_reads
 from memory.web.selectors.problems import problem_list
-from memory.web.views._common import get_viewer_for_user, query_text, render_page
+from memory.web.views._common import (
+    get_viewer_for_user,
+    query_text,
+    render_page,
+    wants_fragment,
+)
 
 
 @require_GET
@@ -25,13 +30,19 @@ from memory.web.views._common import get_viewer_for_user, query_text, render_pag
 @permission_required(READ_PERMISSION, raise_exception=True)
 def overview(request: HttpRequest) -> HttpResponse:
     q = query_text(request, "q")
-    viewers, viewer_total = viewer_reads.viewer_window(q=q, limit=VIEWERS_LISTED)
+    entities, viewer_total = viewer_reads.viewer_window(q=q, limit=VIEWERS_LISTED)
+    if q and viewer_total == 1 and not wants_fragment(request):
+        # A search that finds one entity opens it (the live list, typed into, never jumps).
+        return redirect("memory:viewer", viewer_id=entities[0].id)
     worlds = [_matrix(request, world) for world in viewer_reads.list_worlds()]
     context = {
         **projection_context(request),
         "q": q or "",
-        "viewers": viewers,
+        "viewers": [e for e in entities if e.agent],
+        # is_agent=0: things the save keeps as entities that never think (a crate, a door).
+        "non_agents": [e for e in entities if not e.agent],
         "viewer_total": viewer_total,
+        "listed": len(entities),
         "worlds": worlds,
         "json_twin": reverse("api:entities") + (f"?{urlencode({'q': q})}" if q else ""),
     }

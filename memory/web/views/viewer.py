@@ -41,6 +41,8 @@ class BufferState:
     types: tuple[str, ...]
     q: str | None
     qa: bool
+    uses: str | None = None  # only the lines naming this entity (an alias row's "lines")
+    line: str | None = None  # the selected line: its session, episode and aliases light up
 
     @classmethod
     def from_request(cls, request: HttpRequest) -> BufferState:
@@ -51,6 +53,8 @@ class BufferState:
             types=types,
             q=query_text(request, "q"),
             qa=request.GET.get("qa") == "1",
+            uses=query_text(request, "uses"),
+            line=query_text(request, "line"),
         )
 
     def query(self, **overrides: Any) -> str:
@@ -58,7 +62,9 @@ class BufferState:
             "before": self.before,
             "after": self.after,
             "q": self.q,
+            "uses": self.uses,
             "qa": "1" if self.qa else None,
+            "line": self.line,
         }
         values.update(overrides)
         pairs = [("type", t) for t in self.types]
@@ -76,16 +82,34 @@ def _buffer_context(viewer: Viewer, state: BufferState) -> dict[str, Any]:
             after=state.after,
             types=frozenset(state.types) or None,
             q=state.q,
+            uses=state.uses,
         )
     except BadCursor as exc:
         error = str(exc)
-        page = buffer_reads.buffer_page(viewer, types=frozenset(state.types) or None, q=state.q)
+        page = buffer_reads.buffer_page(
+            viewer, types=frozenset(state.types) or None, q=state.q, uses=state.uses
+        )
 
     def url(**overrides: Any) -> str:
         qs = state.query(**overrides)
         return f"{base}?{qs}" if qs else base
 
+    page_base = reverse("memory:viewer", args=[viewer.id])
+    # Selecting a line is a permalink to the whole page with the same buffer state: the
+    # server lights up its session, episode and aliases (no JS needed; htmx swaps it in).
+    lines = [
+        {
+            "e": e,
+            "select_url": f"{page_base}?{state.query(line=e.id)}#line-{slugify(e.id)}",
+            "dom": f"line-{slugify(e.id)}",
+            "selected": e.id == state.line,
+        }
+        for e in page.entries
+    ]
     return {
+        "lines": lines,
+        "uses_name": viewer_reads.display_names([state.uses])[state.uses] if state.uses else None,
+        "clear_uses_url": url(uses=None, before=None, after=None),
         "page": page,
         "state": state,
         "error": error,
@@ -95,7 +119,7 @@ def _buffer_context(viewer: Viewer, state: BufferState) -> dict[str, Any]:
         "newer_url": url(after=page.newer, before=None) if page.newer else None,
         "qa_url": url(qa=None if state.qa else "1"),
         "json_url": reverse("api:buffer", args=[viewer.id])
-        + (f"?{state.query(qa=None)}" if state.query(qa=None) else ""),
+        + (f"?{twin_query}" if (twin_query := state.query(qa=None, line=None)) else ""),
     }
 
 
@@ -107,6 +131,7 @@ def _aliases_context(
     errors: dict[str, list[str]] | None = None,
     warnings=None,
     show_all: bool = False,
+    selected: tuple[str, ...] = (),
     rejected: dict[str, str] | None = None,
 ) -> dict:
     """Every alias row; past ALIASES_SHOWN targets only the labelled ones and any the edit just
@@ -127,15 +152,19 @@ def _aliases_context(
     load_attributes(knowledge, [viewer.id, *visible])
     # The row's DOM id and edit URL are made here, once each: in the template, a hundred rows'
     # slugify and {% url %} calls were a third of the viewer page.
+    buffer_url = reverse("memory:buffer_panel", args=[viewer.id])
     rows = [
         {
             "row": r,
+            "name": r.true_name or r.target_id,
             "errors": errors.get(r.target_id, []),
             "warnings": warnings.get(r.target_id, []),
             # A refused label stays in its input, beside the reason, to be corrected.
             "rejected": (rejected or {}).get(r.target_id),
             "dom": slugify(r.target_id),
             "edit_url": reverse("memory:alias_edit", args=[viewer.id, r.target_id]),
+            "uses_url": f"{buffer_url}?{urlencode({'uses': r.target_id})}",
+            "selected": r.target_id in selected,
         }
         for r in viewer_reads.alias_rows(viewer, knowledge, targets=visible)
     ]
@@ -152,19 +181,29 @@ def _aliases_context(
     }
 
 
-def _sessions_context(viewer: Viewer) -> dict[str, Any]:
+def _sessions_context(viewer: Viewer, links: buffer_reads.LineLinks | None) -> dict[str, Any]:
     panel = projection_reads.sessions_panel(viewer.id)
-    sessions, digest, episodes = panel.sessions, panel.digest, panel.episodes
-    items = [(s, panel.summaries.get(s.session_key)) for s in sessions.items]
+    selected_session = links.session_key if links else None
+    selected_episode = panel.episode_at(links.entry.timestamp) if links else None
+    items = [
+        {
+            "s": s,
+            "summary": panel.summaries.get(s.session_key),
+            "dom": f"session-{slugify(s.session_key)}",
+            "selected": s.session_key == selected_session,
+        }
+        for s in panel.sessions_oldest_first
+    ]
+    episodes = panel.episodes_oldest_first
     return {
         "sessions": items,
-        "digest": digest,
-        "episodes": episodes.items,
-        "timeline": _timeline(episodes.items),
+        "digest": panel.digest,
+        "episodes": [{"e": e, "selected": e.ordinal == selected_episode} for e in episodes],
+        "timeline": _timeline(episodes, selected_episode),
     }
 
 
-def _timeline(episodes: list) -> list[dict[str, Any]]:
+def _timeline(episodes: list, selected: int | None = None) -> list[dict[str, Any]]:
     """Episodes as bars on one row, oldest left: x/width in percent of the SVG's width."""
     if not episodes:
         return []
@@ -174,7 +213,14 @@ def _timeline(episodes: list) -> list[dict[str, Any]]:
     bars = []
     for e in ordered:
         width = 100.0 * max(e.member_count, 1) / total
-        bars.append({"episode": e, "x": f"{x:.2f}", "width": f"{max(width - 0.4, 0.3):.2f}"})
+        bars.append(
+            {
+                "episode": e,
+                "x": f"{x:.2f}",
+                "width": f"{max(width - 0.4, 0.3):.2f}",
+                "selected": e.ordinal == selected,
+            }
+        )
         x += width
     return bars
 
@@ -201,30 +247,52 @@ def _viewer_switch(viewer: Viewer) -> dict[str, Any]:
     current one (a list of 1,000 links is neither quick to render nor usable); the rest are
     one search away (the header's "Find a viewer", the overview)."""
     ids = viewer_reads.viewer_ids(viewer.obj.world_id)
-    if len(ids) <= VIEWERS_SHOWN:
-        return {"ids": ids, "hidden": 0, "total": len(ids)}
-    at = ids.index(viewer.id) if viewer.id in ids else 0
-    start = max(0, min(at - VIEWERS_SHOWN // 2, len(ids) - VIEWERS_SHOWN))
+    if len(ids) > VIEWERS_SHOWN:
+        at = ids.index(viewer.id) if viewer.id in ids else 0
+        start = max(0, min(at - VIEWERS_SHOWN // 2, len(ids) - VIEWERS_SHOWN))
+        shown = ids[start : start + VIEWERS_SHOWN]
+    else:
+        shown = ids
+    names = viewer_reads.display_names(shown)
     return {
-        "ids": ids[start : start + VIEWERS_SHOWN],
-        "hidden": len(ids) - VIEWERS_SHOWN,
+        "items": [(i, names[i]) for i in shown],
+        "hidden": len(ids) - len(shown),
         "total": len(ids),
     }
 
 
-def _viewer_context(request: HttpRequest, viewer: Viewer, **aliases_extra: Any) -> dict[str, Any]:
+def _line_links(viewer: Viewer, state: BufferState) -> buffer_reads.LineLinks | None:
+    if not state.line:
+        return None
+    try:
+        return buffer_reads.line_links(viewer, state.line)
+    except NotFound:
+        return None  # a stale permalink: the page, with nothing selected
+
+
+def _viewer_context(
+    request: HttpRequest, viewer: Viewer, focus: str | None = None, **aliases_extra: Any
+) -> dict[str, Any]:
     state = BufferState.from_request(request)
+    links = _line_links(viewer, state)
+    names = viewer_reads.display_names([viewer.id])
     # Lazy: a panel fragment reads only its own panel, so it pays only for that panel.
     return {
         "viewer": viewer,
+        "viewer_name": names[viewer.id],
+        "focus": focus,
+        "selected_line": links,
         "viewers": SimpleLazyObject(lambda: _viewer_switch(viewer)),
         "aliases": SimpleLazyObject(
             lambda: _aliases_context(
-                viewer, show_all=request.GET.get("all_aliases") == "1", **aliases_extra
+                viewer,
+                show_all=request.GET.get("all_aliases") == "1",
+                selected=links.alias_targets if links else (),
+                **aliases_extra,
             )
         ),
         "buffer": SimpleLazyObject(lambda: _buffer_context(viewer, state)),
-        "sessions": SimpleLazyObject(lambda: _sessions_context(viewer)),
+        "sessions": SimpleLazyObject(lambda: _sessions_context(viewer, links)),
         "faces": SimpleLazyObject(lambda: _faces_context(request, viewer)),
         "can_edit": request.user.has_perm(EDIT_PERMISSION),
         "json_twin": reverse("api:buffer", args=[viewer.id]),
@@ -245,7 +313,14 @@ def _panel_view(partial: str, twin: str):
     @login_required
     def view(request: HttpRequest, viewer_id: str) -> HttpResponse:
         viewer = get_viewer_for_user(request, viewer_id)
-        context = _viewer_context(request, viewer)
+        # The panel's own URL shows the whole page with that panel in focus (scrolled to,
+        # highlighted, announced); to htmx it is the panel alone.
+        # A panel re-reading itself (the buffer after an alias edit) takes no focus: the
+        # person is still working where they were.
+        refresh = request.headers.get("HX-Trigger") == partial
+        context = _viewer_context(
+            request, viewer, focus=None if refresh else partial.removesuffix("-panel")
+        )
         context["json_twin"] = reverse(twin, args=[viewer.id])
         return render_page(request, "memory/viewer.html", partial, context)
 

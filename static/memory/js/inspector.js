@@ -61,6 +61,31 @@
     }
   }
 
+  // ==== Panel focus (ui: issue 15 item 2) ====
+  // A panel's own URL (/viewers/<id>/faces/) marks its panel data-focus: bring it into view
+  // and move focus there, so keyboard and screen-reader users land where the link pointed.
+  // A selected buffer line (?line=) is brought into view the same way.
+  function marked(root, selector) {
+    if (root.matches && root.matches(selector)) return root;
+    return root.querySelector(selector);
+  }
+  function focusMarked(root, withLine) {
+    var target = marked(root, "[data-focus]") || (withLine && marked(root, ".buffer-line.selected"));
+    if (!target) return;
+    target.scrollIntoView({ block: "start" });
+    target.focus({ preventScroll: true });
+  }
+  document.addEventListener("DOMContentLoaded", function () { focusMarked(document, true); });
+  // htmx settles each swapped-in element with this event (event.target: the new element).
+  document.addEventListener("htmx:afterSettle", function (event) {
+    var swapped = event.target;
+    // A selected line takes focus when it was just chosen (the whole page swapped), not when
+    // the buffer re-reads itself after an alias edit.
+    if (swapped && swapped.querySelector && swapped.isConnected) {
+      focusMarked(swapped, swapped.id === "viewer-panels");
+    }
+  });
+
   document.addEventListener("click", function (event) {
     if (!event.target.closest) return;
     if (event.target.closest("[data-help-toggle]")) toggleHelp();
