@@ -20,13 +20,15 @@ from memory.engine.projections import (
     MEMORY_PROJECTION_NAMES,
     MEMORY_PROJECTIONS,
     Projection,
+    episodes,
     rebuild,
     run_cycle,
     verify,
 )
-from memory.engine.projections.rows import FOLD_COLUMNS, FoldRow
+from memory.engine.projections.rows import FOLD_COLUMNS, FoldRow, _fold_row
 from memory.engine.projections.sessions import (
     SessionState,
+    fold_owner,
     fold_session,
     session_hash,
     session_key_of,
@@ -662,3 +664,61 @@ def test_verify_reports_episode_drift_alone_and_exits_1(cast):
         call_command("rebuild_projections", "--verify", "--json", stdout=out)
     assert exited.value.code == 1
     assert json.loads(out.getvalue())["episodes"]["drift"][0]["field"] == "member_count"
+
+
+# --- the fold's hot loops (issue 12): shortcuts that must not change a term ---------------------
+
+_STAMPS = [
+    "2026-07-06T12:38:00.000Z",
+    "2026-07-06T12:38:00.500Z",
+    "2026-07-06T14:00:00.000Z",
+    "2026-07-06T12:38:00Z",
+    "2026-07-06T14:38:00+02:00",
+    "2026-07-06T12:38:00.12Z",  # toISOString-length, but not its form
+    "2026-07-06T12:38:00.12ZZ",
+    "2026-13-45T25:00:00.000Z",  # toISOString-shaped, no real time: untimed
+    "yesterday",  # untimed
+    "",
+]
+
+
+@given(st.one_of(st.sampled_from(_STAMPS), st.text(max_size=30)))
+def test_keyed_is_time_key_and_the_moment_it_names(timestamp):
+    from memory.engine.clock import keyed, moment_of_key, time_key
+
+    key = time_key(timestamp)
+    assert keyed(timestamp) == (key, moment_of_key(key))
+
+
+_fold_op = st.tuples(
+    st.sampled_from(_STAMPS + ["2026-07-06T15:30:00.000Z", "2026-07-06T12:00:00.000Z"]),
+    st.sampled_from([None, "", "c1", "c2", "scene:hall"]),
+    st.sampled_from([None, "hall", "yard"]),
+    st.sampled_from(["dialogue", "action"]),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(ops=st.lists(_fold_op, min_size=1, max_size=25))
+def test_batch_folds_of_read_rows_equal_the_row_by_row_fold(ops):
+    """fold_owner and segment over rows as read (key and moment computed once, rows unpacked,
+    a run of one session's rows sharing its terms) give exactly fold_session and step."""
+    raw = [
+        (f"m{i:03d}", "alice", ts, loc, conv, json.dumps({"type": kind}), i, 0)
+        for i, (ts, conv, loc, kind) in enumerate(ops)
+    ]
+    by_hand = [FoldRow(*r) for r in raw]
+    read = [_fold_row(r) for r in raw]
+    sessions: dict[str, Any] = {}
+    latest = None
+    walked = []
+    for r in by_hand:
+        skey = session_key_of(r.conversation_id, r.location_id)
+        sessions[skey] = fold_session(sessions.get(skey), r)
+        closed, latest = episodes.step(latest, r)
+        if closed is not None:
+            walked.append(closed)
+    walked.append(latest)
+    for rows in (by_hand, read):
+        assert fold_owner(rows) == sessions
+        assert episodes.segment(rows) == walked

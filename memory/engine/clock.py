@@ -56,6 +56,11 @@ def timestamp_problem(value: object) -> str | None:
     return f"{shown!r} is not an ISO-8601 time with a zone, like 2026-07-06T12:38:00.000Z"
 
 
+# time_key's mark for a time that names no instant. Every timed key starts with a digit, so in
+# the fold's hot loops `key >= UNTIMED` says key.startswith(UNTIMED) without a method call.
+UNTIMED = "~"
+
+
 def is_untimed(timestamp: str) -> bool:
     """True when a stored world time names no instant: the fold keeps such a row out of time
     arithmetic (it is still a member), and an import marks it undeliverable."""
@@ -86,6 +91,28 @@ def time_key(timestamp: str) -> str:
         return "~" + str(timestamp)
     moment = moment.astimezone(UTC)
     return f"{moment:%Y-%m-%dT%H:%M:%S}.{moment.microsecond:06d}Z"
+
+
+def keyed(timestamp: str) -> tuple[str, datetime | None]:
+    """(time_key(timestamp), moment_of_key of that key), with one parse in the common case: the
+    fold reads both for every row, and parsing the toISOString() form twice was a tenth of a
+    rebuild."""
+    if (
+        len(timestamp) == 24
+        and timestamp[23] == "Z"
+        and timestamp[19] == "."
+        and timestamp[10] == "T"
+    ):
+        head = timestamp[:23]
+        try:
+            moment = datetime.fromisoformat(head)
+        except ValueError:
+            return "~" + timestamp, None
+        if moment.tzinfo is None:  # ".fff" read as milliseconds: the instant the key names
+            return head + "000Z", moment
+        return head + "000Z", moment_of_key(head + "000Z")  # ".12Z" and the like: parse the key
+    key = time_key(timestamp)
+    return key, moment_of_key(key)
 
 
 def moment_of_key(key: str) -> datetime | None:

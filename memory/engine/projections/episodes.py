@@ -22,7 +22,7 @@ from typing import NamedTuple
 from django.conf import settings
 from django.db import connection
 
-from memory.engine.clock import moment_of_key, time_key
+from memory.engine.clock import UNTIMED, moment_of_key, time_key
 from memory.engine.projections.rows import FoldRow
 from memory.models import ClockMark, Episode, WorldObject
 
@@ -137,32 +137,35 @@ def segment(rows: Sequence[FoldRow], start: EpisodeState | None = None) -> list[
         return EpisodeState(owner_id, ordinal, first_at, last_at, first_id, last_id, count,
                             open_, first_key, last_key, last_moment)  # fmt: skip
 
-    for row in rest:
-        key = row.key or time_key(row.timestamp)
-        if key.startswith("~") or last_key.startswith("~"):  # untimed: as in step()
-            if not key.startswith("~"):
-                first_at = last_at = row.timestamp
+    # Rows unpacked, untimed as a comparison (clock.UNTIMED), and the moment read where the
+    # row was read: this loop runs once per row a rebuild folds.
+    for row_id, _owner, ts, _loc, _conv, _intent, _created, _shard, key, moment in rest:
+        if key is None:  # a row built by hand
+            key = time_key(ts)
+            moment = moment_of_key(key)
+        if key >= UNTIMED or last_key >= UNTIMED:  # untimed: as in step()
+            if key < UNTIMED:
+                first_at = last_at = ts
                 first_key = last_key = key
-                last_moment = moment_of_key(key)
+                last_moment = moment
             count += 1
-            last_id = row.id
+            last_id = row_id
             is_open = True
             continue
         if key > last_key:
-            moment = moment_of_key(key)
             if moment is not None and last_moment is not None and moment - last_moment > gap_:
                 # The cut: the open episode closes as it stood before this row.
                 out.append(state(False))
                 ordinal += 1
-                first_at = last_at = row.timestamp
-                first_id = last_id = row.id
+                first_at = last_at = ts
+                first_id = last_id = row_id
                 count, is_open, first_key, last_key, last_moment = 1, True, key, key, moment
                 continue
-            last_at, last_key, last_moment = row.timestamp, key, moment
+            last_at, last_key, last_moment = ts, key, moment
         elif key < first_key:  # (first_key <= last_key, so only when not past the end)
-            first_at, first_key = row.timestamp, key
+            first_at, first_key = ts, key
         count += 1
-        last_id = row.id
+        last_id = row_id
         is_open = True
     out.append(state(is_open))
     return out

@@ -87,23 +87,23 @@ def sift(rows: Sequence[FoldRow]) -> tuple[Sequence[FoldRow], list[Problem]]:
     """The rows the fold can take, and the problems among them (fold order kept).
 
     The common case (every row sound) is one comprehension over tuple positions, the same
-    test as defect_of, and hands the rows back as they came: this runs over every row a
+    test as defect_of on unpacked rows, and hands the rows back as they came: this runs over every row a
     rebuild folds (a million rows cost about as much as copying the list a few times)."""
     text = str
     suspects = [
-        r
-        for r in rows
+        row_id
+        for row_id, owner, ts, loc, conv, intent, _created, _shard, _key, _moment in rows
         if not (
-            r[0].__class__ is text
-            and r[0]
-            and r[1].__class__ is text
-            and r[1]
-            and r[2].__class__ is text
-            and r[5].__class__ is text
-            and r[5][:1] == "{"
-            and r[5][-1:] == "}"
-            and (r[3] is None or r[3].__class__ is text)
-            and (r[4] is None or r[4].__class__ is text)
+            row_id.__class__ is text
+            and row_id
+            and owner.__class__ is text
+            and owner
+            and ts.__class__ is text
+            and intent.__class__ is text
+            and intent[:1] == "{"
+            and intent[-1:] == "}"
+            and (loc is None or loc.__class__ is text)
+            and (conv is None or conv.__class__ is text)
         )
     ]
     if not suspects:

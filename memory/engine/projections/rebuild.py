@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 from django.db import connection, transaction
@@ -50,6 +51,8 @@ from memory.models import (
     ProjectionShard,
     WorldObject,
 )
+
+_SHARD = itemgetter(7)  # FoldRow.shard
 
 
 @dataclass
@@ -169,10 +172,8 @@ def rebuild(
                 progress(len(owner_rows))
             # Rows outside their owner's shard (the shard count changed, or a row was written
             # around the doors) would sit where no cycle looks, or fold out of order: moved.
-            if owner.__class__ is str:
-                home = shard_of(owner, shards)
-                if any(r.shard != home for r in owner_rows):
-                    misplaced.append(owner)
+            if owner.__class__ is str and set(map(_SHARD, owner_rows)) != {shard_of(owner, shards)}:
+                misplaced.append(owner)  # (the shards collected in C: this runs per row)
             sessions, owner_episodes, bad = fold_checked(owner_rows)
             rows_folded += len(owner_rows) - len(bad)
             found.extend(bad)

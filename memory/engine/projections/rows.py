@@ -5,11 +5,14 @@ forward from a shard's watermark (the cycle) and every row owner by owner (rebui
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime
+from itertools import groupby
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 from django.db import connection
 
-from memory.engine.clock import time_key
+from memory.engine.clock import keyed
 
 CYCLE_BATCH = 2000
 REBUILD_BATCH = 10000
@@ -24,9 +27,11 @@ class FoldRow(NamedTuple):
     intent_json: str
     created_at: int
     shard: int
-    # time_key(timestamp), computed once where the row is read: the session fold and the
-    # episode walk both compare through it. None when a caller builds a row by hand.
+    # time_key(timestamp) and the instant it names (moment_of_key), computed once where the
+    # row is read: the session fold and the episode walk both compare through the key, the
+    # walk measures gaps with the moment. Both None when a caller builds a row by hand.
     key: str | None = None
+    moment: datetime | None = None
 
 
 FOLD_COLUMNS = (
@@ -34,9 +39,13 @@ FOLD_COLUMNS = (
 )
 
 
+_new_tuple = tuple.__new__
+
+
 def _fold_row(r: tuple) -> FoldRow:
     # A timestamp that is not text (a poison row) gets no key: the quarantine decides on it.
-    return FoldRow(*r, time_key(r[2]) if r[2].__class__ is str else None)
+    # tuple.__new__, not FoldRow(...): the generated __new__ is a Python call per row.
+    return _new_tuple(FoldRow, (*r, *keyed(r[2])) if r[2].__class__ is str else (*r, None, None))
 
 
 def mark_id(row_id: object) -> str:
@@ -86,22 +95,17 @@ def iter_rows_owner_major(batch: int = REBUILD_BATCH) -> Iterator[FoldRow]:
             )
             params = (owner, created_at, row_id, batch)
         rows = fetch(sql, params)
-        for r in rows:
-            yield _fold_row(r)
+        yield from map(_fold_row, rows)
         if len(rows) < batch:
             return
         last = rows[-1]
         after = (last[1], last[6], mark_id(last[0]))
 
 
+_OWNER = itemgetter(1)
+
+
 def by_owner(rows: Iterable[FoldRow]) -> Iterator[tuple[str, list[FoldRow]]]:
-    owner: str | None = None
-    group: list[FoldRow] = []
-    for row in rows:
-        if row.owner_id != owner:
-            if group:
-                yield owner, group  # type: ignore[misc]
-            owner, group = row.owner_id, []
-        group.append(row)
-    if group:
-        yield owner, group  # type: ignore[misc]
+    """Runs of rows with the same owner_id, in order (groupby: the grouping loop runs in C)."""
+    for owner, group in groupby(rows, _OWNER):
+        yield owner, list(group)

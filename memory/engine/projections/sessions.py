@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 from django.db import connection
 
-from memory.engine.clock import time_key
+from memory.engine.clock import UNTIMED, time_key
 from memory.engine.projections.rows import FoldRow
 from memory.models import MemorySession
 
@@ -234,31 +234,39 @@ def fold_owner(rows: Sequence[FoldRow]) -> dict[str, SessionState]:
 
     The same terms as folding row by row (the property tests hold rebuild to the cycle), with
     each session's terms in a mutable list until the end: a rebuild makes one state per
-    session instead of one per row, which is most of what it spends beyond reading.
+    session instead of one per row, which is most of what it spends beyond reading. The loop
+    runs once per row a rebuild folds: rows are unpacked (no attribute lookups), a row of the
+    previous row's session reuses its key and terms, and "untimed" is a comparison, not a call.
     """
     terms: dict[
         str, list
     ] = {}  # session key -> [first_at, last_at, count, spoken, last id, first_key, last_key]
-    for row in rows:
-        skey = session_key_of(row.conversation_id, row.location_id)
-        key = row.key or time_key(row.timestamp)
-        j = row.intent_json
-        spoken = 1 if ('"dialogue"' in j or "\\u" in j) and is_dialogue(j) else 0
-        t = terms.get(skey)
-        if t is None:
-            terms[skey] = [row.timestamp, row.timestamp, 1, spoken, row.id, key, key]
-            continue
-        if key.startswith("~"):  # untimed: a member, never a bound (as in fold_session)
+    t: list | None = None
+    conv_seen = loc_seen = None
+    for row_id, _owner, ts, loc, conv, j, _created, _shard, key, _moment in rows:
+        if t is None or conv != conv_seen or loc != loc_seen:
+            conv_seen, loc_seen = conv, loc
+            skey = session_key_of(conv, loc)
+            t = terms.get(skey)
+            if t is None:
+                key = key or time_key(ts)
+                spoken = 1 if ('"dialogue"' in j or "\\u" in j) and is_dialogue(j) else 0
+                t = terms[skey] = [ts, ts, 1, spoken, row_id, key, key]
+                continue
+        if key is None:
+            key = time_key(ts)
+        if key >= UNTIMED:  # untimed: a member, never a bound (as in fold_session)
             pass
-        elif t[6].startswith("~"):
-            t[0], t[1], t[5], t[6] = row.timestamp, row.timestamp, key, key
+        elif t[6] >= UNTIMED:
+            t[0], t[1], t[5], t[6] = ts, ts, key, key
         else:
             if key < t[5]:
-                t[0], t[5] = row.timestamp, key
+                t[0], t[5] = ts, key
             if key > t[6]:
-                t[1], t[6] = row.timestamp, key
+                t[1], t[6] = ts, key
         t[2] += 1
-        t[3] += spoken
-        t[4] = row.id
+        if '"dialogue"' in j or "\\u" in j:
+            t[3] += is_dialogue(j)
+        t[4] = row_id
     owner_id = rows[0].owner_id if rows else ""
     return {skey: SessionState(owner_id, skey, *t) for skey, t in terms.items()}
