@@ -124,6 +124,49 @@ def _buffer_context(viewer: Viewer, state: BufferState) -> dict[str, Any]:
 
 
 ALIASES_SHOWN = 100
+# Strangers (targets the viewer has no label for) are alike: "unknown", "an unfamiliar figure",
+# a descriptor to take. A few show what such a row is and let an editor name one at once; more
+# would push the labels that matter (and the history) out of sight on a crowded world and make
+# the page pay for rows nobody reads. The count and "Show all" say where the rest are.
+STRANGERS_SHOWN = 10
+
+
+def _alias_item(
+    viewer: Viewer,
+    r: viewer_reads.AliasRow,
+    buffer_url: str,
+    *,
+    can_edit: bool,
+    errors: list[str],
+    warnings: list[str],
+    rejected: str | None,
+    selected: bool,
+) -> dict[str, Any]:
+    """One alias row with every value its template prints made here, once: in the template,
+    a hundred rows' includes, slugify, {% url %} and nested lookups were most of the page."""
+    dom = slugify(r.target_id)
+    name = r.true_name or r.target_id
+    return {
+        "target": r.target_id,
+        "name": name,
+        "named": name != r.target_id,
+        "in_world": r.in_world,
+        "state": r.state,
+        "label": r.label,
+        "shown_as": r.shown_as,
+        "suggestion": r.suggestion,
+        # An editor gets one click to take the suggestion, unless it is already the label.
+        "offer": can_edit and bool(r.suggestion) and r.suggestion != r.label,
+        # A refused label stays in its input, beside the reason, to be corrected.
+        "value": rejected if rejected is not None else (r.label or ""),
+        "rejected": rejected,
+        "errors": errors,
+        "warnings": warnings,
+        "dom": dom,
+        "edit_url": reverse("memory:alias_edit", args=[viewer.id, r.target_id]),
+        "uses_url": f"{buffer_url}?{urlencode({'uses': r.target_id})}",
+        "selected": selected,
+    }
 
 
 def _aliases_context(
@@ -133,10 +176,12 @@ def _aliases_context(
     show_all: bool = False,
     selected: tuple[str, ...] = (),
     rejected: dict[str, str] | None = None,
+    can_edit: bool = False,
 ) -> dict:
-    """Every alias row; past ALIASES_SHOWN targets only the labelled ones and any the edit just
-    touched, unless ?all_aliases=1 (a crowd of strangers would make the page megabytes)."""
-    errors, warnings = errors or {}, warnings or {}
+    """Every alias row; past ALIASES_SHOWN targets only the labelled ones, any the edit just
+    touched and the first STRANGERS_SHOWN strangers, unless ?all_aliases=1 (a crowd of
+    strangers would make the page megabytes)."""
+    errors, warnings, rejected = errors or {}, warnings or {}, rejected or {}
     # Objects first (ids and kinds), attributes only for the rows shown.
     knowledge = world_knowledge(viewer.obj.world_id, attributes_for=())
     targets = viewer_reads.alias_targets(viewer, knowledge)
@@ -145,38 +190,34 @@ def _aliases_context(
         keep = [t for t in targets if t in viewer.aliases or t in errors or t in warnings]
         picked = set(keep)
         strangers = [t for t in targets if t not in picked]
-        picked |= set(strangers[: max(ALIASES_SHOWN - len(keep), 0)])
+        picked |= set(strangers[: max(min(ALIASES_SHOWN - len(keep), STRANGERS_SHOWN), 0)])
         visible = [t for t in targets if t in picked]
     else:
         visible = targets
     load_attributes(knowledge, [viewer.id, *visible])
-    # The row's DOM id and edit URL are made here, once each: in the template, a hundred rows'
-    # slugify and {% url %} calls were a third of the viewer page.
     buffer_url = reverse("memory:buffer_panel", args=[viewer.id])
     rows = [
-        {
-            "row": r,
-            "name": r.true_name or r.target_id,
-            "errors": errors.get(r.target_id, []),
-            "warnings": warnings.get(r.target_id, []),
-            # A refused label stays in its input, beside the reason, to be corrected.
-            "rejected": (rejected or {}).get(r.target_id),
-            "dom": slugify(r.target_id),
-            "edit_url": reverse("memory:alias_edit", args=[viewer.id, r.target_id]),
-            "uses_url": f"{buffer_url}?{urlencode({'uses': r.target_id})}",
-            "selected": r.target_id in selected,
-        }
+        _alias_item(
+            viewer,
+            r,
+            buffer_url,
+            can_edit=can_edit,
+            errors=errors.get(r.target_id, []),
+            warnings=warnings.get(r.target_id, []),
+            rejected=rejected.get(r.target_id),
+            selected=r.target_id in selected,
+        )
         for r in viewer_reads.alias_rows(viewer, knowledge, targets=visible)
     ]
-    shown = {item["row"].target_id for item in rows}
+    shown = {item["target"] for item in rows}
     return {
         "rows": rows,
         "hidden": len(targets) - len(rows),
         "all_url": reverse("memory:aliases_panel", args=[viewer.id]) + "?all_aliases=1",
         "other_errors": [(t, errs) for t, errs in errors.items() if t not in shown],
         "history": viewer_reads.alias_history(viewer.id),
-        "errors": errors or {},
-        "warnings": warnings or {},
+        "errors": errors,
+        "warnings": warnings,
         "aliases_error": viewer.aliases_error,
     }
 
@@ -245,7 +286,8 @@ VIEWERS_SHOWN = 50
 def _viewer_switch(viewer: Viewer) -> dict[str, Any]:
     """The switcher's window: at most VIEWERS_SHOWN ids of the viewer's world around the
     current one (a list of 1,000 links is neither quick to render nor usable); the rest are
-    one search away (the header's "Find a viewer", the overview)."""
+    one search away (the header's "Find a viewer", the overview). Each link's URL and name
+    are made here, once: fifty {% url %} tags were a tenth of the page."""
     ids = viewer_reads.viewer_ids(viewer.obj.world_id)
     if len(ids) > VIEWERS_SHOWN:
         at = ids.index(viewer.id) if viewer.id in ids else 0
@@ -255,7 +297,16 @@ def _viewer_switch(viewer: Viewer) -> dict[str, Any]:
         shown = ids
     names = viewer_reads.display_names(shown)
     return {
-        "items": [(i, names[i]) for i in shown],
+        "links": [
+            {
+                "id": i,
+                "name": names[i],
+                "named": names[i] != i,
+                "url": reverse("memory:viewer", args=[i]),
+                "current": i == viewer.id,
+            }
+            for i in shown
+        ],
         "hidden": len(ids) - len(shown),
         "total": len(ids),
     }
@@ -276,6 +327,7 @@ def _viewer_context(
     state = BufferState.from_request(request)
     links = _line_links(viewer, state)
     names = viewer_reads.display_names([viewer.id])
+    can_edit = request.user.has_perm(EDIT_PERMISSION)
     # Lazy: a panel fragment reads only its own panel, so it pays only for that panel.
     return {
         "viewer": viewer,
@@ -288,13 +340,14 @@ def _viewer_context(
                 viewer,
                 show_all=request.GET.get("all_aliases") == "1",
                 selected=links.alias_targets if links else (),
+                can_edit=can_edit,
                 **aliases_extra,
             )
         ),
         "buffer": SimpleLazyObject(lambda: _buffer_context(viewer, state)),
         "sessions": SimpleLazyObject(lambda: _sessions_context(viewer, links)),
         "faces": SimpleLazyObject(lambda: _faces_context(request, viewer)),
-        "can_edit": request.user.has_perm(EDIT_PERMISSION),
+        "can_edit": can_edit,
         "json_twin": reverse("api:buffer", args=[viewer.id]),
     }
 
