@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from django.contrib.auth.decorators import login_required, permission_required
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 from django.utils.functional import SimpleLazyObject
+from django.utils.http import RFC3986_SUBDELIMS
 from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_POST
 
@@ -18,6 +19,7 @@ from memory.engine.cursor import BadCursor
 from memory.engine.errors import NotFound
 from memory.engine.knowledge import Viewer, get_viewer, load_attributes, world_knowledge
 from memory.web import services
+from memory.web.converters import IdConverter
 from memory.web.roles import EDIT_PERMISSION
 from memory.web.selectors import buffer as buffer_reads
 from memory.web.selectors import faces as face_reads
@@ -31,6 +33,7 @@ from memory.web.views._common import (
     wants_fragment,
 )
 
+_IDS = IdConverter()
 BUFFER_TYPES = ("dialogue", "action", "monologue", "thought")
 
 
@@ -123,6 +126,23 @@ def _buffer_context(viewer: Viewer, state: BufferState) -> dict[str, Any]:
     }
 
 
+def _reverse_each(name: str, head: list[str], ids: list[str]) -> dict[str, str]:
+    """reverse(name, args=[*head, i]) for each id, as one reverse and a splice per id: the
+    last argument is quoted the way reverse quotes an <oid:> segment (a reverse per row was a
+    sixth of the aliases panel's rows)."""
+    marker = "\ue000"  # a private-use character no id needs; its quoted form appears once
+    pattern = reverse(name, args=[*head, marker])
+    before, sep, after = pattern.partition(quote(marker))
+    if not sep:  # not an <oid:> last segment after all: reverse each, as before
+        return {i: reverse(name, args=[*head, i]) for i in ids}
+    return {
+        i: f"{before}{quote(_IDS.to_url(i), safe=RFC3986_SUBDELIMS + '/~:@')}{after}"
+        if i
+        else reverse(name, args=[*head, i])
+        for i in ids
+    }
+
+
 ALIASES_SHOWN = 100
 # Strangers (targets the viewer has no label for) are alike: "unknown", "an unfamiliar figure",
 # a descriptor to take. A few show what such a row is and let an editor name one at once; more
@@ -132,9 +152,9 @@ STRANGERS_SHOWN = 10
 
 
 def _alias_item(
-    viewer: Viewer,
     r: viewer_reads.AliasRow,
     buffer_url: str,
+    edit_url: str,
     *,
     can_edit: bool,
     errors: list[str],
@@ -163,7 +183,7 @@ def _alias_item(
         "errors": errors,
         "warnings": warnings,
         "dom": dom,
-        "edit_url": reverse("memory:alias_edit", args=[viewer.id, r.target_id]),
+        "edit_url": edit_url,
         "uses_url": f"{buffer_url}?{urlencode({'uses': r.target_id})}",
         "selected": selected,
     }
@@ -196,11 +216,12 @@ def _aliases_context(
         visible = targets
     load_attributes(knowledge, [viewer.id, *visible])
     buffer_url = reverse("memory:buffer_panel", args=[viewer.id])
+    edit_urls = _reverse_each("memory:alias_edit", [viewer.id], visible)
     rows = [
         _alias_item(
-            viewer,
             r,
             buffer_url,
+            edit_urls[r.target_id],
             can_edit=can_edit,
             errors=errors.get(r.target_id, []),
             warnings=warnings.get(r.target_id, []),
@@ -296,13 +317,14 @@ def _viewer_switch(viewer: Viewer) -> dict[str, Any]:
     else:
         shown = ids
     names = viewer_reads.display_names(shown)
+    urls = _reverse_each("memory:viewer", [], shown)
     return {
         "links": [
             {
                 "id": i,
                 "name": names[i],
                 "named": names[i] != i,
-                "url": reverse("memory:viewer", args=[i]),
+                "url": urls[i],
                 "current": i == viewer.id,
             }
             for i in shown
