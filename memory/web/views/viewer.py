@@ -9,8 +9,10 @@ from urllib.parse import quote, urlencode
 
 from django.contrib.auth.decorators import login_required, permission_required
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.middleware.csrf import get_token
 from django.urls import reverse
 from django.utils.functional import SimpleLazyObject
+from django.utils.html import format_html
 from django.utils.http import RFC3986_SUBDELIMS
 from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_POST
@@ -197,6 +199,7 @@ def _aliases_context(
     selected: tuple[str, ...] = (),
     rejected: dict[str, str] | None = None,
     can_edit: bool = False,
+    csrf_token: str = "",
 ) -> dict:
     """Every alias row; past ALIASES_SHOWN targets only the labelled ones, any the edit just
     touched and the first STRANGERS_SHOWN strangers, unless ?all_aliases=1 (a crowd of
@@ -240,6 +243,12 @@ def _aliases_context(
         "errors": errors,
         "warnings": warnings,
         "aliases_error": viewer.aliases_error,
+        # What {% csrf_token %} prints, made once for the two forms of every row.
+        "csrf_input": format_html(
+            '<input type="hidden" name="csrfmiddlewaretoken" value="{}">', csrf_token
+        )
+        if can_edit
+        else "",
     }
 
 
@@ -363,6 +372,7 @@ def _viewer_context(
                 show_all=request.GET.get("all_aliases") == "1",
                 selected=links.alias_targets if links else (),
                 can_edit=can_edit,
+                csrf_token=get_token(request) if can_edit else "",
                 **aliases_extra,
             )
         ),
