@@ -202,7 +202,7 @@ def _aliases_context(
     csrf_token: str = "",
 ) -> dict:
     """Every alias row; past ALIASES_SHOWN targets only the labelled ones, any the edit just
-    touched and the first STRANGERS_SHOWN strangers, unless ?all_aliases=1 (a crowd of
+    touched or the selected line names, and the first STRANGERS_SHOWN strangers, unless ?all_aliases=1 (a crowd of
     strangers would make the page megabytes)."""
     errors, warnings, rejected = errors or {}, warnings or {}, rejected or {}
     # Objects first (ids and kinds), attributes only for the rows shown.
@@ -210,7 +210,12 @@ def _aliases_context(
     targets = viewer_reads.alias_targets(viewer, knowledge)
     if not show_all and len(targets) > ALIASES_SHOWN:
         # Picked by label alone, before any row is built: the hidden ones cost nothing.
-        keep = [t for t in targets if t in viewer.aliases or t in errors or t in warnings]
+        # A selected line's targets stay too: the line lights up their rows.
+        keep = [
+            t
+            for t in targets
+            if t in viewer.aliases or t in errors or t in warnings or t in selected
+        ]
         picked = set(keep)
         strangers = [t for t in targets if t not in picked]
         picked |= set(strangers[: max(min(ALIASES_SHOWN - len(keep), STRANGERS_SHOWN), 0)])
