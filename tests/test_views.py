@@ -739,3 +739,51 @@ def test_nul_in_an_alias_edit_is_refused_before_the_database(staff_client, cast)
     assert "label contains control characters" in r.content.decode()
     assert staff_client.post("/viewers/alice/aliases/b%00b/", {"label": "x"}).status_code == 404
     assert not AliasChange.objects.exists()
+
+
+def test_aliases_first_paint_shows_every_label_and_a_few_strangers(
+    staff_client, cast, monkeypatch
+) -> None:
+    """Past ALIASES_SHOWN targets, strangers stop at STRANGERS_SHOWN even with room left under
+    ALIASES_SHOWN; labelled rows never do."""
+    import re
+
+    from memory.web.views import viewer
+
+    monkeypatch.setattr(viewer, "ALIASES_SHOWN", 6)
+    monkeypatch.setattr(viewer, "STRANGERS_SHOWN", 2)
+    for i in range(5):
+        WorldObject.objects.create(
+            id=f"npc-{i}", type="entity", world_id="tavern", aliases_json="[]"
+        )
+    body = fragment(staff_client, "/viewers/alice/aliases/")
+    # alice names bob and charlie (kept, in id order with the strangers); then npc-0, npc-1
+    assert re.findall(r'<tr id="alias-[^"]+" data-target="([^"]+)"', body) == [
+        "bob",
+        "charlie",
+        "npc-0",
+        "npc-1",
+    ]
+    assert "3 more entities this viewer has no name for." in body
+    every = fragment(staff_client, "/viewers/alice/aliases/?all_aliases=1")
+    assert len(re.findall(r'<tr id="alias-', every)) == 7
+    assert "more entit" not in every
+
+
+@pytest.mark.parametrize(
+    "target", ["bob", "a/b", "50%", "x%2Fy", "Ünïcode ok", "q?x=1#f", "semi;colon'&+"]
+)
+def test_alias_edit_urls_spliced_once_match_reverse(target) -> None:
+    from urllib.parse import unquote
+
+    from django.urls import resolve, reverse
+
+    from memory.web.views.viewer import _reverse_each
+
+    urls = _reverse_each("memory:alias_edit", ["al/ice%"], [target])
+    assert urls == {target: reverse("memory:alias_edit", args=["al/ice%", target])}
+    # the server unquotes the path once before resolving it
+    assert resolve(unquote(urls[target])).kwargs == {"viewer_id": "al/ice%", "target_id": target}
+    assert _reverse_each("memory:viewer", [], [target]) == {
+        target: reverse("memory:viewer", args=[target])
+    }

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from django.contrib.auth.decorators import login_required, permission_required
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.middleware.csrf import get_token
 from django.urls import reverse
 from django.utils.functional import SimpleLazyObject
+from django.utils.html import format_html
+from django.utils.http import RFC3986_SUBDELIMS
 from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_POST
 
@@ -18,6 +21,7 @@ from memory.engine.cursor import BadCursor
 from memory.engine.errors import NotFound
 from memory.engine.knowledge import Viewer, get_viewer, load_attributes, world_knowledge
 from memory.web import services
+from memory.web.converters import IdConverter
 from memory.web.roles import EDIT_PERMISSION
 from memory.web.selectors import buffer as buffer_reads
 from memory.web.selectors import faces as face_reads
@@ -31,6 +35,7 @@ from memory.web.views._common import (
     wants_fragment,
 )
 
+_IDS = IdConverter()
 BUFFER_TYPES = ("dialogue", "action", "monologue", "thought")
 
 
@@ -123,7 +128,67 @@ def _buffer_context(viewer: Viewer, state: BufferState) -> dict[str, Any]:
     }
 
 
+def _reverse_each(name: str, head: list[str], ids: list[str]) -> dict[str, str]:
+    """reverse(name, args=[*head, i]) for each id, as one reverse and a splice per id: the
+    last argument is quoted the way reverse quotes an <oid:> segment (a reverse per row was a
+    sixth of the aliases panel's rows)."""
+    marker = "\ue000"  # a private-use character no id needs; its quoted form appears once
+    pattern = reverse(name, args=[*head, marker])
+    before, sep, after = pattern.partition(quote(marker))
+    if not sep:  # not an <oid:> last segment after all: reverse each, as before
+        return {i: reverse(name, args=[*head, i]) for i in ids}
+    return {
+        i: f"{before}{quote(_IDS.to_url(i), safe=RFC3986_SUBDELIMS + '/~:@')}{after}"
+        if i
+        else reverse(name, args=[*head, i])
+        for i in ids
+    }
+
+
 ALIASES_SHOWN = 100
+# Strangers (targets the viewer has no label for) are alike: "unknown", "an unfamiliar figure",
+# a descriptor to take. A few show what such a row is and let an editor name one at once; more
+# would push the labels that matter (and the history) out of sight on a crowded world and make
+# the page pay for rows nobody reads. The count and "Show all" say where the rest are.
+STRANGERS_SHOWN = 10
+
+
+def _alias_item(
+    r: viewer_reads.AliasRow,
+    buffer_url: str,
+    edit_url: str,
+    *,
+    can_edit: bool,
+    errors: list[str],
+    warnings: list[str],
+    rejected: str | None,
+    selected: bool,
+) -> dict[str, Any]:
+    """One alias row with every value its template prints made here, once: in the template,
+    a hundred rows' includes, slugify, {% url %} and nested lookups were most of the page."""
+    dom = slugify(r.target_id)
+    name = r.true_name or r.target_id
+    return {
+        "target": r.target_id,
+        "name": name,
+        "named": name != r.target_id,
+        "in_world": r.in_world,
+        "state": r.state,
+        "label": r.label,
+        "shown_as": r.shown_as,
+        "suggestion": r.suggestion,
+        # An editor gets one click to take the suggestion, unless it is already the label.
+        "offer": can_edit and bool(r.suggestion) and r.suggestion != r.label,
+        # A refused label stays in its input, beside the reason, to be corrected.
+        "value": rejected if rejected is not None else (r.label or ""),
+        "rejected": rejected,
+        "errors": errors,
+        "warnings": warnings,
+        "dom": dom,
+        "edit_url": edit_url,
+        "uses_url": f"{buffer_url}?{urlencode({'uses': r.target_id})}",
+        "selected": selected,
+    }
 
 
 def _aliases_context(
@@ -133,51 +198,62 @@ def _aliases_context(
     show_all: bool = False,
     selected: tuple[str, ...] = (),
     rejected: dict[str, str] | None = None,
+    can_edit: bool = False,
+    csrf_token: str = "",
 ) -> dict:
-    """Every alias row; past ALIASES_SHOWN targets only the labelled ones and any the edit just
-    touched, unless ?all_aliases=1 (a crowd of strangers would make the page megabytes)."""
-    errors, warnings = errors or {}, warnings or {}
+    """Every alias row; past ALIASES_SHOWN targets only the labelled ones, any the edit just
+    touched or the selected line names, and the first STRANGERS_SHOWN strangers, unless ?all_aliases=1 (a crowd of
+    strangers would make the page megabytes)."""
+    errors, warnings, rejected = errors or {}, warnings or {}, rejected or {}
     # Objects first (ids and kinds), attributes only for the rows shown.
     knowledge = world_knowledge(viewer.obj.world_id, attributes_for=())
     targets = viewer_reads.alias_targets(viewer, knowledge)
     if not show_all and len(targets) > ALIASES_SHOWN:
         # Picked by label alone, before any row is built: the hidden ones cost nothing.
-        keep = [t for t in targets if t in viewer.aliases or t in errors or t in warnings]
+        # A selected line's targets stay too: the line lights up their rows.
+        keep = [
+            t
+            for t in targets
+            if t in viewer.aliases or t in errors or t in warnings or t in selected
+        ]
         picked = set(keep)
         strangers = [t for t in targets if t not in picked]
-        picked |= set(strangers[: max(ALIASES_SHOWN - len(keep), 0)])
+        picked |= set(strangers[: max(min(ALIASES_SHOWN - len(keep), STRANGERS_SHOWN), 0)])
         visible = [t for t in targets if t in picked]
     else:
         visible = targets
     load_attributes(knowledge, [viewer.id, *visible])
-    # The row's DOM id and edit URL are made here, once each: in the template, a hundred rows'
-    # slugify and {% url %} calls were a third of the viewer page.
     buffer_url = reverse("memory:buffer_panel", args=[viewer.id])
+    edit_urls = _reverse_each("memory:alias_edit", [viewer.id], visible)
     rows = [
-        {
-            "row": r,
-            "name": r.true_name or r.target_id,
-            "errors": errors.get(r.target_id, []),
-            "warnings": warnings.get(r.target_id, []),
-            # A refused label stays in its input, beside the reason, to be corrected.
-            "rejected": (rejected or {}).get(r.target_id),
-            "dom": slugify(r.target_id),
-            "edit_url": reverse("memory:alias_edit", args=[viewer.id, r.target_id]),
-            "uses_url": f"{buffer_url}?{urlencode({'uses': r.target_id})}",
-            "selected": r.target_id in selected,
-        }
+        _alias_item(
+            r,
+            buffer_url,
+            edit_urls[r.target_id],
+            can_edit=can_edit,
+            errors=errors.get(r.target_id, []),
+            warnings=warnings.get(r.target_id, []),
+            rejected=rejected.get(r.target_id),
+            selected=r.target_id in selected,
+        )
         for r in viewer_reads.alias_rows(viewer, knowledge, targets=visible)
     ]
-    shown = {item["row"].target_id for item in rows}
+    shown = {item["target"] for item in rows}
     return {
         "rows": rows,
         "hidden": len(targets) - len(rows),
         "all_url": reverse("memory:aliases_panel", args=[viewer.id]) + "?all_aliases=1",
         "other_errors": [(t, errs) for t, errs in errors.items() if t not in shown],
         "history": viewer_reads.alias_history(viewer.id),
-        "errors": errors or {},
-        "warnings": warnings or {},
+        "errors": errors,
+        "warnings": warnings,
         "aliases_error": viewer.aliases_error,
+        # What {% csrf_token %} prints, made once for the two forms of every row.
+        "csrf_input": format_html(
+            '<input type="hidden" name="csrfmiddlewaretoken" value="{}">', csrf_token
+        )
+        if can_edit
+        else "",
     }
 
 
@@ -245,7 +321,8 @@ VIEWERS_SHOWN = 50
 def _viewer_switch(viewer: Viewer) -> dict[str, Any]:
     """The switcher's window: at most VIEWERS_SHOWN ids of the viewer's world around the
     current one (a list of 1,000 links is neither quick to render nor usable); the rest are
-    one search away (the header's "Find a viewer", the overview)."""
+    one search away (the header's "Find a viewer", the overview). Each link's URL and name
+    are made here, once: fifty {% url %} tags were a tenth of the page."""
     ids = viewer_reads.viewer_ids(viewer.obj.world_id)
     if len(ids) > VIEWERS_SHOWN:
         at = ids.index(viewer.id) if viewer.id in ids else 0
@@ -254,8 +331,18 @@ def _viewer_switch(viewer: Viewer) -> dict[str, Any]:
     else:
         shown = ids
     names = viewer_reads.display_names(shown)
+    urls = _reverse_each("memory:viewer", [], shown)
     return {
-        "items": [(i, names[i]) for i in shown],
+        "links": [
+            {
+                "id": i,
+                "name": names[i],
+                "named": names[i] != i,
+                "url": urls[i],
+                "current": i == viewer.id,
+            }
+            for i in shown
+        ],
         "hidden": len(ids) - len(shown),
         "total": len(ids),
     }
@@ -276,6 +363,7 @@ def _viewer_context(
     state = BufferState.from_request(request)
     links = _line_links(viewer, state)
     names = viewer_reads.display_names([viewer.id])
+    can_edit = request.user.has_perm(EDIT_PERMISSION)
     # Lazy: a panel fragment reads only its own panel, so it pays only for that panel.
     return {
         "viewer": viewer,
@@ -288,13 +376,15 @@ def _viewer_context(
                 viewer,
                 show_all=request.GET.get("all_aliases") == "1",
                 selected=links.alias_targets if links else (),
+                can_edit=can_edit,
+                csrf_token=get_token(request) if can_edit else "",
                 **aliases_extra,
             )
         ),
         "buffer": SimpleLazyObject(lambda: _buffer_context(viewer, state)),
         "sessions": SimpleLazyObject(lambda: _sessions_context(viewer, links)),
         "faces": SimpleLazyObject(lambda: _faces_context(request, viewer)),
-        "can_edit": request.user.has_perm(EDIT_PERMISSION),
+        "can_edit": can_edit,
         "json_twin": reverse("api:buffer", args=[viewer.id]),
     }
 
