@@ -11,7 +11,6 @@ from django import template
 from django.utils.html import format_html
 
 from memory.engine.clock import parse_timestamp, said_at, short_date, time_of_day
-from memory.web.selectors.viewers import display_names
 
 register = template.Library()
 
@@ -67,10 +66,3 @@ def said(value: object) -> str:
     """The same words as {% moment %}, as plain text (an SVG <title>, an attribute)."""
     at, iso = _moment(value)
     return said_at(at) if at is not None else iso
-
-
-@register.simple_tag
-def name_of(entity_id: str) -> str:
-    """What pages call an entity (its true name, else its id), for a page whose view does not
-    hand the name over; one query, through the same selector as every list."""
-    return display_names([entity_id])[entity_id]

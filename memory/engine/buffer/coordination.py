@@ -136,7 +136,8 @@ _PARTICLES = frozenset(
         "upon",
     ]
 )
-_ADVERBS = frozenset(
+# Adverbs that may sit between a subject and its verb ("Bob also waits").
+ADVERBS = frozenset(
     [
         "also",
         "then",
@@ -153,18 +154,42 @@ _ADVERBS = frozenset(
         "finally",
         "again",
         "not",
-        "too",
-        "quickly",
     ]
 )
 _NOT_A_VERB = _DETERMINERS | _OBJECT_PRONOUNS | _PARTICLES | frozenset(["not", "no", "more"])
 _NOUN_ENDINGS = ("tion", "sion", "ness", "ment", "ity", "ance", "ence", "ship", "hood", "ism")
-_LY_VERBS = frozenset(["apply", "reply", "supply", "rely", "fly", "ally", "rally", "multiply"])
+# Verbs ending in -ly: never taken for adverbs.
+LY_VERBS = frozenset(
+    [
+        "apply",
+        "reply",
+        "supply",
+        "rely",
+        "fly",
+        "ally",
+        "bully",
+        "tally",
+        "rally",
+        "multiply",
+        "imply",
+        "comply",
+        "dally",
+        "sully",
+    ]
+)
+# Between "and" and a coordinated verb, "too" and "quickly" may sit as well.
+_COORDINATED_ADVERBS = ADVERBS | frozenset(["too", "quickly"])
+
+
+def is_adverb(word: str, adverbs: frozenset[str] = ADVERBS) -> bool:
+    """A word that may sit between a subject and its verb: a listed adverb or an -ly word
+    that is not a verb. One rule for the hydrated line (grammar.py) and coordination."""
+    low = word.lower()
+    return low in adverbs or (low.endswith("ly") and low not in LY_VERBS)
 
 
 def _adverb(word: str) -> bool:
-    low = word.lower()
-    return low in _ADVERBS or (low.endswith("ly") and low not in _LY_VERBS)
+    return is_adverb(word, _COORDINATED_ADVERBS)
 
 
 def _could_be_verb(word: str) -> bool:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from memory.engine.buffer.coordination import coordinated_agree
+from memory.engine.buffer.coordination import coordinated_agree, is_adverb
 
 _SUBJECT, _OBJECT, _POSSESSIVE, _INDEPENDENT, _REFLEXIVE = range(5)
 _FIRST_PERSON = ("I", "me", "my", "mine", "myself")
@@ -133,43 +133,6 @@ _NOT_A_NOUN = frozenset(
         "softly",
         "gently",
         "quietly",
-    ]
-)
-_ADVERBS = frozenset(
-    [
-        "also",
-        "then",
-        "never",
-        "still",
-        "just",
-        "always",
-        "often",
-        "already",
-        "now",
-        "soon",
-        "only",
-        "even",
-        "finally",
-        "again",
-        "not",
-    ]
-)
-_LY_VERBS = frozenset(
-    [
-        "apply",
-        "reply",
-        "supply",
-        "rely",
-        "fly",
-        "ally",
-        "bully",
-        "tally",
-        "rally",
-        "multiply",
-        "imply",
-        "comply",
-        "dally",
-        "sully",
     ]
 )
 _MODALS = frozenset(
@@ -348,8 +311,7 @@ def _agree(text: str, source: int, target: int, object_follows: bool) -> str:
         if m is None:
             return text
         word = m.group(2)
-        low = word.lower()
-        if low in _ADVERBS or (low.endswith("ly") and low not in _LY_VERBS):
+        if is_adverb(word):
             pos = m.end()
             continue
 

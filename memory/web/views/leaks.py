@@ -19,6 +19,7 @@ from memory.engine.leaks.world_scan import CSV_HEADER, FINDING_STATES
 from memory.web import inputs, services
 from memory.web.roles import EDIT_PERMISSION, READ_PERMISSION
 from memory.web.selectors import leaks as leak_reads
+from memory.web.selectors import viewers as viewer_reads
 from memory.web.spreadsheet import safe_row
 from memory.web.views._common import get_viewer_for_user, path_id, render_page, wants_fragment
 
@@ -33,7 +34,14 @@ def prompt_page(request: HttpRequest, viewer_id: str) -> HttpResponse:
         "viewer": viewer,
         "json_twin": reverse("api:prompt", args=[viewer.id]),
     }
-    context["prompt"] = leak_reads.prompt_view(viewer)
+    prompt = leak_reads.prompt_view(viewer)
+    # Every name the page shows, in one read: the viewer's and each finding's entity.
+    names = viewer_reads.display_names(
+        [viewer.id, *{f["entity_id"] for f in prompt.findings if f.get("entity_id")}]
+    )
+    context["prompt"] = prompt
+    context["viewer_name"] = names[viewer.id]
+    context["findings"] = [(f, names.get(f.get("entity_id"))) for f in prompt.findings]
     return render_page(request, "memory/prompt.html", "prompt-panel", context)
 
 
