@@ -82,7 +82,10 @@ def alive(pid: int) -> bool:
     return state != "Z"  # a zombie has ended; only its parent's bookkeeping is left
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds the importer's children through /proc; the parent-death signal it checks is Linux's")
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux"),
+    reason="finds the importer's children through /proc; the parent-death signal it checks is Linux's",
+)
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["kill-9", "term"])
 def test_a_killed_import_leaves_no_child_process(tmp_path, sig):
