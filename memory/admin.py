@@ -120,7 +120,15 @@ class EntityAdmin(EverySaveAdmin):
     list_display = ("id", "save_name", "world_id", "location_id", "alias_count")
     list_filter = ("game_save",)
     search_fields = ("id",)
-    readonly_fields = ("id", "save_name", "type", "world_id", "location_id", "is_agent", "aliases_json")
+    readonly_fields = (
+        "id",
+        "save_name",
+        "type",
+        "world_id",
+        "location_id",
+        "is_agent",
+        "aliases_json",
+    )
     fields = readonly_fields
     change_form_template = "admin/memory/entity/change_form.html"
 
@@ -304,7 +312,16 @@ class AuditLogAdmin(ReadOnlyAdmin):
 class LeakAcceptanceAdmin(ReadOnlyEverySaveAdmin):
     """Findings an editor accepted as expected (made and withdrawn on /leaks/, audited there)."""
 
-    list_display = ("accepted_at", "save_name", "viewer_id", "section", "kind", "text", "reason", "accepted_by")
+    list_display = (
+        "accepted_at",
+        "save_name",
+        "viewer_id",
+        "section",
+        "kind",
+        "text",
+        "reason",
+        "accepted_by",
+    )
     list_filter = ("kind", "section")
     search_fields = ("=viewer_id", "text", "reason")
 
