@@ -66,7 +66,10 @@ def test_demo_login_edits_aliases_in_admin_without_superuser(client, designer) -
 
 def test_admin_entity_page_links_to_inspector_and_history(client, designer) -> None:
     body = client.get("/admin/memory/entity/alice/change/").content.decode()
-    assert '<a href="/viewers/alice/" class="viewsitelink">Open in the inspector</a>' in body
+    assert (
+        '<a href="/saves/cast/viewers/alice/" class="viewsitelink">Open in the inspector</a>'
+        in body
+    )
     assert 'href="/admin/memory/aliaschange/?viewer_id=alice"' in body
     listing = client.get("/admin/memory/aliaschange/?viewer_id=alice")
     assert listing.status_code == 200
@@ -81,12 +84,12 @@ def test_alias_history_visible_in_admin_after_an_edit(client, designer) -> None:
 
 
 def test_viewer_page_links_to_admin_for_staff_only(client, designer, django_user_model) -> None:
-    body = client.get("/viewers/alice/").content.decode()
+    body = client.get("/saves/cast/viewers/alice/").content.decode()
     assert 'href="/admin/memory/entity/alice/change/"' in body
     editor = django_user_model.objects.create_user("eddie", password="pw")
     editor.groups.add(Group.objects.get(name=roles.EDITORS))
     client.force_login(editor)
-    body = client.get("/viewers/alice/").content.decode()
+    body = client.get("/saves/cast/viewers/alice/").content.decode()
     assert "/admin/memory/entity/" not in body
 
 

@@ -116,7 +116,7 @@ def methods_of(route: str) -> list[str]:
         if "/aliases/<" in route:
             return ["PUT", "DELETE"]
         return ["GET"]
-    if "/aliases/<" in route or route.startswith("/projections/"):
+    if "/aliases/<" in route or route.startswith("/saves/cast/projections/"):
         return ["POST"]
     if route.startswith("/accounts/logout"):
         return []  # signing the fuzzer out would fuzz the login redirect from then on

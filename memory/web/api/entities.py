@@ -23,7 +23,9 @@ router = Router()
 
 
 @router.get("/entities", response={200: EntityListOut, **READ_ERRORS}, url_name="entities")
-def list_entities(request: HttpRequest, q: str | None = None, world_id: str | None = None):
+def list_entities(
+    request: HttpRequest, save: str, q: str | None = None, world_id: str | None = None
+):
     """Every entity (a possible viewer), optionally searched by id or attribute value, with
     the name pages show it by (its true name, else its id)."""
     access.require_reader(request)
@@ -48,7 +50,7 @@ def list_entities(request: HttpRequest, q: str | None = None, world_id: str | No
     response={200: AliasListOut, **READ_ERRORS},
     url_name="aliases",
 )
-def list_aliases(request: HttpRequest, viewer_id: str):
+def list_aliases(request: HttpRequest, save: str, viewer_id: str):
     """The viewer's alias for every other entity of its world, with state and a suggestion."""
     viewer = access.viewer(request, viewer_id)
     items = [
@@ -71,7 +73,7 @@ def list_aliases(request: HttpRequest, viewer_id: str):
     response={200: AliasChangeOut, **WRITE_ERRORS},
     url_name="alias_set",
 )
-def set_alias(request: HttpRequest, viewer_id: str, target_id: str, payload: AliasIn):
+def set_alias(request: HttpRequest, save: str, viewer_id: str, target_id: str, payload: AliasIn):
     """Set what the viewer calls the target. Refused: unknown target, self, system/generated ids."""
     access.require_editor(request)
     viewer = access.viewer(request, viewer_id)
@@ -91,7 +93,7 @@ def set_alias(request: HttpRequest, viewer_id: str, target_id: str, payload: Ali
     response={200: AliasChangeOut, **WRITE_ERRORS},
     url_name="alias_delete",
 )
-def delete_alias(request: HttpRequest, viewer_id: str, target_id: str):
+def delete_alias(request: HttpRequest, save: str, viewer_id: str, target_id: str):
     """Forget the viewer's alias for the target (it reads as "an unfamiliar figure" again)."""
     access.require_editor(request)
     viewer = access.viewer(request, viewer_id)

@@ -30,7 +30,7 @@ class ProblemListOut(Schema):
 
 
 @router.get("/problems", response={200: ProblemListOut, **READ_ERRORS}, url_name="problems")
-def problems(request: HttpRequest, limit: int = 50, world: str | None = None):
+def problems(request: HttpRequest, save: str, limit: int = 50, world: str | None = None):
     """Rows the projection fold quarantined (skipped, its watermark moved on), oldest first;
     `count` is every recorded problem, `items` at most `limit` of them."""
     access.require_reader(request)
