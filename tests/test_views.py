@@ -50,6 +50,7 @@ def staff_client(client, staff):
 
 PAGES = [
     "/",
+    "/saves/cast/",
     "/saves/cast/viewers/alice/",
     "/saves/cast/viewers/alice/aliases/",
     "/saves/cast/viewers/alice/buffer/",
@@ -134,7 +135,7 @@ def test_viewer_page_shows_rendered_line_and_all_panels(staff_client, chest) -> 
         ("/saves/cast/viewers/alice/buffer/", "buffer-panel"),
         ("/saves/cast/viewers/alice/sessions/", "sessions-panel"),
         ("/saves/cast/viewers/alice/faces/", "faces-panel"),
-        ("/", "viewer-list"),
+        ("/saves/cast/", "viewer-list"),
     ],
 )
 def test_htmx_request_returns_only_the_fragment(staff_client, chest, url, dom_id) -> None:
@@ -223,12 +224,12 @@ def test_script_in_a_description_is_escaped(staff_client, cast) -> None:
 
 def test_script_in_an_alias_is_escaped_on_the_overview(staff_client, cast) -> None:
     WorldObject.objects.filter(id="alice").update(aliases_json=json.dumps([["bob", "<b>bold</b>"]]))
-    body = staff_client.get("/").content.decode()
+    body = staff_client.get("/saves/cast/").content.decode()
     assert "&lt;b&gt;bold&lt;/b&gt;" in body and "<b>bold</b>" not in body
 
 
 def test_overview_matrix_and_search(staff_client, cast) -> None:
-    body = staff_client.get("/").content.decode()
+    body = staff_client.get("/saves/cast/").content.decode()
     assert (
         'class="state-descriptor" data-viewer="alice" data-target="bob" title="descriptor">'
         "the hooded figure</td>" in body
@@ -241,7 +242,9 @@ def test_overview_matrix_and_search(staff_client, cast) -> None:
         'class="state-unknown" data-viewer="bob" data-target="charlie" title="unknown">—</td>'
         in body
     )
-    body = staff_client.get("/?q=gareth", headers={"HX-Request": "true"}).content.decode()
+    body = staff_client.get(
+        "/saves/cast/?q=gareth", headers={"HX-Request": "true"}
+    ).content.decode()
     assert (
         '<a href="/saves/cast/viewers/bob/">Gareth</a><br><span class="muted small">'
         '<code class="id-hint">bob</code> · tavern</span>' in body
@@ -628,7 +631,7 @@ def test_leak_report_lists_filters_and_exports(staff_client, demo) -> None:
 
 
 def test_overview_shows_leak_counts_and_projection_status(staff_client, demo) -> None:
-    body = staff_client.get("/").content.decode()
+    body = staff_client.get("/saves/demo/").content.decode()
     row = body.split('<tr data-viewer="npc-pip">')[1].split("</tr>")[0]
     assert "<td>0</td><td>1</td><td>0</td>" in row  # system_id, unknown_name, private_attribute
     assert '<strong class="lag-rows">0</strong> rows written but not yet folded' in body
@@ -642,11 +645,12 @@ def test_overview_shows_leak_counts_and_projection_status(staff_client, demo) ->
 def test_projection_buttons_run_a_cycle_and_verify(staff_client, demo) -> None:
     remember("npc-pip", v1("counted gulls", "npc-pip"))
     assert (
-        '<strong class="lag-rows">1</strong> row written' in staff_client.get("/").content.decode()
+        '<strong class="lag-rows">1</strong> row written'
+        in staff_client.get("/saves/demo/").content.decode()
     )
     r = staff_client.post("/saves/demo/projections/cycle/")
-    assert r.status_code == 302 and r.url == "/"
-    page = staff_client.get("/").content.decode()
+    assert r.status_code == 302 and r.url == "/saves/demo/"
+    page = staff_client.get("/saves/demo/").content.decode()
     assert "Cycle done: 1 rows folded, 1 sessions written, 3 rows visited." in page
     assert '<strong class="lag-rows">0</strong>' in page
     frag = (
@@ -664,7 +668,7 @@ def test_projection_buttons_run_a_cycle_and_verify(staff_client, demo) -> None:
 def test_projection_buttons_need_the_editor_role_and_post(client, reader, demo) -> None:
     client.force_login(reader)
     assert client.post("/saves/demo/projections/cycle/").status_code == 403
-    assert "Run a cycle" not in client.get("/").content.decode()
+    assert "Run a cycle" not in client.get("/saves/demo/").content.decode()
     assert client.get("/saves/demo/projections/cycle/").status_code == 405
 
 
@@ -712,7 +716,7 @@ def test_viewer_switch_shows_a_window_around_the_viewer(staff_client, cast, monk
     links, current, nav = switch("npc-2")
     assert links == ["npc-0", "npc-1", "npc-2", "npc-3"]  # two before, then the viewer
     assert current == "npc-2"
-    assert "5 more of 9" in nav and 'href="/"' in nav
+    assert "5 more of 9" in nav and 'href="/saves/cast/"' in nav
     assert switch("alice")[0] == ["alice", "bob", "charlie", "npc-0"]  # clamped at the start
     assert switch("npc-5")[0] == ["npc-2", "npc-3", "npc-4", "npc-5"]  # and at the end
     monkeypatch.setattr(viewer, "VIEWERS_SHOWN", 50)
@@ -808,12 +812,18 @@ def test_alias_edit_urls_spliced_once_match_reverse(target) -> None:
 
     from django.urls import resolve, reverse
 
+    from memory.models import Save
+    from memory.web.saves import bound
     from memory.web.views.viewer import _reverse_each
 
-    urls = _reverse_each("memory:alias_edit", ["al/ice%"], [target])
-    assert urls == {target: reverse("memory:alias_edit", args=["al/ice%", target])}
+    with bound(Save(name="s1")):
+        urls = _reverse_each("memory:alias_edit", ["al/ice%"], [target])
+        viewer_urls = _reverse_each("memory:viewer", [], [target])
+    assert urls == {target: reverse("memory:alias_edit", args=["s1", "al/ice%", target])}
     # the server unquotes the path once before resolving it
-    assert resolve(unquote(urls[target])).kwargs == {"viewer_id": "al/ice%", "target_id": target}
-    assert _reverse_each("memory:viewer", [], [target]) == {
-        target: reverse("memory:viewer", args=[target])
+    assert resolve(unquote(urls[target])).kwargs == {
+        "save": "s1",
+        "viewer_id": "al/ice%",
+        "target_id": target,
     }
+    assert viewer_urls == {target: reverse("memory:viewer", args=["s1", target])}

@@ -13,15 +13,20 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
 from functools import wraps
-from typing import Any
+from typing import Annotated, Any
 
 from django.contrib.auth.views import redirect_to_login
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse as django_reverse
+from ninja import Path
 
 from memory.active_save import activate, deactivate
 from memory.engine.saves import get_save
 from memory.models import Save
+
+# The path parameter every operation under /api/saves/{save}/ declares: ninja reads path
+# parameters from the operation's own route only, so the router prefix's must be marked.
+SaveName = Annotated[str, Path(description="The save's name (GET /api/saves lists them).")]
 
 # The Save of the request being answered (the ids-only active save in memory.active_save
 # cannot name it without a query; links need the name).
@@ -130,4 +135,4 @@ def in_save_operation(operation: Callable[..., Any]) -> Callable[..., Any]:
     return within
 
 
-__all__ = ["bound", "current", "in_save", "in_save_operation", "in_save_run", "reverse"]
+__all__ = ["SaveName", "bound", "current", "in_save", "in_save_operation", "in_save_run", "reverse"]

@@ -40,4 +40,4 @@ def projection_action(request: HttpRequest, action: str) -> HttpResponse:
         return redirect(saves.reverse("memory:save"))
     context = projection_context(request)
     context["projection_result"] = {"action": action, "text": text, "result": result}
-    return render_page(request, "memory/overview.html", "projection-panel", context)
+    return render_page(request, "memory/save.html", "projection-panel", context)
