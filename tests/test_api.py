@@ -333,7 +333,9 @@ def test_openapi_documents_error_shape(client, django_user_model) -> None:
     client.force_login(django_user_model.objects.create_user("schema-reader", password="pw"))
     schema = client.get("/api/openapi.json").json()
     assert "ErrorOut" in schema["components"]["schemas"]
-    assert schema["paths"]["/api/saves/cast/viewers/{viewer_id}/buffer"]["get"]["responses"]["404"]
+    assert schema["paths"]["/api/saves/{save}/viewers/{viewer_id}/buffer"]["get"]["responses"][
+        "404"
+    ]
 
 
 def test_openapi_and_docs_need_a_login(client, db) -> None:
@@ -686,15 +688,16 @@ def test_remember_is_a_handful_of_round_trips(client, cast, staff_token) -> None
     ]
     greatest = "GREATEST" if connection.vendor == "postgresql" else "MAX"
     assert [s.split(" SET ")[0] if s.startswith("UPDATE") else s for s in statements] == [
+        "SELECT memory_saves.id, memory_saves.name, memory_saves.kind,",  # the save in the URL
         "SELECT memory_api_tokens.id, memory_api_tokens.user_id, memory_api_tokens.name,",
         "SELECT o.location_id, w.clock_iso FROM",  # owner + its world's clock (or 404)
         "UPDATE memory_projection_shards",
-        "INSERT INTO buffer_entries (id,",
+        "INSERT INTO buffer_entries (game_save_id,",
         "UPDATE memory_owner_state",
         *(["NOTIFY omnia_memory"] if connection.vendor == "postgresql" else []),
         "INSERT INTO memory_audit_log (actor_id,",
     ]
-    assert f"{greatest}(" in ctx.captured_queries[3]["sql"]
+    assert f"{greatest}(" in ctx.captured_queries[4]["sql"]
 
 
 @pytest.mark.parametrize(

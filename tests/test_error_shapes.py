@@ -66,7 +66,7 @@ def test_500_page_is_styled_and_says_nothing_of_the_cause(signed_in, monkeypatch
     def boom(*args, **kwargs):
         raise RuntimeError("secret internals")
 
-    monkeypatch.setattr(overview.viewer_reads, "list_worlds", boom)
+    monkeypatch.setattr(overview.save_reads, "summaries", boom)
     signed_in.raise_request_exception = False
     r = signed_in.get("/")
     body = r.content.decode()

@@ -151,7 +151,7 @@ def hostile_world(cast, django_user_model):
 
     write("alice", 1, entry_id="m-1", text="hello there")
     WorldObject.objects.create(
-        id="guild/ann", type="entity", world=cast.world, location_id="tavern-main", is_agent=1
+        id="guild/ann", type="entity", world_id=cast.world.id, location_id="tavern-main", is_agent=1
     )
     write("guild/ann", 2, entry_id="note/1", text="a line with a slash id")
     staff = django_user_model.objects.create_user("fuzzer", password="pw", is_staff=True)

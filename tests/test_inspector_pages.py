@@ -44,7 +44,7 @@ def test_display_names_are_true_names_else_ids_in_one_query(
 
 def test_overview_lists_names_and_keeps_non_agents_apart(staff_client, demo) -> None:
     WorldObject.objects.create(id="crate-7", type="entity", world_id="harbor-town", is_agent=0)
-    body = staff_client.get("/").content.decode()
+    body = staff_client.get("/saves/demo/").content.decode()
     assert (
         f'<li><a href="/saves/demo/viewers/{ISOLDE}/">Isolde Varga</a><br><span class="muted small">'
         f'<code class="id-hint">{ISOLDE}</code> · harbor-town</span></li>' in body
@@ -70,19 +70,21 @@ def test_overview_lists_names_and_keeps_non_agents_apart(staff_client, demo) -> 
 
 def test_the_json_twin_names_entities_as_the_page_does(staff_client, demo) -> None:
     items = staff_client.get("/api/saves/demo/entities?q=npc-").json()["items"]
-    page = staff_client.get("/?q=npc-", headers={"HX-Request": "true"}).content.decode()
+    page = staff_client.get("/saves/demo/?q=npc-", headers={"HX-Request": "true"}).content.decode()
     shown = re.findall(r'<a href="/saves/demo/viewers/([^/]+)/">([^<]+)</a>', page)
     assert [(i["id"], i["name"]) for i in items] == shown
     assert ("npc-tobiah", "Tobiah Crane") in shown
 
 
 def test_a_search_with_one_match_opens_the_viewer(staff_client, demo) -> None:
-    r = staff_client.get("/?q=isolde")
+    r = staff_client.get("/saves/demo/?q=isolde")
     assert (r.status_code, r.headers["Location"]) == (302, f"/saves/demo/viewers/{ISOLDE}/")
     # The live list (htmx, while typing) never jumps; several matches list them.
-    assert staff_client.get("/?q=isolde", headers={"HX-Request": "true"}).status_code == 200
-    assert staff_client.get("/?q=npc-").status_code == 200
-    assert staff_client.get("/?q=nobody-at-all").status_code == 200
+    assert (
+        staff_client.get("/saves/demo/?q=isolde", headers={"HX-Request": "true"}).status_code == 200
+    )
+    assert staff_client.get("/saves/demo/?q=npc-").status_code == 200
+    assert staff_client.get("/saves/demo/?q=nobody-at-all").status_code == 200
 
 
 def test_viewer_page_is_titled_by_name(staff_client, demo) -> None:
@@ -210,7 +212,7 @@ def test_viewer_panels_read_oldest_first_with_people_times(staff_client, demo) -
 
 
 def test_projection_status_says_the_watermark_as_a_time(staff_client, demo) -> None:
-    body = staff_client.get("/").content.decode()
+    body = staff_client.get("/saves/demo/").content.decode()
     watermarks = re.findall(r'<td class="watermark">(.*?)</td>', body)
     assert len(watermarks) == 4
     for cell in watermarks:

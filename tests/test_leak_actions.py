@@ -40,7 +40,7 @@ def editor_client(client, django_user_model):
 
 
 def states(client, query: str = "") -> list[tuple[str, str, str, int, str]]:
-    items = client.get(f"/saves/cast/leaks.json{query}").json()["items"]
+    items = client.get(f"/saves/millbrook/leaks.json{query}").json()["items"]
     return [(f["viewer_id"], f["kind"], f["text"], f["count"], f["state"]) for f in items]
 
 
@@ -75,7 +75,7 @@ def test_accept_with_htmx_answers_the_table_and_records_it(editor_client, millbr
         ("hale", "system_id", "the-tannery", 1, "open"),
     ]
     # The overview counts open findings only.
-    overview = editor_client.get("/").content.decode()
+    overview = editor_client.get("/saves/millbrook/").content.decode()
     ida = overview.split('<tr data-viewer="ida">')[1].split("</tr>")[0]
     assert "<td>1</td><td>0</td><td>0</td>" in ida
 

@@ -24,7 +24,9 @@ def test_every_formula_leader_is_neutralised_and_nothing_else_changes():
 
 
 @pytest.mark.django_db
-def test_the_leak_csv_export_neutralises_hostile_cells(client, django_user_model, monkeypatch):
+def test_the_leak_csv_export_neutralises_hostile_cells(
+    client, django_user_model, monkeypatch, cast
+):
     from memory.web.selectors import leaks
 
     hostile = {

@@ -6,7 +6,7 @@ that save."""
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 
@@ -15,6 +15,8 @@ from memory.engine.saves import live_saves, resolve_save
 from memory.web.converters import IdConverter
 
 _IDS = IdConverter()
+# Django refuses to redirect past 16 KiB (DisallowedRedirect); no id is near this long.
+MAX_REDIRECT = 8192
 
 
 def _viewer_id(path: str) -> str | None:
@@ -41,7 +43,10 @@ def moved(request: HttpRequest, rest: str = "") -> HttpResponse:
             {"choices": choices, "path": path, "viewer_id": viewer_id},
             status=200 if choices else 404,
         )
-    return HttpResponseRedirect(_within(save.name, request))
+    target = _within(save.name, request)
+    if len(target) > MAX_REDIRECT:
+        raise Http404("no page at this address")
+    return HttpResponseRedirect(target)
 
 
 def _within(name: str, request: HttpRequest) -> str:
