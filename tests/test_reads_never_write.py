@@ -8,6 +8,7 @@ from django.db import connection
 
 from memory.engine.projections import run_cycle
 from memory.engine.write_door import remember
+from memory.models import WorldObject
 from memory.web.auth import issue_token
 
 
@@ -133,6 +134,9 @@ def test_reading_every_page_and_api_read_writes_nothing(client, world) -> None:
     pages = [
         "/",
         "/?q=a",  # several matches: one would redirect to its viewer
+        "/saves/cast/",
+        "/saves/cast/?q=a",
+        "/saves/cast/delete/",  # the confirm page only reads
         "/saves/cast/viewers/alice/",
         "/saves/cast/viewers/bob/",
         "/saves/cast/viewers/alice/aliases/",
@@ -145,16 +149,20 @@ def test_reading_every_page_and_api_read_writes_nothing(client, world) -> None:
         f"/saves/cast/viewers/alice/entries/{entry.id}/",
         "/admin/",
         "/admin/memory/entity/",
-        "/admin/memory/entity/alice/change/",
+        f"/admin/memory/entity/{WorldObject.objects.get(id='alice').uid}/change/",
         "/admin/memory/bufferentry/",
-        f"/admin/memory/bufferentry/{entry.id}/change/",
+        f"/admin/memory/bufferentry/{entry.uid}/change/",
         "/admin/memory/aliaschange/",
         "/admin/memory/auditlog/",
     ]
     for url in pages:
         assert client.get(url).status_code == 200, url
         assert client.get(url, headers={"HX-Request": "true"}).status_code == 200, url
+    # An old URL is a redirect into the save that holds the id: it reads only.
+    assert client.get("/viewers/alice/").url == "/saves/cast/viewers/alice/"
     api = [
+        "/api/saves",
+        "/api/saves/cast",
         "/api/saves/cast/entities",
         "/api/saves/cast/viewers/alice/aliases",
         "/api/saves/cast/viewers/alice/buffer",
