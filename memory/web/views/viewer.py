@@ -19,7 +19,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from memory.engine.cursor import BadCursor
 from memory.engine.errors import NotFound
-from memory.engine.knowledge import Viewer, get_viewer, load_attributes, world_knowledge
+from memory.engine.knowledge import Viewer, get_viewer
 from memory.web import services
 from memory.web.converters import IdConverter
 from memory.web.roles import EDIT_PERMISSION
@@ -205,26 +205,16 @@ def _aliases_context(
     touched or the selected line names, and the first STRANGERS_SHOWN strangers, unless ?all_aliases=1 (a crowd of
     strangers would make the page megabytes)."""
     errors, warnings, rejected = errors or {}, warnings or {}, rejected or {}
-    # Objects first (ids and kinds), attributes only for the rows shown.
-    knowledge = world_knowledge(viewer.obj.world_id, attributes_for=())
-    targets = viewer_reads.alias_targets(viewer, knowledge)
-    if not show_all and len(targets) > ALIASES_SHOWN:
-        # Picked by label alone, before any row is built: the hidden ones cost nothing.
-        # A selected line's targets stay too: the line lights up their rows.
-        keep = [
-            t
-            for t in targets
-            if t in viewer.aliases or t in errors or t in warnings or t in selected
-        ]
-        picked = set(keep)
-        strangers = [t for t in targets if t not in picked]
-        picked |= set(strangers[: max(min(ALIASES_SHOWN - len(keep), STRANGERS_SHOWN), 0)])
-        visible = [t for t in targets if t in picked]
-    else:
-        visible = targets
-    load_attributes(knowledge, [viewer.id, *visible])
+    # A selected line's targets stay too: the line lights up their rows.
+    window = viewer_reads.alias_window(
+        viewer,
+        pinned=[*errors, *warnings, *selected],
+        show_all=show_all,
+        limit=ALIASES_SHOWN,
+        strangers=STRANGERS_SHOWN,
+    )
     buffer_url = reverse("memory:buffer_panel", args=[viewer.id])
-    edit_urls = _reverse_each("memory:alias_edit", [viewer.id], visible)
+    edit_urls = _reverse_each("memory:alias_edit", [viewer.id], [r.target_id for r in window.rows])
     rows = [
         _alias_item(
             r,
@@ -236,12 +226,12 @@ def _aliases_context(
             rejected=rejected.get(r.target_id),
             selected=r.target_id in selected,
         )
-        for r in viewer_reads.alias_rows(viewer, knowledge, targets=visible)
+        for r in window.rows
     ]
     shown = {item["target"] for item in rows}
     return {
         "rows": rows,
-        "hidden": len(targets) - len(rows),
+        "hidden": window.total - len(rows),
         "all_url": reverse("memory:aliases_panel", args=[viewer.id]) + "?all_aliases=1",
         "other_errors": [(t, errs) for t, errs in errors.items() if t not in shown],
         "history": viewer_reads.alias_history(viewer.id),
@@ -323,13 +313,7 @@ def _viewer_switch(viewer: Viewer) -> dict[str, Any]:
     current one (a list of 1,000 links is neither quick to render nor usable); the rest are
     one search away (the header's "Find a viewer", the overview). Each link's URL and name
     are made here, once: fifty {% url %} tags were a tenth of the page."""
-    ids = viewer_reads.viewer_ids(viewer.obj.world_id)
-    if len(ids) > VIEWERS_SHOWN:
-        at = ids.index(viewer.id) if viewer.id in ids else 0
-        start = max(0, min(at - VIEWERS_SHOWN // 2, len(ids) - VIEWERS_SHOWN))
-        shown = ids[start : start + VIEWERS_SHOWN]
-    else:
-        shown = ids
+    shown, total = viewer_reads.viewer_window_ids(viewer, VIEWERS_SHOWN)
     names = viewer_reads.display_names(shown)
     urls = _reverse_each("memory:viewer", [], shown)
     return {
@@ -343,8 +327,8 @@ def _viewer_switch(viewer: Viewer) -> dict[str, Any]:
             }
             for i in shown
         ],
-        "hidden": len(ids) - len(shown),
-        "total": len(ids),
+        "hidden": total - len(shown),
+        "total": total,
     }
 
 
