@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db.models import Q
+from django.db.models import BooleanField, Func, Q
 from django.db.models.functions import Lower
 
 from memory.engine.aliases import AliasesJsonError, KnownIds, parse_aliases_json
@@ -126,22 +126,36 @@ FOLDS_TO_WORD = "\u00df\u017f\u1e9e\u212a\ufb00\ufb01\ufb02\ufb03\ufb04\ufb05\uf
 KNOWN_WORDS_MAX = 500
 
 
+class _NotAscii(Func):
+    """True when the text holds a character outside ASCII: more bytes than characters."""
+
+    output_field = BooleanField()
+    template = "OCTET_LENGTH(%(expressions)s) <> CHAR_LENGTH(%(expressions)s)"
+
+    def as_sqlite(self, compiler, connection, **extra):
+        template = "LENGTH(CAST(%(expressions)s AS BLOB)) <> LENGTH(%(expressions)s)"
+        return super().as_sql(compiler, connection, template=template, **extra)
+
+
 def known_ids_among(world_id: str | None, words: Iterable[str]) -> KnownIds:
     """Of the world's ids, casefolded, those equal to one of these casefolded words: all that
-    `derive_descriptor` asks of the world's ids for attributes made of these words, read
-    without reading a 2,000-object world. SQL's lower() folds an ASCII id as casefold does;
-    an id with a character of FOLDS_TO_WORD is read too, and every id is checked here."""
+    `derive_descriptor` asks of the world's ids for attributes made of these words, without
+    reading a 2,000-object world into Python. SQL's lower() folds an ASCII id as casefold
+    does; an id that is not ASCII (it may hold a FOLDS_TO_WORD character) is read too, and
+    every id read is checked here. The world is checked here as well: a scan of the ids is
+    cheaper than the OR of two indexes that `world_objects` costs for every row."""
     wanted = set(words)
     if not wanted:
         return KnownIds()
-    objects = world_objects(world_id)
     if len(wanted) > KNOWN_WORDS_MAX:
-        found = objects.values_list("id", flat=True)
+        found = world_objects(world_id).values_list("id", flat=True)
     else:
-        condition = Q(folded__in=wanted)
-        for char in FOLDS_TO_WORD:
-            condition |= Q(id__contains=char)
-        found = objects.alias(folded=Lower("id")).filter(condition).values_list("id", flat=True)
+        rows = (
+            WorldObject.objects.alias(folded=Lower("id"), odd=_NotAscii("id"))
+            .filter(Q(folded__in=wanted) | Q(odd=True))
+            .values_list("id", "world_id")
+        )
+        found = [i for i, world in rows if world_id is None or world_id in (i, world)]
     return KnownIds(folded for i in found if (folded := i.casefold()) in wanted)
 
 
