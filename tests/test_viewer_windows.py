@@ -163,3 +163,114 @@ def test_viewer_window_ids_is_the_slice_of_every_viewer_id(
         start = max(0, min(at - limit // 2, len(every) - limit))
         with django_assert_num_queries(2):
             assert viewer_window_ids(viewer, limit) == (every[start : start + limit], len(every))
+
+
+# The alias row as viewer.html printed it before the row was made in the view: the reference
+# every state of _alias_row_html must print byte for byte.
+OLD_ROW_LOOP = """    {% for item in aliases.rows %}
+      <tr id="alias-{{ item.dom }}" data-target="{{ item.target }}"{% if item.selected %} class="selected" aria-current="true"{% endif %}>
+        <th scope="row">{% if item.named %}<span class="qa-info" title="true name: QA information, never shown to the viewer">{{ item.name }}</span> <code class="id-hint">{{ item.target }}</code>{% else %}{{ item.target }}{% endif %}{% if not item.in_world %} <span class="muted">(not in world)</span>{% endif %}
+          <a class="uses-link small" href="{{ item.uses_url }}" hx-get="{{ item.uses_url }}" hx-target="#buffer-panel" hx-swap="outerHTML" hx-push-url="true" aria-label="Buffer lines naming {{ item.name }}">lines</a></th>
+        <td>{% if can_edit %}
+          <form class="alias-form" method="post" action="{{ item.edit_url }}" hx-post="{{ item.edit_url }}" hx-target="#aliases-panel" hx-swap="outerHTML">{{ aliases.csrf_input }}
+            <label class="visually-hidden" for="label-{{ item.dom }}">Label {{ viewer.id }} uses for {{ item.target }}</label>
+            <input id="label-{{ item.dom }}" name="label" value="{{ item.value }}" placeholder="{{ item.shown_as }}"{% if item.errors %} aria-invalid="true" aria-describedby="alias-err-{{ item.dom }}"{% elif item.warnings %} aria-describedby="alias-warn-{{ item.dom }}"{% endif %}>
+            <button type="submit" name="action" value="set">Save</button>
+            {% if item.label is not None %}<button type="submit" name="action" value="delete" class="secondary" data-confirm="Forget the label “{{ item.label }}” that {{ viewer.id }} uses for {{ item.target }}? Lines about them will use a description again.">Forget</button>{% endif %}
+          </form>{% else %}<span class="state-{{ item.state }}">{{ item.shown_as }}</span>{% endif %}
+          {% if item.errors %}<ul class="error" id="alias-err-{{ item.dom }}" role="alert">{% for e in item.errors %}<li>{{ e }}</li>{% endfor %}{% if item.rejected is not None %}<li class="muted">Not saved; {{ viewer.id }} still calls them “{{ item.shown_as }}”.</li>{% endif %}</ul>{% endif %}
+          {% if item.warnings %}<ul class="warning" id="alias-warn-{{ item.dom }}" role="status">{% for w in item.warnings %}<li>Saved, but: {{ w }}</li>{% endfor %}</ul>{% endif %}
+          <span class="suggestion small muted">suggested: {{ item.suggestion }}{% if item.offer %}
+            <form class="alias-suggest" method="post" action="{{ item.edit_url }}" hx-post="{{ item.edit_url }}" hx-target="#aliases-panel" hx-swap="outerHTML">{{ aliases.csrf_input }}<button type="submit" name="action" value="suggest" class="secondary" aria-label="Use “{{ item.suggestion }}” as the label for {{ item.target }}">Use</button></form>{% endif %}</span>
+        </td>
+        <td><span class="badge state-{{ item.state }}">{{ item.state }}</span></td>
+      </tr>
+    {% endfor %}"""
+
+
+def _items():
+    hostile = '<b>"Q&A" it\'s \u201cx\u201d</b>'
+    base = {
+        "target": "bob",
+        "name": "Gareth",
+        "named": True,
+        "in_world": True,
+        "state": "descriptor",
+        "label": "the hooded figure",
+        "shown_as": "the hooded figure",
+        "suggestion": "the tall man",
+        "offer": True,
+        "value": "the hooded figure",
+        "rejected": None,
+        "errors": [],
+        "warnings": [],
+        "dom": "bob",
+        "edit_url": "/viewers/alice/aliases/bob/",
+        "uses_url": "/viewers/alice/buffer/?uses=bob&x=1",
+        "selected": False,
+    }
+    yield base
+    yield {**base, "named": False, "name": "bob", "in_world": False, "selected": True}
+    yield {**base, "label": None, "offer": False, "state": "unknown", "value": ""}
+    yield {**base, "errors": ["too long", hostile], "rejected": hostile, "value": hostile}
+    yield {**base, "errors": ["refused"], "rejected": None}
+    yield {**base, "warnings": ["shadows a name", hostile]}
+    yield {key: hostile if isinstance(v, str) else v for key, v in base.items()}
+
+
+@pytest.mark.parametrize("can_edit", [True, False])
+def test_alias_row_html_prints_what_the_template_printed(can_edit) -> None:
+    from django.template import Context, Template
+    from django.utils.html import format_html
+    from django.utils.safestring import mark_safe
+
+    from memory.web.views.viewer import _alias_row_html
+
+    csrf = (
+        format_html('<input type="hidden" name="csrfmiddlewaretoken" value="{}">', "t0k&n")
+        if can_edit
+        else ""
+    )
+    items = list(_items())
+    viewer_id = "al<i>ce"
+    context = {"aliases": {"rows": items, "csrf_input": csrf}, "viewer": {"id": viewer_id}}
+    context["can_edit"] = can_edit
+    before = Template(OLD_ROW_LOOP).render(Context(context))
+    rows = [{"html": mark_safe(_alias_row_html(i, viewer_id, can_edit, csrf))} for i in items]
+    loop = "    {% for item in aliases.rows %}\n      {{ item.html }}\n    {% endfor %}"
+    after = Template(loop).render(Context({"aliases": {"rows": rows}}))
+    assert after == before
+
+
+OLD_SWITCH_LOOP = (
+    "{% for v in links %}\n"
+    '      <li><a href="{{ v.url }}" hx-get="{{ v.url }}" hx-target="#viewer-panels" '
+    'hx-swap="outerHTML" hx-push-url="true" data-viewer-id="{{ v.id }}"'
+    '{% if v.current %} aria-current="page"{% endif %}>{{ v.name }}'
+    '{% if v.named %} <code class="id-hint">{{ v.id }}</code>{% endif %}</a></li>\n'
+    "      {% endfor %}"
+)
+
+
+def test_switch_link_html_prints_what_the_template_printed() -> None:
+    from django.template import Context, Template
+    from django.utils.safestring import mark_safe
+
+    from memory.web.views.viewer import _switch_link_html
+
+    hostile = '<b>"Q&A" it\'s</b>'
+    links = [
+        {"id": "npc-1", "name": "Pip", "named": True, "url": "/viewers/npc-1/", "current": True},
+        {
+            "id": "npc-2",
+            "name": "npc-2",
+            "named": False,
+            "url": "/viewers/npc-2/",
+            "current": False,
+        },
+        {"id": hostile, "name": hostile, "named": True, "url": "/v/?a=1&b=2", "current": False},
+    ]
+    before = Template(OLD_SWITCH_LOOP).render(Context({"links": links}))
+    rows = [{"html": mark_safe(_switch_link_html(link))} for link in links]
+    loop = "{% for v in links %}\n      {{ v.html }}\n      {% endfor %}"
+    assert Template(loop).render(Context({"links": rows})) == before
