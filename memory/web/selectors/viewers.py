@@ -207,12 +207,22 @@ def alias_window(
     entities = objects.filter(type=ObjectType.ENTITY).exclude(pk=viewer.id)
     pinned = set(pinned)
     asked = [t for t in dict.fromkeys([*viewer.aliases, *pinned]) if t != viewer.id]
-    # What each labelled or pinned id is in this world (absent: not of it).
-    kinds = dict(objects.filter(pk__in=asked).values_list("id", "type")) if asked else {}
+    # What each labelled or pinned id is in this world (absent: not of it). By id alone, the
+    # world checked here: the OR of two indexes that `objects` is costs a lookup per row.
+    kinds = {
+        i: kind
+        for i, kind, world in (
+            WorldObject.objects.filter(pk__in=asked).values_list("id", "type", "world_id")
+            if asked
+            else ()
+        )
+        if world_id is None or world_id in (i, world)
+    }
     # Labels for ids the world does not hold close the list (alias_targets); a label for one
     # of its objects that is no entity names no target.
     outside = [t for t in viewer.aliases if t not in kinds and t != viewer.id]
-    in_world = entities.count()
+    # Counted on the (world, type) index alone; the viewer is one of them.
+    in_world = max(_entities(world_id).count() - 1, 0)
     total = in_world + len(outside)
     if show_all or total <= limit:
         shown_world = list(entities.order_by("id").values_list("id", flat=True))
