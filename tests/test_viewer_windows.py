@@ -274,3 +274,21 @@ def test_switch_link_html_prints_what_the_template_printed() -> None:
     rows = [{"html": mark_safe(_switch_link_html(link))} for link in links]
     loop = "{% for v in links %}\n      {{ v.html }}\n      {% endfor %}"
     assert Template(loop).render(Context({"links": rows})) == before
+
+
+@pytest.mark.django_db
+def test_acl_rows_are_read_only_for_objects_with_a_guarded_attribute(
+    cast, django_assert_num_queries
+) -> None:
+    from memory.engine.knowledge import WorldKnowledge, load_attributes
+
+    public = WorldKnowledge(world_id="tavern", objects={}, attributes={}, acl={})
+    with django_assert_num_queries(1):  # the tavern's attributes, no ACL: all are PUBLIC
+        load_attributes(public, ["tavern"])
+    assert public.visible_attributes("alice", "tavern") == {"name": "The Rusty Flagon"}
+    guarded = WorldKnowledge(world_id="tavern", objects={}, attributes={}, acl={})
+    with django_assert_num_queries(2):
+        load_attributes(guarded, ["alice", "bob"])
+    assert guarded.acl == {("bob", "name"): {"charlie"}, ("bob", "weapon"): {"charlie"}}
+    assert guarded.visible_attributes("charlie", "bob")["name"] == "Gareth"
+    assert "name" not in guarded.visible_attributes("alice", "bob")

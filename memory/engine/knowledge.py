@@ -17,7 +17,7 @@ from django.db.models.functions import Lower
 
 from memory.engine.aliases import AliasesJsonError, KnownIds, parse_aliases_json
 from memory.engine.errors import NotFound
-from memory.engine.visibility import can_see
+from memory.engine.visibility import PUBLIC, can_see
 from memory.models import Attribute, AttributeAcl, ObjectType, WorldObject
 
 
@@ -179,7 +179,7 @@ def world_knowledge(
 
 
 def load_attributes(knowledge: WorldKnowledge, object_ids: list[str]) -> None:
-    """Add these objects' attributes and ACL rows to `knowledge` (two queries)."""
+    """Add these objects' attributes and ACL rows to `knowledge` (at most two queries)."""
     # Named rows, not model instances: the same fields to read, at a fraction of the cost
     # for a world of thousands of attributes.
     for attr in (
@@ -188,7 +188,16 @@ def load_attributes(knowledge: WorldKnowledge, object_ids: list[str]) -> None:
         .values_list("object_id", "name", "value", "visibility", named=True)
     ):
         knowledge.attributes.setdefault(attr.object_id, {})[attr.name] = attr
-    for row in AttributeAcl.objects.filter(object_id__in=object_ids).values_list(
+    # An ACL row only ever widens who sees a non-PUBLIC attribute (`can_see` asks no more of
+    # a PUBLIC one): read those of the objects that hold one, and none when none does.
+    guarded = [
+        object_id
+        for object_id in dict.fromkeys(object_ids)
+        if any(a.visibility != PUBLIC for a in knowledge.attributes.get(object_id, {}).values())
+    ]
+    if not guarded:
+        return
+    for row in AttributeAcl.objects.filter(object_id__in=guarded).values_list(
         "object_id", "attribute_name", "entity_id"
     ):
         knowledge.acl.setdefault((row[0], row[1]), set()).add(row[2])
