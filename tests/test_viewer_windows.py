@@ -292,3 +292,30 @@ def test_acl_rows_are_read_only_for_objects_with_a_guarded_attribute(
     assert guarded.acl == {("bob", "name"): {"charlie"}, ("bob", "weapon"): {"charlie"}}
     assert guarded.visible_attributes("charlie", "bob")["name"] == "Gareth"
     assert "name" not in guarded.visible_attributes("alice", "bob")
+
+
+@pytest.mark.django_db
+def test_viewer_page_queries_do_not_grow_with_the_world(
+    cast, client, django_user_model, django_assert_max_num_queries
+) -> None:
+    from django.test.utils import CaptureQueriesContext
+    from django.db import connection
+
+    client.force_login(
+        django_user_model.objects.create_user("ann", password="pw", is_superuser=True)
+    )
+
+    def page_queries() -> int:
+        with CaptureQueriesContext(connection) as ctx:
+            assert client.get("/viewers/alice/").status_code == 200
+        return len(ctx.captured_queries)
+
+    for n in range(30):
+        WorldObject.objects.create(id=f"crowd-{n:03d}", type="entity", world_id="tavern")
+    small = page_queries()
+    for n in range(30, 400):
+        WorldObject.objects.create(id=f"crowd-{n:03d}", type="entity", world_id="tavern")
+        Attribute.objects.create(object_id=f"crowd-{n:03d}", name="name", value=f"Crowd {n}")
+    with django_assert_max_num_queries(small):
+        body = client.get("/viewers/alice/").content.decode()
+    assert "390 more entities this viewer has no name for." in body  # 402 targets, 12 shown
