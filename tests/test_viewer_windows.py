@@ -298,8 +298,8 @@ def test_acl_rows_are_read_only_for_objects_with_a_guarded_attribute(
 def test_viewer_page_queries_do_not_grow_with_the_world(
     cast, client, django_user_model, django_assert_max_num_queries
 ) -> None:
-    from django.test.utils import CaptureQueriesContext
     from django.db import connection
+    from django.test.utils import CaptureQueriesContext
 
     client.force_login(
         django_user_model.objects.create_user("ann", password="pw", is_superuser=True)
