@@ -20,11 +20,17 @@ from memory.web.selectors import compare as compare_reads
 @login_required
 @permission_required(READ_PERMISSION, raise_exception=True)
 def compare_page(request: HttpRequest) -> HttpResponse:
-    context: dict = {"saves": compare_reads.save_names(), "params": {}, "result": None}
+    context: dict = {
+        "saves": compare_reads.save_names(),
+        "params": dict.fromkeys(compare_reads.PARAMS, ""),
+        "result": None,
+        "error": None,
+        "json_twin": None,
+    }
     status = 200
     try:
         params = compare_reads.params_of(request.GET)
-        context["params"] = params
+        context["params"].update(params)
         if params:
             context["json_twin"] = f"{reverse('api:compare')}?{urlencode(params)}"
             context["result"] = compare_reads.comparison(params)
