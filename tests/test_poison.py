@@ -30,7 +30,7 @@ def owners_one_per_shard(world) -> list[str]:
         chosen.setdefault(shard_of(candidate), candidate)
         i += 1
     for owner in chosen.values():
-        WorldObject.objects.create(id=owner, type="entity", world=world, location_id="tavern-main")
+        WorldObject.objects.create(id=owner, type="entity", world_id=world.id, location_id="tavern-main")
     return [chosen[s] for s in range(shard_count())]
 
 

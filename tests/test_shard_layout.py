@@ -26,7 +26,7 @@ def owners_in_every_shard(world, shards: int) -> list[str]:
         chosen.setdefault(shard_of(f"npc-{i}", shards), f"npc-{i}")
         i += 1
     for owner in chosen.values():
-        WorldObject.objects.create(id=owner, type="entity", world=world, location_id="tavern-main")
+        WorldObject.objects.create(id=owner, type="entity", world_id=world.id, location_id="tavern-main")
     return sorted(chosen.values())
 
 
