@@ -447,3 +447,20 @@ def test_compare_needs_a_login(two_eras, client):
     api = client.get("/api/compare", {"a": V1, "b": V2})
     assert api.status_code == 401
     assert api.json()["code"] == "unauthorized"
+
+
+def test_exit_statuses_of_the_command_in_a_shell(tmp_path):
+    """As a game's CI runs it: a child process, its own database, the exit status it sees."""
+    from tests.cli import child_env, manage
+
+    env = child_env(tmp_path / "db.sqlite3")
+    manage("migrate", "-v0", env=env)
+    for name in (V1, V2):
+        manage("import_omnia", str(FIXTURES / f"{name}.sqlite"), "--fold", env=env)
+    done = manage("compare", V1, V2, "--viewer", "alice", "--fail-on-new-leak", env=env)
+    assert done.stdout.splitlines()[-1] == "1 viewer(s) compared; 0 new open leak finding(s) in B"
+    refused = manage("compare", V1, "nope", env=env, check=False)
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert refused.stderr.strip().splitlines() == [
+        f"CommandError: no save named 'nope'; saves here: {V1}, {V2}"
+    ]

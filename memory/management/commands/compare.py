@@ -33,11 +33,9 @@ def _session(s: SessionRef) -> str:
 
 
 class Command(OmniaCommand):
-    help = (
-        "Compare one viewer in two saves (a playthrough diff: buffer lines, aliases, sessions, "
-        "episodes, leak findings), or, with --save, two viewers in one save (what A knows that "
-        "B doesn't). Without --viewer, every viewer both saves hold is compared."
-    )
+    # The rest is said by the arguments' help: a playthrough diff (buffer lines, aliases,
+    # sessions, episodes, leak findings) or what viewer A knows that viewer B doesn't.
+    help = "Compare one viewer in two saves (every viewer without --viewer), or two in one save."
     examples = (
         "tavern-1 tavern-2 --viewer alice",
         "tavern-1 tavern-2 --json --fail-on-new-leak",
