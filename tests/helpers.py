@@ -164,6 +164,7 @@ def child_env() -> dict[str, str]:
 
 # --- whole-table snapshots -----------------------------------------------------------------------
 
+
 def every_table() -> list[str]:
     """Every table of the inspector's app: omnia's mirrored ones, the saves, ours."""
     from django.apps import apps

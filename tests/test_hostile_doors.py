@@ -43,6 +43,8 @@ INTENT = {
     "targetIds": [],
     "modifiers": [],
 }
+
+
 def tables() -> list[str]:
     return every_table()
 

@@ -16,9 +16,9 @@ from django.core.management.base import CommandError
 from django.db import connection
 
 from memory.active_save import use
-from memory.engine.saves import delete_save
 from memory.engine.aliases import resolve_alias
 from memory.engine.knowledge import get_viewer
+from memory.engine.saves import delete_save
 from memory.models import (
     Attribute,
     AttributeAcl,

@@ -25,6 +25,7 @@ from memory.models import (
     AliasChange,
     LeakAcceptance,
     ObjectType,
+    OwnerState,
     Save,
     SessionSummary,
     WorldObject,
@@ -120,6 +121,7 @@ def carry_over(old: Save, new: Save) -> tuple[dict[str, int], dict[str, int]]:
     kept = {"alias edits": 0, "accepted leak findings": 0, "session summaries": 0}
     dropped = dict(kept)
     with use(old):
+        generations = dict(OwnerState.objects.values_list("owner_id", "generation"))
         changes = list(AliasChange.objects.order_by("changed_at", "id"))
         accepted = list(LeakAcceptance.objects.all())
         summaries = list(SessionSummary.objects.all())
@@ -127,6 +129,7 @@ def carry_over(old: Save, new: Save) -> tuple[dict[str, int], dict[str, int]]:
     for change in changes:
         latest[(change.viewer_id, change.target_id)] = change
     with use(new):
+        _move_generations_past(generations)
         applies = {pair for pair in latest if pair[0] in entities and pair[1] in entities}
         _apply_alias_edits({pair: latest[pair].after for pair in applies})
         AliasChange.objects.bulk_create(
@@ -143,6 +146,16 @@ def carry_over(old: Save, new: Save) -> tuple[dict[str, int], dict[str, int]]:
         kept["session summaries"] = len(words)
         dropped["session summaries"] = len(summaries) - len(words)
     return kept, dropped
+
+
+def _move_generations_past(old: dict[str, int]) -> None:
+    """A replace is a write for every owner both saves know: each generation moves past the
+    old save's, so an abstract() pinned before the replace is refused after it (seed 003)."""
+    new = dict(OwnerState.objects.values_list("owner_id", "generation"))
+    for owner_id, before in old.items():
+        OwnerState.objects.update_or_create(
+            owner_id=owner_id, defaults={"generation": before + max(new.get(owner_id, 0), 1)}
+        )
 
 
 def _copy(row, save: Save):
