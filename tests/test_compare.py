@@ -464,3 +464,35 @@ def test_exit_statuses_of_the_command_in_a_shell(tmp_path):
     assert refused.stderr.strip().splitlines() == [
         f"CommandError: no save named 'nope'; saves here: {V1}, {V2}"
     ]
+
+
+def test_the_page_and_the_api_write_nothing_even_when_a_save_is_behind(twice, qa):
+    """A page never writes: B has an unfolded row and stale findings, and reading the
+    comparison neither folds nor stores findings; it says so and scans in memory."""
+    from tests.helpers import table_rows
+
+    with use(get_save("run-2")):
+        remember(
+            "alice",
+            {
+                "type": "monologue",
+                "content": "I think Gareth is hiding something.",
+                "actorId": "alice",
+                "targetIds": [],
+                "modifiers": [],
+            },
+            timestamp="2026-07-06T12:20:00.000Z",
+            entry_id="planted-1",
+        )
+    before = table_rows()
+    query = {"a": "run-1", "b": "run-2", "viewer": "alice"}
+    data = qa.get("/api/compare", query).json()
+    page = qa.get("/compare/", query).content.decode()
+    assert table_rows() == before
+    assert data["notices"] == [
+        "save 'run-2' has 1 row(s) not folded yet: sessions and episodes are not compared "
+        "(run `manage.py run_projections --save run-2`, or compare with --fold)"
+    ]
+    assert data["viewers"][0]["sessions"] is None
+    assert [f["text"] for f in data["viewers"][0]["leaks"]["new"]] == ["Gareth"]
+    assert escape(data["notices"][0]) in page and "Not compared: a save has rows" in page
