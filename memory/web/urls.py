@@ -4,7 +4,16 @@ from django.urls import include, path
 
 from memory.web import converters  # noqa: F401  (registers the "oid" path converter)
 from memory.web.saves import in_save
-from memory.web.views import entries, leaks, moved, overview, projections, save_page, viewer
+from memory.web.views import (
+    compare,
+    entries,
+    leaks,
+    moved,
+    overview,
+    projections,
+    save_page,
+    viewer,
+)
 
 app_name = "memory"
 
@@ -34,6 +43,7 @@ for pattern in in_one_save:
 
 urlpatterns = [
     path("", overview.overview, name="overview"),
+    path("compare/", compare.compare_page, name="compare"),
     path("saves/<str:save>/", include(in_one_save)),
     # The URLs from before saves: to the save holding the id, or a page to choose one.
     path("viewers/", moved.moved, name="moved_pick"),
