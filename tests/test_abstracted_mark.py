@@ -90,7 +90,7 @@ def test_a_marked_ledger_member_is_refused_even_without_its_edge(harbor):
 
 def test_the_member_listing_and_the_entry_pages_show_the_mark(harbor, client, django_user_model):
     client.force_login(django_user_model.objects.create_user("reader", password="pw"))
-    answer = client.get("/api/viewers/mara/long-term/rollup-1").json()
+    answer = client.get("/api/saves/harbor/viewers/mara/long-term/rollup-1").json()
     assert answer["members"] == [
         {
             "id": "m-1",
@@ -101,9 +101,9 @@ def test_the_member_listing_and_the_entry_pages_show_the_mark(harbor, client, dj
         {"id": "mara-1", "title": "Lamp", "kind": "ledger", "abstracted_into": "rollup-1"},
     ]
     assert answer["abstracted_into"] is None
-    member = client.get("/api/viewers/mara/long-term/mara-1").json()
+    member = client.get("/api/saves/harbor/viewers/mara/long-term/mara-1").json()
     assert (member["abstracted_into"], member["rollup"]["id"]) == ("rollup-1", "rollup-1")
-    page = client.get("/viewers/mara/entries/rollup-1/").content.decode()
+    page = client.get("/saves/harbor/viewers/mara/entries/rollup-1/").content.decode()
     # Members by title with their kind; a member whose own mark is missing would say so.
     assert (
         '/viewers/mara/entries/mara-1/">Lamp</a> <span class="muted small">ledger</span>'
@@ -112,7 +112,7 @@ def test_the_member_listing_and_the_entry_pages_show_the_mark(harbor, client, dj
         '/viewers/mara/entries/m-1/">The lamp needs oil.</a> <span class="muted small">buffer</span>'
     ) in page
     assert "mark missing" not in page
-    page = client.get("/viewers/mara/entries/mara-1/").content.decode()
+    page = client.get("/saves/harbor/viewers/mara/entries/mara-1/").content.decode()
     assert (
-        '<dt>rolled up into</dt><dd><a href="/viewers/mara/entries/rollup-1/">“The lamp”</a></dd>'
+        '<dt>rolled up into</dt><dd><a href="/saves/harbor/viewers/mara/entries/rollup-1/">“The lamp”</a></dd>'
     ) in page

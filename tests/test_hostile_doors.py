@@ -287,7 +287,7 @@ SCENARIO_CASES: list[tuple[str, str, Callable[[Path], Path], str]] = [
 
 # --- API bodies -----------------------------------------------------------------------------
 
-MEMORIES = "/api/viewers/alice/memories"
+MEMORIES = "/api/saves/omnia-head-tavern/viewers/alice/memories"
 V2_INTENT = {"type": "action", "content": "waits", "actorId": "alice", "targetIds": []}
 
 API_CASES: list[tuple[str, str, str, str | bytes, str]] = [
@@ -303,12 +303,12 @@ API_CASES: list[tuple[str, str, str, str | bytes, str]] = [
     ("api: bodies", "lone surrogate in location_id", MEMORIES, '{"intent": {"type": "action", "content": "w", "actorId": "alice", "targetIds": []}, "location_id": "\\udc00"}', "location_id"),
     ("api: bodies", "intent nested x100", MEMORIES, {"intent": {**V2_INTENT, "targetIds": nested(100)}}, "intent"),
     ("api: bodies", "intent nested x1000", MEMORIES, '{"intent": {"type": "action", "content": "w", "actorId": "alice", "targetIds": ' + DEEP + "}}", "None"),  # the body as a whole: Cannot parse request body
-    ("api: bodies", "boolean expected_generation", "/api/viewers/alice/abstract", {"member_ids": ["mem-alice-1"], "name": "n", "body": "b", "expected_generation": True}, "expected_generation"),
+    ("api: bodies", "boolean expected_generation", "/api/saves/omnia-head-tavern/viewers/alice/abstract", {"member_ids": ["mem-alice-1"], "name": "n", "body": "b", "expected_generation": True}, "expected_generation"),
     ("api: bodies", "numeric alias label", "PUT /api/viewers/alice/aliases/bob", {"label": 5}, "label"),
     ("api: bodies", "lone surrogate in alias label", "PUT /api/viewers/alice/aliases/bob", '{"label": "x\\ud800"}', "label"),
     ("api: bodies", "NUL in alias label", "PUT /api/viewers/alice/aliases/bob", {"label": "x\x00"}, "label"),
-    ("api: bodies", "lone surrogate in rollup name", "/api/viewers/alice/abstract", '{"member_ids": ["mem-alice-1"], "name": "\\udc00", "body": "b", "expected_generation": 0}', "name"),
-    ("api: bodies", "lone surrogate in rollup member id", "/api/viewers/alice/abstract", '{"member_ids": ["\\udc00"], "name": "n", "body": "b", "expected_generation": 0}', "member_ids"),
+    ("api: bodies", "lone surrogate in rollup name", "/api/saves/omnia-head-tavern/viewers/alice/abstract", '{"member_ids": ["mem-alice-1"], "name": "\\udc00", "body": "b", "expected_generation": 0}', "name"),
+    ("api: bodies", "lone surrogate in rollup member id", "/api/saves/omnia-head-tavern/viewers/alice/abstract", '{"member_ids": ["\\udc00"], "name": "n", "body": "b", "expected_generation": 0}', "member_ids"),
     ("timestamps", "API time in words", MEMORIES, {"intent": V2_INTENT, "timestamp": "yesterday evening"}, "timestamp"),
     ("timestamps", "API time without zone", MEMORIES, {"intent": V2_INTENT, "timestamp": "2026-07-06T12:00:00"}, "timestamp"),
     ("timestamps", "API hour 25", MEMORIES, {"intent": V2_INTENT, "timestamp": "2026-07-06T25:00:00.000Z"}, "timestamp"),

@@ -181,12 +181,12 @@ def test_the_faces_panel_and_api_show_the_warning(tmp_path, db, client, django_u
         created_at=1,
     )
     client.force_login(django_user_model.objects.create_user("reader", password="pw"))
-    page = client.get("/viewers/mara/faces/").content.decode()
+    page = client.get("/saves/harbor/viewers/mara/faces/").content.decode()
     assert (
         "Same name after trimming, “The Lighthouse”: <code>mara-1</code> “The Lighthouse”, "
         "<code>mara-old</code> “ The Lighthouse”."
     ) in page
-    assert client.get("/api/viewers/mara/faces").json()["name_warnings"] == [
+    assert client.get("/api/saves/harbor/viewers/mara/faces").json()["name_warnings"] == [
         {
             "name": "The Lighthouse",
             "entries": [

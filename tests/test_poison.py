@@ -131,8 +131,8 @@ def test_one_poison_row_per_shard_is_quarantined_and_every_other_row_folds(cast,
         assert f'<span class="muted">{owner} · tavern</span>' in page
     for _row_id, _intent, reason in planted:
         assert reason.replace("'", "&#x27;").rstrip(": ") in page
-    assert Client().get("/api/problems").status_code == 401  # reads need a login or token
-    api = reader.get("/api/problems").json()
+    assert Client().get("/api/saves/cast/problems").status_code == 401  # reads need a login or token
+    api = reader.get("/api/saves/cast/problems").json()
     assert api["count"] == 4
     assert sorted(item["owner_id"] for item in api["items"]) == sorted(owners)
     assert sorted(item["reason"][:20] for item in api["items"]) == sorted(
@@ -143,10 +143,10 @@ def test_one_poison_row_per_shard_is_quarantined_and_every_other_row_folds(cast,
     # The owners' pages answer (the buffer shows the rows it can, the sessions the folded).
     for owner in owners:
         for path in ("", "buffer/", "sessions/", "prompt/"):
-            response = reader.get(f"/viewers/{owner}/{path}")
+            response = reader.get(f"/saves/cast/viewers/{owner}/{path}")
             assert response.status_code == 200, (owner, path, response.status_code)
-        assert reader.get(f"/api/viewers/{owner}/buffer").status_code == 200
-        assert reader.get(f"/api/viewers/{owner}/sessions").status_code == 200
+        assert reader.get(f"/api/saves/cast/viewers/{owner}/buffer").status_code == 200
+        assert reader.get(f"/api/saves/cast/viewers/{owner}/sessions").status_code == 200
         for command in (("render_buffer", owner), ("render_prompt", owner), ("faces", owner)):
             assert _run(*command)[0] == 0  # no traceback from the commands either
 

@@ -85,7 +85,7 @@ def test_the_api_refuses_a_junk_timestamp_with_a_422_naming_the_field(
 ):
     client.force_login(django_user_model.objects.create_user("s", password="pw", is_staff=True))
     r = client.post(
-        "/api/viewers/alice/memories",
+        "/api/saves/cast/viewers/alice/memories",
         {
             "intent": {"type": "action", "content": "w", "actorId": "alice", "targetIds": []},
             "timestamp": "yesterday evening",

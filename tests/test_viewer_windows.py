@@ -309,7 +309,7 @@ def test_viewer_page_queries_do_not_grow_with_the_world(
 
     def page_queries() -> int:
         with CaptureQueriesContext(connection) as ctx:
-            assert client.get("/viewers/alice/").status_code == 200
+            assert client.get("/saves/cast/viewers/alice/").status_code == 200
         return len(ctx.captured_queries)
 
     for n in range(30):
@@ -319,5 +319,5 @@ def test_viewer_page_queries_do_not_grow_with_the_world(
         WorldObject.objects.create(id=f"crowd-{n:03d}", type="entity", world_id="tavern")
         Attribute.objects.create(object_id=f"crowd-{n:03d}", name="name", value=f"Crowd {n}")
     with django_assert_max_num_queries(small):
-        body = client.get("/viewers/alice/").content.decode()
+        body = client.get("/saves/cast/viewers/alice/").content.decode()
     assert "390 more entities this viewer has no name for." in body  # 402 targets, 12 shown
