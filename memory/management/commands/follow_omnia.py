@@ -10,11 +10,7 @@ from memory.worlds.report import WorldImportError
 
 
 class Command(OmniaCommand):
-    help = (
-        "Follow an omnia save while a game writes it: read-only, each change applied "
-        "incrementally and atomically, projections and leak findings current after each batch; "
-        "a restart resumes where it stopped. Stops on SIGTERM or Ctrl-C after the batch in hand."
-    )
+    help = "Follow an omnia save while a game writes it: each change applied as it lands; resumes."
     examples = (
         "var/live.sqlite",
         "var/live.sqlite --as tuesday-playtest --interval 0.5",

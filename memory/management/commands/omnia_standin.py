@@ -10,10 +10,7 @@ from memory.worlds.standin import StandIn
 
 
 class Command(OmniaCommand):
-    help = (
-        "A game stand-in: write an omnia save (omnia's DDL, one buffer row per witness, aliases "
-        "learned, rows deleted now and then) at a chosen rate, for a live demo of follow_omnia."
-    )
+    help = "A game stand-in: write an omnia save the way omnia does, at a chosen rate (live demos)."
     examples = (
         "var/live.sqlite --rate 5 --rows 500",
         "var/live.sqlite --rate 100 --rows 2000 --seed 7 --json",
