@@ -51,10 +51,11 @@
     });
     var leaks = fresh.filter(function (row) { return row.classList.contains("leak-row"); });
     if (leaks.length && announcer) {
-      var first = leaks[0].querySelector(".snippet mark");
-      announcer.textContent = leaks.length === 1
-        ? "New leak: " + (first ? first.textContent : "") + " (" + (leaks[0].getAttribute("data-viewer") || "") + ")"
-        : leaks.length + " new leaks";
+      var said = leaks.slice(0, 3).map(function (row) {
+        var mark = row.querySelector(".snippet mark");
+        return (mark ? mark.textContent : "") + " (" + (row.getAttribute("data-viewer") || "") + ")";
+      }).join(", ");
+      announcer.textContent = (leaks.length === 1 ? "New leak: " : leaks.length + " new leaks: ") + said;
     }
   }
 
