@@ -15,6 +15,7 @@ from django.forms import formset_factory
 from django.http import HttpRequest, HttpResponseRedirect
 from django.template.response import TemplateResponse
 
+from memory.active_save import use
 from memory.engine import audit
 from memory.engine.aliases import AliasesJsonError, parse_aliases_json
 from memory.engine.buffer.rendered import render_entry
@@ -28,6 +29,7 @@ from memory.models import (
     Entity,
     LeakAcceptance,
     ObjectType,
+    WorldObject,
 )
 from memory.web import services
 from memory.web.auth import new_token
@@ -77,17 +79,56 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
 
+class EverySaveAdmin(admin.ModelAdmin):
+    """Rows of every save, each named with its save; a row is opened inside its own save."""
+
+    list_select_related = ("game_save",)
+
+    def get_queryset(self, request: HttpRequest):
+        queryset = self.model.every_save.get_queryset()
+        ordering = self.get_ordering(request)
+        return queryset.order_by(*ordering) if ordering else queryset
+
+    @admin.display(description="save", ordering="game_save__name")
+    def save_name(self, obj) -> str:
+        return obj.game_save.name
+
+    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
+        found = (
+            self.get_queryset(request).filter(pk=unquote(object_id)).first() if object_id else None
+        )
+        if found is None:
+            return super().changeform_view(request, object_id, form_url, extra_context)
+        with use(found.game_save_id):
+            return self.changeform_in_save(request, object_id, form_url, extra_context)
+
+    def changeform_in_save(self, request, object_id, form_url, extra_context):
+        return super().changeform_view(request, object_id, form_url, extra_context)
+
+
+class ReadOnlyEverySaveAdmin(EverySaveAdmin, ReadOnlyAdmin):
+    pass
+
+
 # The admin's alias table names its columns "target" and "label"; any other refusal (a
 # corrupt aliases_json) is shown beside the label.
 _FORM_FIELD = {"target_id": "target"}
 
 
 @admin.register(Entity)
-class EntityAdmin(admin.ModelAdmin):
-    list_display = ("id", "world", "location_id", "alias_count")
-    list_filter = ("world",)
+class EntityAdmin(EverySaveAdmin):
+    list_display = ("id", "save_name", "world_id", "location_id", "alias_count")
+    list_filter = ("game_save",)
     search_fields = ("id",)
-    readonly_fields = ("id", "type", "world", "location_id", "is_agent", "aliases_json")
+    readonly_fields = (
+        "id",
+        "save_name",
+        "type",
+        "world_id",
+        "location_id",
+        "is_agent",
+        "aliases_json",
+    )
     fields = readonly_fields
     change_form_template = "admin/memory/entity/change_form.html"
 
@@ -178,10 +219,8 @@ class EntityAdmin(admin.ModelAdmin):
             messages.warning(request, warning)
         return True
 
-    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
-        obj = self.get_object(request, unquote(object_id)) if object_id else None
-        if obj is None:
-            return super().changeform_view(request, object_id, form_url, extra_context)
+    def changeform_in_save(self, request, object_id, form_url, extra_context):
+        obj = self.get_object(request, unquote(object_id))
         formset, current = self._formset(request, obj)
         if request.method == "POST":
             if not self.has_change_permission(request, obj):
@@ -196,21 +235,22 @@ class EntityAdmin(admin.ModelAdmin):
             "alias_formset": formset,
             "alias_rows": alias_rows(viewer),
             "alias_history": alias_history(obj.id, limit=30),
-            "attributes": Attribute.objects.filter(object_id=obj.id).order_by("name"),
+            "attributes": list(Attribute.objects.filter(object_id=obj.id).order_by("name")),
         }
-        return super().changeform_view(request, object_id, form_url, extra_context)
+        return super().changeform_in_save(request, object_id, form_url, extra_context)
 
 
 @admin.register(BufferEntry)
-class BufferEntryAdmin(ReadOnlyAdmin):
-    list_display = ("id", "owner", "timestamp", "rendered_line", "retracted_at")
-    list_select_related = ("owner",)
-    search_fields = ("=id", "=owner__id")
+class BufferEntryAdmin(ReadOnlyEverySaveAdmin):
+    list_display = ("id", "save_name", "owner_id", "timestamp", "rendered_line", "retracted_at")
+    list_filter = ("game_save",)
+    search_fields = ("=id", "=owner_id")
     show_full_result_count = False
     list_per_page = 50
     fields = (
         "id",
-        "owner",
+        "save_name",
+        "owner_id",
         "timestamp",
         "location_id",
         "conversation_id",
@@ -225,15 +265,19 @@ class BufferEntryAdmin(ReadOnlyAdmin):
     ordering = ("-timestamp", "-created_at")
 
     def lookup_allowed(self, lookup: str, value: str, request=None) -> bool:
-        # ?owner__id__exact=<viewer> filters to one viewer's rows without a list_filter that
+        # ?owner_id__exact=<viewer> filters to one viewer's rows without a list_filter that
         # would list every object in the store.
-        return lookup in {"owner__id__exact", "owner__exact", "owner"} or super().lookup_allowed(
+        return lookup in {"owner_id__exact", "owner_id"} or super().lookup_allowed(
             lookup, value, request
         )
 
     @admin.display(description="rendered line (as the owner reads it)")
     def rendered_line(self, obj: BufferEntry) -> str:
-        rendered = render_entry(obj, viewer_of(obj.owner))
+        with use(obj.game_save_id):
+            owner = WorldObject.objects.filter(id=obj.owner_id).first()
+            if owner is None:
+                return f"undeliverable: owner {obj.owner_id} is not in this save"
+            rendered = render_entry(obj, viewer_of(owner))
         return (
             rendered.line
             if rendered.line is not None
@@ -242,9 +286,10 @@ class BufferEntryAdmin(ReadOnlyAdmin):
 
 
 @admin.register(AliasChange)
-class AliasChangeAdmin(ReadOnlyAdmin):
+class AliasChangeAdmin(ReadOnlyEverySaveAdmin):
     list_display = (
         "changed_at",
+        "save_name",
         "viewer_id",
         "target_id",
         "before",
@@ -264,10 +309,19 @@ class AuditLogAdmin(ReadOnlyAdmin):
 
 
 @admin.register(LeakAcceptance)
-class LeakAcceptanceAdmin(ReadOnlyAdmin):
+class LeakAcceptanceAdmin(ReadOnlyEverySaveAdmin):
     """Findings an editor accepted as expected (made and withdrawn on /leaks/, audited there)."""
 
-    list_display = ("accepted_at", "viewer_id", "section", "kind", "text", "reason", "accepted_by")
+    list_display = (
+        "accepted_at",
+        "save_name",
+        "viewer_id",
+        "section",
+        "kind",
+        "text",
+        "reason",
+        "accepted_by",
+    )
     list_filter = ("kind", "section")
     search_fields = ("=viewer_id", "text", "reason")
 

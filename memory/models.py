@@ -18,6 +18,9 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
+
+from memory.active_save import SaveScopedManager, active_id, saves_changed
 
 
 class ObjectType(models.TextChoices):
@@ -31,20 +34,76 @@ class Visibility(models.TextChoices):
     PRIVATE = "PRIVATE"
 
 
+# --- saves ---------------------------------------------------------------------------------
+
+
+class SaveQuerySet(models.QuerySet):
+    def live(self):
+        """Saves people see: not one a `--replace` has just retired (purged soon after)."""
+        return self.filter(retired_at__isnull=True)
+
+
+class Save(models.Model):
+    """A world as one file or scenario brought it: a playthrough, under a name people choose.
+
+    Every row of a world belongs to exactly one save, and ids are unique within a save only,
+    so two playthroughs of one scenario live side by side. The rest is provenance: where the
+    rows came from, who brought them, with which command, and how many of each there were.
+    """
+
+    name = models.TextField(unique=True)
+    kind = models.TextField()  # "sqlite", "scenario", "demo"
+    era = models.TextField(default="")  # "v1" (omnia 74ffb45) or "v2" (later omnia)
+    source_name = models.TextField(default="", blank=True)
+    source_path = models.TextField(default="", blank=True)
+    source_size = models.BigIntegerField(null=True, blank=True)
+    source_sha256 = models.TextField(default="", blank=True)
+    title = models.TextField(default="", blank=True)  # the scenario's own name, if it has one
+    world_ids_json = models.TextField(default="[]")
+    counts_json = models.TextField(default="{}")
+    command = models.TextField(default="", blank=True)
+    imported_at = models.DateTimeField(default=timezone.now)
+    imported_by = models.TextField(default="", blank=True)
+    # Set when `--replace` swapped a new save in under this one's name: no page shows it, and
+    # it is purged once no request that began before the swap can still be reading it.
+    retired_at = models.DateTimeField(null=True, blank=True)
+
+    objects = SaveQuerySet.as_manager()
+
+    class Meta:
+        db_table = "memory_saves"
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def save(self, *args, **kwargs):
+        super().save(*args, **kwargs)
+        saves_changed()
+
+    def delete(self, *args, **kwargs):
+        result = super().delete(*args, **kwargs)
+        saves_changed()
+        return result
+
+
+def _save_column(on_delete=models.CASCADE, **kwargs) -> models.ForeignKey:
+    """The save a row belongs to; the active save unless given (active_save.py)."""
+    return models.ForeignKey(
+        Save, on_delete=on_delete, default=active_id, related_name="+", **kwargs
+    )
+
+
 # --- omnia's tables ---------------------------------------------------------------------
 
 
 class WorldObject(models.Model):
-    id = models.TextField(primary_key=True)
+    # A row's own key (the admin needs one column); people and omnia see `id`, unique per save.
+    uid = models.BigAutoField(primary_key=True)
+    game_save = _save_column(models.DO_NOTHING)
+    id = models.TextField()
     type = models.TextField(choices=ObjectType.choices)
-    world = models.ForeignKey(
-        "self",
-        null=True,
-        blank=True,
-        on_delete=models.DO_NOTHING,
-        db_column="world_id",
-        related_name="members",
-    )
+    world_id = models.TextField(null=True, blank=True)
     clock_iso = models.TextField(null=True, blank=True)
     location_id = models.TextField(null=True, blank=True)
     aliases_json = models.TextField(null=True, blank=True)
@@ -54,11 +113,16 @@ class WorldObject(models.Model):
     # export writes rows in the order the game wrote them; null for rows made here.
     file_order = models.IntegerField(null=True, blank=True)
 
+    objects = SaveScopedManager()
+    every_save = models.Manager()
+
     class Meta:
         db_table = "objects"
         managed = True
         ordering = ["id"]
         verbose_name = "object"
+        base_manager_name = "every_save"
+        constraints = [models.UniqueConstraint(fields=["game_save", "id"], name="objects_save_id")]
 
     def __str__(self) -> str:
         return self.id
@@ -77,50 +141,49 @@ class Entity(WorldObject):
 
 
 class Attribute(models.Model):
-    pk = models.CompositePrimaryKey("object_id", "name")
-    object = models.ForeignKey(
-        WorldObject, on_delete=models.DO_NOTHING, db_column="object_id", related_name="attributes"
-    )
+    pk = models.CompositePrimaryKey("game_save", "object_id", "name")
+    game_save = _save_column(models.DO_NOTHING)
+    object_id = models.TextField()
     name = models.TextField()
     value = models.TextField()
     visibility = models.TextField(choices=Visibility.choices)
     file_order = models.IntegerField(null=True, blank=True)  # as on WorldObject
 
+    objects = SaveScopedManager()
+    every_save = models.Manager()
+
     class Meta:
         db_table = "attributes"
+        base_manager_name = "every_save"
 
     def __str__(self) -> str:
         return f"{self.object_id}.{self.name}"
 
 
 class AttributeAcl(models.Model):
-    pk = models.CompositePrimaryKey("object_id", "attribute_name", "entity_id")
-    # The database constraint is the composite (object_id, attribute_name) -> attributes.
-    object = models.ForeignKey(
-        WorldObject,
-        on_delete=models.DO_NOTHING,
-        db_column="object_id",
-        db_constraint=False,
-        related_name="attribute_acl",
-    )
+    pk = models.CompositePrimaryKey("game_save", "object_id", "attribute_name", "entity_id")
+    game_save = _save_column(models.DO_NOTHING)
+    # The database constraint is the composite (save, object_id, attribute_name) -> attributes.
+    object_id = models.TextField()
     attribute_name = models.TextField()
     entity_id = models.TextField()
     file_order = models.IntegerField(null=True, blank=True)  # as on WorldObject
 
+    objects = SaveScopedManager()
+    every_save = models.Manager()
+
     class Meta:
         db_table = "attribute_acl"
+        base_manager_name = "every_save"
 
 
 class BufferEntry(models.Model):
     """A canonical memory row: omnia's buffer entry plus the fold's bookkeeping (§6)."""
 
-    id = models.TextField(primary_key=True)
-    owner = models.ForeignKey(
-        WorldObject,
-        on_delete=models.DO_NOTHING,
-        db_column="owner_id",
-        related_name="buffer_entries",
-    )
+    uid = models.BigAutoField(primary_key=True)  # as on WorldObject
+    game_save = _save_column(models.DO_NOTHING)
+    id = models.TextField()
+    owner_id = models.TextField()
     timestamp = models.TextField()
     location_id = models.TextField(null=True, blank=True)
     intent_json = models.TextField()
@@ -137,9 +200,16 @@ class BufferEntry(models.Model):
     # undeliverable and kept out of time arithmetic (the write doors refuse such a time).
     untimed = models.BooleanField(db_default=False)
 
+    objects = SaveScopedManager()
+    every_save = models.Manager()
+
     class Meta:
         db_table = "buffer_entries"
         verbose_name_plural = "buffer entries"
+        base_manager_name = "every_save"
+        constraints = [
+            models.UniqueConstraint(fields=["game_save", "id"], name="buffer_entries_save_id")
+        ]
 
     def __str__(self) -> str:
         return self.id
@@ -151,15 +221,10 @@ class LedgerEntry(models.Model):
     Omnia's rows live in their owner's write home; layer entries have no owner.
     """
 
-    id = models.TextField(primary_key=True)
-    owner = models.ForeignKey(
-        WorldObject,
-        null=True,
-        blank=True,
-        on_delete=models.DO_NOTHING,
-        db_column="owner_id",
-        related_name="ledger_entries",
-    )
+    uid = models.BigAutoField(primary_key=True)  # as on WorldObject
+    game_save = _save_column(models.DO_NOTHING)
+    id = models.TextField()
+    owner_id = models.TextField(null=True, blank=True)
     timestamp = models.TextField()
     location_id = models.TextField(null=True, blank=True)
     content = models.TextField()
@@ -176,52 +241,53 @@ class LedgerEntry(models.Model):
     # writes beside the edge, as on buffer rows). Not omnia's column: export leaves it out.
     abstracted_into = models.TextField(null=True, blank=True)
 
+    objects = SaveScopedManager()
+    every_save = models.Manager()
+
     class Meta:
         db_table = "ledger_entries"
         verbose_name_plural = "ledger entries"
+        base_manager_name = "every_save"
+        constraints = [
+            models.UniqueConstraint(fields=["game_save", "id"], name="ledger_entries_save_id")
+        ]
 
     def __str__(self) -> str:
         return self.id
 
 
 class LedgerInvolvedEntity(models.Model):
-    pk = models.CompositePrimaryKey("entry_id", "entity_id")
-    entry = models.ForeignKey(
-        LedgerEntry, on_delete=models.DO_NOTHING, db_column="entry_id", related_name="involved"
-    )
+    pk = models.CompositePrimaryKey("game_save", "entry_id", "entity_id")
+    game_save = _save_column(models.DO_NOTHING)
+    entry_id = models.TextField()
     entity_id = models.TextField()
     file_order = models.IntegerField(null=True, blank=True)  # as on WorldObject
 
+    objects = SaveScopedManager()
+    every_save = models.Manager()
+
     class Meta:
         db_table = "ledger_involved_entities"
+        base_manager_name = "every_save"
 
 
 # --- the inspector's tables -----------------------------------------------------------------
 
 
-class WorldSource(models.Model):
-    """Where a world came from, so export can write the same era back."""
-
-    world_id = models.TextField(primary_key=True)
-    era = models.TextField()  # "v1" (omnia 74ffb45) or "v2" (later omnia)
-    kind = models.TextField()  # "sqlite", "scenario", "demo"
-    source_path = models.TextField(blank=True, default="")
-    source_sha256 = models.TextField(blank=True, default="")
-    name = models.TextField(blank=True, default="")
-    imported_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        db_table = "memory_world_sources"
-
-
 class OwnerState(models.Model):
     """Per-owner write generation: every write bumps it; abstract() pins it."""
 
-    owner_id = models.TextField(primary_key=True)
+    pk = models.CompositePrimaryKey("game_save", "owner_id")
+    game_save = _save_column()
+    owner_id = models.TextField()
     generation = models.BigIntegerField(default=0)
+
+    objects = SaveScopedManager()
+    every_save = models.Manager()
 
     class Meta:
         db_table = "memory_owner_state"
+        base_manager_name = "every_save"
 
 
 class ProjectionShard(models.Model):
@@ -231,7 +297,9 @@ class ProjectionShard(models.Model):
     (created_at, id) order agree within a shard and a watermark never skips a late commit.
     """
 
-    shard = models.SmallIntegerField(primary_key=True)
+    pk = models.CompositePrimaryKey("game_save", "shard")
+    game_save = _save_column()
+    shard = models.SmallIntegerField()
     last_created_at = models.BigIntegerField(default=0)
     last_id = models.TextField(default="")
     last_assigned_at = models.BigIntegerField(default=0)
@@ -241,8 +309,12 @@ class ProjectionShard(models.Model):
     # was kept, taken as its number of shard rows). A different setting re-partitions.
     layout = models.SmallIntegerField(default=0)
 
+    objects = SaveScopedManager()
+    every_save = models.Manager()
+
     class Meta:
         db_table = "memory_projection_shards"
+        base_manager_name = "every_save"
 
 
 class ProjectionProblem(models.Model):
@@ -251,6 +323,7 @@ class ProjectionProblem(models.Model):
     re-derives the set, verify compares it. `row_ref` names the row even when its id is NULL
     (SQLite lets a TEXT PRIMARY KEY be NULL): then it is "rowid N"."""
 
+    game_save = _save_column()
     table_name = models.TextField()
     row_ref = models.TextField()
     row_id = models.TextField(null=True, blank=True)
@@ -261,11 +334,17 @@ class ProjectionProblem(models.Model):
     reason = models.TextField()
     first_seen = models.DateTimeField(auto_now_add=True)
 
+    objects = SaveScopedManager()
+    every_save = models.Manager()
+
     class Meta:
         db_table = "memory_projection_problems"
         ordering = ["first_seen", "id"]
+        base_manager_name = "every_save"
         constraints = [
-            models.UniqueConstraint(fields=["table_name", "row_ref"], name="uniq_problem_row")
+            models.UniqueConstraint(
+                fields=["game_save", "table_name", "row_ref"], name="uniq_problem_row"
+            )
         ]
 
     def __str__(self) -> str:
@@ -275,9 +354,8 @@ class ProjectionProblem(models.Model):
 class MemorySession(models.Model):
     """The session projection: one row per (owner, session key); exact terms only (seed 003)."""
 
-    owner = models.ForeignKey(
-        WorldObject, on_delete=models.CASCADE, db_constraint=False, related_name="+"
-    )
+    game_save = _save_column()
+    owner_id = models.TextField()
     session_key = models.TextField()
     first_at = models.TextField()
     last_at = models.TextField()
@@ -289,19 +367,29 @@ class MemorySession(models.Model):
     # 00:00Z). Not a term of the session (no hash covers it); the doors order and page by it.
     last_key = models.TextField(default="")
 
+    objects = SaveScopedManager()
+    every_save = models.Manager()
+
     class Meta:
         db_table = "memory_sessions"
+        base_manager_name = "every_save"
         constraints = [
-            models.UniqueConstraint(fields=["owner", "session_key"], name="uniq_session_owner_key")
+            models.UniqueConstraint(
+                fields=["game_save", "owner_id", "session_key"], name="uniq_session_owner_key"
+            )
         ]
         indexes = [
-            models.Index(fields=["owner", "last_key", "session_key"], name="idx_session_owner_lkey")
+            models.Index(
+                fields=["game_save", "owner_id", "last_key", "session_key"],
+                name="idx_session_owner_lkey",
+            )
         ]
 
 
 class SessionSummary(models.Model):
     """Words about a session from the language seam, keyed by the hash they describe."""
 
+    game_save = _save_column()
     owner_id = models.TextField()
     session_key = models.TextField()
     content_hash = models.TextField()
@@ -309,11 +397,16 @@ class SessionSummary(models.Model):
     source = models.TextField(default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
+    objects = SaveScopedManager()
+    every_save = models.Manager()
+
     class Meta:
         db_table = "memory_session_summaries"
+        base_manager_name = "every_save"
         constraints = [
             models.UniqueConstraint(
-                fields=["owner_id", "session_key", "content_hash"], name="uniq_summary_session_hash"
+                fields=["game_save", "owner_id", "session_key", "content_hash"],
+                name="uniq_summary_session_hash",
             )
         ]
 
@@ -321,9 +414,8 @@ class SessionSummary(models.Model):
 class Episode(models.Model):
     """A burst of one owner's memories, cut by gaps in world time (not a fold)."""
 
-    owner = models.ForeignKey(
-        WorldObject, on_delete=models.CASCADE, db_constraint=False, related_name="+"
-    )
+    game_save = _save_column()
+    owner_id = models.TextField()
     ordinal = models.IntegerField()
     first_at = models.TextField()
     last_at = models.TextField()
@@ -332,14 +424,22 @@ class Episode(models.Model):
     member_count = models.BigIntegerField()
     is_open = models.BooleanField(default=True)
 
+    objects = SaveScopedManager()
+    every_save = models.Manager()
+
     class Meta:
         db_table = "memory_episodes"
+        base_manager_name = "every_save"
         constraints = [
-            models.UniqueConstraint(fields=["owner", "ordinal"], name="uniq_episode_owner_ordinal")
+            models.UniqueConstraint(
+                fields=["game_save", "owner_id", "ordinal"], name="uniq_episode_owner_ordinal"
+            )
         ]
         indexes = [
             models.Index(
-                fields=["owner"], condition=models.Q(is_open=True), name="idx_episode_open"
+                fields=["game_save", "owner_id"],
+                condition=models.Q(is_open=True),
+                name="idx_episode_open",
             )
         ]
 
@@ -347,57 +447,72 @@ class Episode(models.Model):
 class Layer(models.Model):
     """A named read-only long-term scope (faction lore, world canon…)."""
 
-    id = models.TextField(primary_key=True)
-    world = models.ForeignKey(
-        WorldObject,
-        null=True,
-        blank=True,
-        on_delete=models.CASCADE,
-        db_constraint=False,
-        related_name="+",
-    )
+    pk = models.CompositePrimaryKey("game_save", "id")
+    game_save = _save_column()
+    id = models.TextField()
+    world_id = models.TextField(null=True, blank=True)
     title = models.TextField(blank=True, default="")
+
+    objects = SaveScopedManager()
+    every_save = models.Manager()
 
     class Meta:
         db_table = "memory_layers"
         ordering = ["id"]
+        base_manager_name = "every_save"
 
     def __str__(self) -> str:
         return self.id
 
 
 class LayerSubscription(models.Model):
-    entity = models.ForeignKey(
-        WorldObject, on_delete=models.CASCADE, db_constraint=False, related_name="subscriptions"
-    )
-    layer = models.ForeignKey(Layer, on_delete=models.CASCADE, related_name="subscribers")
+    game_save = _save_column()
+    entity_id = models.TextField()
+    layer_id = models.TextField()
     position = models.IntegerField()
+
+    objects = SaveScopedManager()
+    every_save = models.Manager()
 
     class Meta:
         db_table = "memory_layer_subscriptions"
         ordering = ["entity_id", "position"]
+        base_manager_name = "every_save"
         constraints = [
-            models.UniqueConstraint(fields=["entity", "layer"], name="uniq_subscription"),
-            models.UniqueConstraint(fields=["entity", "position"], name="uniq_subscription_pos"),
+            models.UniqueConstraint(
+                fields=["game_save", "entity_id", "layer_id"], name="uniq_subscription"
+            ),
+            models.UniqueConstraint(
+                fields=["game_save", "entity_id", "position"], name="uniq_subscription_pos"
+            ),
         ]
 
 
 class AbstractionEdge(models.Model):
     """member --abstracted_into--> rollup. A member is absorbed at most once."""
 
-    member_id = models.TextField(unique=True)
+    game_save = _save_column()
+    member_id = models.TextField()
     member_kind = models.TextField()  # "buffer" or "ledger"
     rollup_id = models.TextField(db_index=True)
     owner_id = models.TextField(db_index=True)
     created_at = models.BigIntegerField()
 
+    objects = SaveScopedManager()
+    every_save = models.Manager()
+
     class Meta:
         db_table = "memory_abstraction_edges"
+        base_manager_name = "every_save"
+        constraints = [
+            models.UniqueConstraint(fields=["game_save", "member_id"], name="uniq_edge_member")
+        ]
 
 
 class AliasChange(models.Model):
     """History of one viewer's alias for one target: who, when, before -> after."""
 
+    game_save = _save_column()
     viewer_id = models.TextField(db_index=True)
     target_id = models.TextField()
     before = models.TextField(null=True, blank=True)
@@ -408,9 +523,13 @@ class AliasChange(models.Model):
     changed_at = models.DateTimeField(auto_now_add=True)
     source = models.TextField(default="")
 
+    objects = SaveScopedManager()
+    every_save = models.Manager()
+
     class Meta:
         db_table = "memory_alias_changes"
         ordering = ["-changed_at", "-id"]
+        base_manager_name = "every_save"
 
     def __str__(self) -> str:
         return f"{self.viewer_id}→{self.target_id}: {self.before!r} → {self.after!r}"
@@ -460,20 +579,27 @@ class LeakScan(models.Model):
     inputs its stored findings were computed from, and whether a fold since has moved its
     prompt (new rows change the recent buffer and the session digest)."""
 
-    viewer_id = models.TextField(primary_key=True)
+    pk = models.CompositePrimaryKey("game_save", "viewer_id")
+    game_save = _save_column()
+    viewer_id = models.TextField()
     world_id = models.TextField(null=True, blank=True)
     fingerprint = models.TextField(default="")
     stale = models.BooleanField(default=True)
     scanned_at = models.DateTimeField(null=True, blank=True)
 
+    objects = SaveScopedManager()
+    every_save = models.Manager()
+
     class Meta:
         db_table = "memory_leak_scans"
-        indexes = [models.Index(fields=["stale"], name="leak_scans_stale")]
+        base_manager_name = "every_save"
+        indexes = [models.Index(fields=["game_save", "stale"], name="leak_scans_stale")]
 
 
 class LeakFinding(models.Model):
     """One stored leak finding in one viewer's prompt context (PRODUCT §7)."""
 
+    game_save = _save_column()
     viewer_id = models.TextField()
     ordinal = models.IntegerField()  # the scanner's order within the viewer's prompt
     section = models.TextField()
@@ -493,15 +619,22 @@ class LeakFinding(models.Model):
     context_before = models.TextField(default="")
     context_after = models.TextField(default="")
 
+    objects = SaveScopedManager()
+    every_save = models.Manager()
+
     class Meta:
         db_table = "memory_leak_findings"
-        indexes = [models.Index(fields=["viewer_id", "ordinal"], name="leak_findings_viewer")]
+        base_manager_name = "every_save"
+        indexes = [
+            models.Index(fields=["game_save", "viewer_id", "ordinal"], name="leak_findings_viewer")
+        ]
 
 
 class LeakAcceptance(models.Model):
     """An editor's "expected, not a leak" for one finding, kept by what identifies it to a
     person (viewer, section, kind, text): it survives rescans while those are unchanged."""
 
+    game_save = _save_column()
     viewer_id = models.TextField()
     section = models.TextField()
     kind = models.TextField()
@@ -512,11 +645,16 @@ class LeakAcceptance(models.Model):
     )
     accepted_at = models.DateTimeField(auto_now_add=True)
 
+    objects = SaveScopedManager()
+    every_save = models.Manager()
+
     class Meta:
         db_table = "memory_leak_acceptances"
+        base_manager_name = "every_save"
         constraints = [
             models.UniqueConstraint(
-                fields=["viewer_id", "section", "kind", "text"], name="leak_acceptance_once"
+                fields=["game_save", "viewer_id", "section", "kind", "text"],
+                name="leak_acceptance_once",
             )
         ]
 
@@ -528,26 +666,33 @@ class ClockMark(models.Model):
     """The world clock the projection cycle last closed episodes by: a clock that moves is an
     input the cycle notices (episodes the new time has passed get closed)."""
 
-    world_id = models.TextField(primary_key=True)
+    pk = models.CompositePrimaryKey("game_save", "world_id")
+    game_save = _save_column()
+    world_id = models.TextField()
     clock_iso = models.TextField()
+
+    objects = SaveScopedManager()
+    every_save = models.Manager()
 
     class Meta:
         db_table = "memory_world_clock_marks"
+        base_manager_name = "every_save"
 
 
 # --- the live follower (follow_omnia) ---------------------------------------------------------
 
 
 class LiveFollow(models.Model):
-    """follow_omnia's resume state for one followed save file: how far each append-only table
-    has been applied (the file's rowid, and the id that stood there, which tells a reused rowid
-    from the row we saw), a content hash of the small tables, the file's identity (a new game
-    written over the path is a new file), and the owners whose deleted rows still have to be
-    folded out of their projections. Written in the same transaction as the rows it describes,
-    so a follower killed at any point resumes without a gap or a duplicate."""
+    """follow_omnia's resume state for the save it feeds from a game's file: how far each
+    append-only table has been applied (the file's rowid, and the id that stood there, which
+    tells a reused rowid from the row we saw), a content hash of the small tables, the file's
+    identity (a new game written over the path is a new file), and the owners whose deleted
+    rows still have to be folded out of their projections. Written in the same transaction as
+    the rows it describes, so a follower killed at any point resumes without a gap or a
+    duplicate. One per save; it goes with its save."""
 
-    path = models.TextField(unique=True)
-    name = models.TextField(default="", blank=True)
+    game_save = models.OneToOneField(Save, on_delete=models.CASCADE, related_name="+")
+    path = models.TextField()
     world_id = models.TextField(default="", blank=True)
     device = models.BigIntegerField(default=0)
     inode = models.BigIntegerField(default=0)
@@ -563,23 +708,31 @@ class LiveFollow(models.Model):
     applied_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)  # the follower is running
 
+    objects = SaveScopedManager()
+    every_save = models.Manager()
+
     class Meta:
         db_table = "memory_live_follows"
+        base_manager_name = "every_save"
 
 
 class LiveRow(models.Model):
     """Which row of an append-only table stood at which rowid of the followed file: the one
     way to name the rows the game deleted without reading every id of the file again."""
 
-    follow = models.ForeignKey(LiveFollow, on_delete=models.CASCADE, related_name="+")
+    game_save = _save_column()
     table_name = models.TextField()  # buffer_entries | ledger_entries
     rowid = models.BigIntegerField()
     entry_id = models.TextField()
 
+    objects = SaveScopedManager()
+    every_save = models.Manager()
+
     class Meta:
         db_table = "memory_live_rows"
+        base_manager_name = "every_save"
         constraints = [
             models.UniqueConstraint(
-                fields=["follow", "table_name", "rowid"], name="uniq_live_row_rowid"
+                fields=["game_save", "table_name", "rowid"], name="uniq_live_row_rowid"
             )
         ]

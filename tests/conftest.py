@@ -23,6 +23,19 @@ class Cast:
     charlie: object
 
 
+@pytest.fixture(autouse=True)
+def _sole_save():
+    """Every test reads and writes in "the only save there is", as a command without --save
+    does; a test with two saves names the one it means with `use(save)`."""
+    from memory.active_save import SOLE, activate, deactivate, saves_changed
+
+    saves_changed()  # the cache of SOLE must not outlive the test database's rollback
+    token = activate(SOLE)
+    yield
+    deactivate(token)
+    saves_changed()
+
+
 @pytest.fixture
 def fixtures_dir() -> Path:
     return FIXTURES
@@ -40,26 +53,29 @@ def demo(db) -> None:
 
 @pytest.fixture
 def cast(db) -> Cast:
-    from memory.models import Attribute, AttributeAcl, WorldObject
+    from memory.models import Attribute, AttributeAcl, Save, WorldObject
 
+    Save.objects.create(name="cast", kind="scenario", era="v2")
     world = WorldObject.objects.create(
         id="tavern", type="world", clock_iso="2026-07-06T12:30:00.000Z"
     )
     Attribute.objects.create(
-        object=world, name="name", value="The Rusty Flagon", visibility="PUBLIC"
+        object_id=world.id, name="name", value="The Rusty Flagon", visibility="PUBLIC"
     )
 
     def entity(id_: str, location: str, aliases: dict[str, str], attrs: list[tuple[str, str, str]]):
         obj = WorldObject.objects.create(
             id=id_,
             type="entity",
-            world=world,
+            world_id=world.id,
             location_id=location,
             aliases_json=json.dumps(list(aliases.items()), separators=(",", ":")),
             is_agent=1,
         )
         for name, value, visibility in attrs:
-            Attribute.objects.create(object=obj, name=name, value=value, visibility=visibility)
+            Attribute.objects.create(
+                object_id=obj.id, name=name, value=value, visibility=visibility
+            )
         return obj
 
     alice = entity(
@@ -92,6 +108,6 @@ def cast(db) -> Cast:
             ("debt", "owes 40 silver to the thieves' guild", "PRIVATE"),
         ],
     )
-    AttributeAcl.objects.create(object=bob, attribute_name="name", entity_id="charlie")
-    AttributeAcl.objects.create(object=bob, attribute_name="weapon", entity_id="charlie")
+    AttributeAcl.objects.create(object_id=bob.id, attribute_name="name", entity_id="charlie")
+    AttributeAcl.objects.create(object_id=bob.id, attribute_name="weapon", entity_id="charlie")
     return Cast(world=world, alice=alice, bob=bob, charlie=charlie)

@@ -66,9 +66,9 @@ def harbor(tmp_path: Path, db) -> None:
 
 
 def test_ledger_and_buffer_members_both_carry_the_mark(harbor):
-    assert LedgerEntry.objects.get(pk="mara-1").abstracted_into == "rollup-1"
-    assert BufferEntry.objects.get(pk="m-1").abstracted_into == "rollup-1"
-    assert LedgerEntry.objects.get(pk="mara-2").abstracted_into is None
+    assert LedgerEntry.objects.get(id="mara-1").abstracted_into == "rollup-1"
+    assert BufferEntry.objects.get(id="m-1").abstracted_into == "rollup-1"
+    assert LedgerEntry.objects.get(id="mara-2").abstracted_into is None
     assert sorted(AbstractionEdge.objects.values_list("member_id", "member_kind", "rollup_id")) == [
         ("m-1", "buffer", "rollup-1"),
         ("mara-1", "ledger", "rollup-1"),

@@ -31,7 +31,7 @@ def _post(client, viewer: str, rows: list[tuple[str, str, bool]], initial: int) 
 
 
 def aliases_of(entity_id: str) -> list:
-    return json.loads(WorldObject.objects.get(pk=entity_id).aliases_json)
+    return json.loads(WorldObject.objects.get(id=entity_id).aliases_json)
 
 
 def test_admin_entity_page_shows_alias_table_attributes_and_history(admin_client_cast) -> None:

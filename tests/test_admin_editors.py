@@ -50,7 +50,7 @@ def test_demo_login_edits_aliases_in_admin_without_superuser(client, designer) -
     assert 'name="aliases-0-label" value="the hooded figure"' in page.content.decode()
     r = _post_aliases(client, "alice", [("bob", "the stranger"), ("charlie", "the bartender")])
     assert r.status_code == 302
-    assert json.loads(WorldObject.objects.get(pk="alice").aliases_json) == [
+    assert json.loads(WorldObject.objects.get(id="alice").aliases_json) == [
         ["bob", "the stranger"],
         ["charlie", "the bartender"],
     ]

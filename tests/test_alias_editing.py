@@ -26,7 +26,7 @@ def editor_client(client, cast, django_user_model):
 
 
 def aliases_of(entity_id: str) -> dict[str, str]:
-    return dict(json.loads(WorldObject.objects.get(pk=entity_id).aliases_json))
+    return dict(json.loads(WorldObject.objects.get(id=entity_id).aliases_json))
 
 
 def test_refused_label_stays_in_its_input_beside_the_reason(editor_client) -> None:

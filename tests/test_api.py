@@ -188,7 +188,7 @@ def test_alias_put_and_delete(client, chest, staff, staff_token) -> None:
     assert line == "[12:03:00 PM] Gareth opened the wooden chest (Outcome: Succeeded)"
     r = client.delete("/api/viewers/alice/aliases/bob", headers=bearer(staff_token))
     assert r.json()["after"] is None
-    assert json.loads(WorldObject.objects.get(pk="alice").aliases_json) == [
+    assert json.loads(WorldObject.objects.get(id="alice").aliases_json) == [
         ["charlie", "the bartender"]
     ]
     assert list(AuditLog.objects.order_by("id").values_list("action", flat=True)) == [
@@ -264,7 +264,7 @@ def test_remember_and_retract(client, cast, staff_token) -> None:
     )
     assert r.status_code == 201
     entry_id = r.json()["id"]
-    assert BufferEntry.objects.get(pk=entry_id).owner_id == "alice"
+    assert BufferEntry.objects.get(id=entry_id).owner_id == "alice"
     assert (
         client.get("/api/viewers/alice/buffer", headers=bearer(staff_token)).json()["items"][0][
             "line"
@@ -273,7 +273,7 @@ def test_remember_and_retract(client, cast, staff_token) -> None:
     )
     r = client.post(f"/api/memories/{entry_id}/retract", headers=bearer(staff_token))
     assert r.status_code == 200 and r.json()["retracted"] is True
-    assert BufferEntry.objects.get(pk=entry_id).retracted_at is not None
+    assert BufferEntry.objects.get(id=entry_id).retracted_at is not None
     assert_error(
         client.post("/api/memories/nope/retract", headers=bearer(staff_token)),
         404,

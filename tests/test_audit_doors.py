@@ -64,7 +64,7 @@ def test_api_retract_twice_is_one_row_and_the_second_answers_a_no_op(client, cas
     assert (first.status_code, first.json()["changed"]) == (200, True)
     assert (second.status_code, second.json()["changed"]) == (200, False)
     assert rows() == [("memory.retract", f"alice/{entry_id}", "eddie", "")]
-    assert BufferEntry.objects.get(pk=entry_id).retracted_at is not None
+    assert BufferEntry.objects.get(id=entry_id).retracted_at is not None
 
 
 # --- admin: tokens --------------------------------------------------------------------------

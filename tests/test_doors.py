@@ -22,7 +22,9 @@ def places(cast):
     def place(id_: str, attrs: list[tuple[str, str, str]]):
         obj = WorldObject.objects.create(id=id_, type="location", world=cast.world)
         for name, value, visibility in attrs:
-            Attribute.objects.create(object=obj, name=name, value=value, visibility=visibility)
+            Attribute.objects.create(
+                object_id=obj.id, name=name, value=value, visibility=visibility
+            )
         return obj
 
     place("tavern-main", [("description", "the tavern common room", "PUBLIC")])

@@ -71,8 +71,8 @@ def test_writer_killed_mid_abstract_lands_nothing(cast):
     assert proc.stdout.readline().strip() == "mid-abstract", proc.stderr.read()
     proc.send_signal(signal.SIGKILL)
     proc.wait(10)
-    assert not LedgerEntry.objects.filter(pk="R-killed").exists()
-    assert not BufferEntry.objects.filter(pk__in=members).exclude(abstracted_into=None).exists()
+    assert not LedgerEntry.objects.filter(id="R-killed").exists()
+    assert not BufferEntry.objects.filter(id__in=members).exclude(abstracted_into=None).exists()
     assert not AbstractionEdge.objects.exists()
     assert generation_of("alice") == generation
     # The killed writer's locks went with it: the same abstract now lands whole.

@@ -238,7 +238,7 @@ def test_every_line_of_the_long_term_and_buffer_sections_names_its_row(db):
             assert "\n" not in line and text[body_at + start : body_at + end] == line
             assert prompt.source_at(body_at + start) == row_id
             if section.name == "Recent memories":
-                assert BufferEntry.objects.filter(pk=row_id, owner_id="npc-tobiah").exists()
+                assert BufferEntry.objects.filter(id=row_id, owner_id="npc-tobiah").exists()
             else:
                 assert long_term_entry("npc-tobiah", row_id) is not None
             checked[section.name] += 1

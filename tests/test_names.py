@@ -66,7 +66,7 @@ def test_a_name_stored_with_spaces_is_trimmed_and_shadows_the_layer_entry(tmp_pa
         layer=[entry("canon-1", "places/lighthouse", "A tower on the point.", "The Lighthouse")],
     )
     call_command("load_world", str(path), stdout=io.StringIO())
-    assert LedgerEntry.objects.get(pk="mara-1").name == "The Lighthouse"
+    assert LedgerEntry.objects.get(id="mara-1").name == "The Lighthouse"
     assert json.loads(faces("mara", "--json")) == {
         "default": ["mara-1"],
         "shadowed": {"canon-1": "mara-1"},
@@ -119,7 +119,7 @@ def test_a_rollup_name_is_trimmed_at_the_door(tmp_path, db):
         ],
     )
     call_command("load_world", str(path), stdout=io.StringIO())
-    assert LedgerEntry.objects.get(pk="rollup-1").name == "What Mara knows"
+    assert LedgerEntry.objects.get(id="rollup-1").name == "What Mara knows"
 
 
 def test_entries_stored_before_trimming_are_warned_about_not_merged(tmp_path, db):

@@ -182,9 +182,9 @@ def test_run_cycle_is_forward_only_over_the_watermark(cast):
     result = run_cycle()
     assert (result.rows_folded, result.session_rows_read, result.sessions_written) == (1, 1, 1)
     assert session_rows()[0][2:7] == (at(0), at(9), 2, 2, last)
-    shard = ProjectionShard.objects.get(shard=BufferEntry.objects.get(pk=last).shard)
+    shard = ProjectionShard.objects.get(shard=BufferEntry.objects.get(id=last).shard)
     assert (shard.last_created_at, shard.last_id) == (
-        BufferEntry.objects.get(pk=last).created_at,
+        BufferEntry.objects.get(id=last).created_at,
         last,
     )
 
@@ -250,7 +250,7 @@ def test_retracted_rows_still_count(cast):
     retract(first)
     run_cycle()
     assert session_rows()[0][4:6] == (2, 2)
-    assert BufferEntry.objects.get(pk=first).retracted_at is not None
+    assert BufferEntry.objects.get(id=first).retracted_at is not None
 
 
 def test_rebuild_equals_incremental_on_fields_and_hash(cast):

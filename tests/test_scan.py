@@ -339,30 +339,32 @@ def build(world: dict, inject: str | None = None) -> None:
         id=world["world"], type="world", clock_iso="2026-07-06T12:30:00.000Z"
     )
     for place in world["places"]:
-        obj = WorldObject.objects.create(id=place, type="location", world=w)
+        obj = WorldObject.objects.create(id=place, type="location", world_id=w.id)
         Attribute.objects.create(
-            object=obj, name="description", value="a drafty room", visibility="PUBLIC"
+            object_id=obj.id, name="description", value="a drafty room", visibility="PUBLIC"
         )
     for person in world["cast"]:
         obj = WorldObject.objects.create(
             id=person["id"],
             type="entity",
-            world=w,
+            world_id=w.id,
             location_id=person["place"],
             aliases_json=json.dumps(list(person["aliases"].items())),
             is_agent=1,
         )
         Attribute.objects.create(
-            object=obj,
+            object_id=obj.id,
             name="name",
             value=person["name"],
             visibility="PUBLIC" if person["name_public"] else "PRIVATE",
         )
         Attribute.objects.create(
-            object=obj, name="secret", value=person["secret"], visibility="PRIVATE"
+            object_id=obj.id, name="secret", value=person["secret"], visibility="PRIVATE"
         )
         for allowed in person["acl"]:
-            AttributeAcl.objects.create(object=obj, attribute_name="secret", entity_id=allowed)
+            AttributeAcl.objects.create(
+                object_id=obj.id, attribute_name="secret", entity_id=allowed
+            )
     for n, m in enumerate(world["memories"]):
         deed = m["deed"] + (f" near {inject}" if inject and n == 0 else "")
         if m["v2"]:

@@ -142,8 +142,12 @@ def grow(world_id: str, viewer_id: str, n: int = 12) -> None:
             aliases_json=json.dumps([[viewer_id, f"stranger {i}"]]),
             is_agent=1,
         )
-        Attribute.objects.create(object=obj, name="name", value=f"Extra {i}", visibility="PUBLIC")
-        Attribute.objects.create(object=obj, name="secret", value=f"s{i}", visibility="PRIVATE")
+        Attribute.objects.create(
+            object_id=obj.id, name="name", value=f"Extra {i}", visibility="PUBLIC"
+        )
+        Attribute.objects.create(
+            object_id=obj.id, name="secret", value=f"s{i}", visibility="PRIVATE"
+        )
         remember(
             viewer_id,
             _action(f"juggled {i} balls", obj.id),

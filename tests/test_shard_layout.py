@@ -158,6 +158,6 @@ def test_verify_catches_a_row_in_a_shard_no_cycle_visits(cast):
     )
     # A rebuild moves it home and folds it; verify is clean again.
     assert run("rebuild_projections")[1]["rows_moved"] == 1
-    assert BufferEntry.objects.get(pk="stray").shard == shard_of("alice")
+    assert BufferEntry.objects.get(id="stray").shard == shard_of("alice")
     assert counts() == {"alice": 2}
     assert run("rebuild_projections", "--verify")[0] == 0

@@ -216,7 +216,7 @@ def test_script_in_a_description_is_escaped(staff_client, cast) -> None:
 
 
 def test_script_in_an_alias_is_escaped_on_the_overview(staff_client, cast) -> None:
-    WorldObject.objects.filter(pk="alice").update(aliases_json=json.dumps([["bob", "<b>bold</b>"]]))
+    WorldObject.objects.filter(id="alice").update(aliases_json=json.dumps([["bob", "<b>bold</b>"]]))
     body = staff_client.get("/").content.decode()
     assert "&lt;b&gt;bold&lt;/b&gt;" in body and "<b>bold</b>" not in body
 
@@ -268,7 +268,7 @@ def test_alias_inline_edit_changes_buffer_and_history(staff_client, staff, chest
     body = r.content.decode()
     assert body.lstrip().startswith('<section id="aliases-panel"')
     assert "“the hooded figure” → “Gareth”" in body
-    assert json.loads(WorldObject.objects.get(pk="alice").aliases_json) == [
+    assert json.loads(WorldObject.objects.get(id="alice").aliases_json) == [
         ["bob", "Gareth"],
         ["charlie", "the bartender"],
     ]
@@ -291,7 +291,7 @@ def test_alias_edit_without_js_redirects(staff_client, chest) -> None:
 
 def test_alias_delete(staff_client, chest) -> None:
     staff_client.post("/viewers/alice/aliases/bob/", {"action": "delete"})
-    assert json.loads(WorldObject.objects.get(pk="alice").aliases_json) == [
+    assert json.loads(WorldObject.objects.get(id="alice").aliases_json) == [
         ["charlie", "the bartender"]
     ]
     buffer = staff_client.get("/viewers/alice/buffer/").content.decode()
@@ -312,7 +312,7 @@ def test_alias_delete(staff_client, chest) -> None:
     ],
 )
 def test_alias_edit_validation_inline(staff_client, cast, target, label, error) -> None:
-    before = WorldObject.objects.get(pk="alice").aliases_json
+    before = WorldObject.objects.get(id="alice").aliases_json
     r = staff_client.post(
         f"/viewers/alice/aliases/{target}/",
         {"label": label, "action": "set"},
@@ -321,7 +321,7 @@ def test_alias_edit_validation_inline(staff_client, cast, target, label, error) 
     assert r.status_code == 200
     assert "HX-Trigger" not in r.headers
     assert error in r.content.decode()
-    assert WorldObject.objects.get(pk="alice").aliases_json == before
+    assert WorldObject.objects.get(id="alice").aliases_json == before
     assert not AliasChange.objects.exists()
     r = staff_client.post(f"/viewers/alice/aliases/{target}/", {"label": label, "action": "set"})
     assert r.status_code == 400 and error in r.content.decode()

@@ -271,7 +271,7 @@ def test_load_world_reads_every_fixture_scenario(name, world, entities, memories
 @pytest.mark.django_db
 def test_load_world_keeps_scenario_aliases_as_omnia_pairs():
     load_world(FIXTURES / "omnia-head-tavern.scenario.json")
-    assert WorldObject.objects.get(pk="alice").aliases_json == (
+    assert WorldObject.objects.get(id="alice").aliases_json == (
         '[["bob","the hooded figure"],["charlie","the bartender"]]'
     )
 

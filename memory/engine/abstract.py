@@ -57,13 +57,13 @@ def _resolve_members(owner_id: str, member_ids: Sequence[str]) -> list[Member]:
     buffer_rows = {
         row["id"]: row
         for row in BufferEntry.objects.select_for_update()
-        .filter(pk__in=member_ids)
+        .filter(id__in=member_ids)
         .values("id", "owner_id", "abstracted_into")
     }
     ledger_rows = {
         row["id"]: row
         for row in LedgerEntry.objects.select_for_update()
-        .filter(pk__in=member_ids)
+        .filter(id__in=member_ids)
         .values("id", "scope_id", "abstracted_into")
     }
     absorbed = set(
@@ -133,9 +133,9 @@ def _mark_absorbed(members: Sequence[Member], rollup_id: str) -> int:
     """The per-row mark on every absorbed row, buffer and ledger alike (seed 003, rule 10)."""
     buffer_ids = [m.id for m in members if m.kind == "buffer"]
     ledger_ids = [m.id for m in members if m.kind == "ledger"]
-    return BufferEntry.objects.filter(pk__in=buffer_ids).update(
+    return BufferEntry.objects.filter(id__in=buffer_ids).update(
         abstracted_into=rollup_id
-    ) + LedgerEntry.objects.filter(pk__in=ledger_ids).update(abstracted_into=rollup_id)
+    ) + LedgerEntry.objects.filter(id__in=ledger_ids).update(abstracted_into=rollup_id)
 
 
 def _write_edges(members: Sequence[Member], owner_id: str, rollup_id: str, created_at: int) -> None:
@@ -176,7 +176,7 @@ def abstract(
     rollup_id = rollup_id or str(ULID())
     if rollup_id in members_wanted:
         raise AbstractError("a rollup cannot absorb itself", field="member_ids")
-    owner = WorldObject.objects.filter(pk=owner_id, type=ObjectType.ENTITY).first()
+    owner = WorldObject.objects.filter(id=owner_id, type=ObjectType.ENTITY).first()
     if owner is None:
         raise NotFound(
             f"owner {owner_id!r} is not an entity of any loaded world", field="viewer_id"
@@ -188,7 +188,7 @@ def abstract(
                 f"owner {owner_id!r} is at generation {generation}, not {expected_generation}",
                 field="expected_generation",
             )
-        if LedgerEntry.objects.filter(pk=rollup_id).exists():
+        if LedgerEntry.objects.filter(id=rollup_id).exists():
             raise AbstractConflict(f"an entry with id {rollup_id!r} already exists", field="id")
         members = _resolve_members(owner_id, members_wanted)
         created_at = now_us()

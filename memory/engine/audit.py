@@ -8,11 +8,10 @@ management command is "cli:<os user>". A write that changed nothing records noth
 from __future__ import annotations
 
 import getpass
-import hashlib
 import json
 from typing import Any
 
-from memory.models import Attribute, AttributeAcl, AuditLog
+from memory.models import AuditLog
 
 
 def cli_actor() -> str:
@@ -69,40 +68,22 @@ def cycle_changed(result: Any) -> bool:
     )
 
 
-# Tables a loader re-states whole on every import (its report counts them as inserted even
-# when every row is as it was), so their count alone does not say the store changed.
-RESTATED = frozenset({"attributes", "attribute_acl"})
-
-
-def restated_digest() -> str:
-    """A digest of the re-stated tables' content, to tell a re-import that changed an
-    attribute from one that wrote every attribute back as it was."""
-    digest = hashlib.sha256()
-    for row in Attribute.objects.order_by("object_id", "name").values_list(
-        "object_id", "name", "value", "visibility"
-    ):
-        digest.update(json.dumps(row).encode())
-    digest.update(b"|acl|")
-    for row in AttributeAcl.objects.order_by(
-        "object_id", "attribute_name", "entity_id"
-    ).values_list("object_id", "attribute_name", "entity_id"):
-        digest.update(json.dumps(row).encode())
-    return digest.hexdigest()
-
-
-def record_import(
-    action: str, report: Any, actor: Any, *, digest_before: str | None = None
-) -> AuditLog | None:
-    """The audit row of an import or load (an ImportReport); none when it changed nothing:
-    no new row, and the re-stated tables as they were (`digest_before`, restated_digest()
-    taken before the load)."""
-    inserted = {t: n for t, n in report.counts.items() if n and t not in RESTATED}
-    restated = any(n for t, n in report.counts.items() if t in RESTATED)
-    if not inserted and not (restated and digest_before != restated_digest()):
+def record_import(action: str, report: Any, actor: Any) -> AuditLog | None:
+    """The audit row of an import or load (an ImportReport): the save it made or replaced;
+    none for the same file again (nothing was written)."""
+    if report.unchanged:
         return None
     return record(
         action,
-        report.source,
+        f"save:{report.save}",
         actor=actor,
-        after={"era": report.era, "worlds": report.worlds, "inserted": report.counts},
+        after={
+            "source": report.source,
+            "era": report.era,
+            "worlds": report.worlds,
+            "inserted": report.counts,
+            "replaced": report.replaced,
+            "kept": report.kept,
+            "dropped": report.dropped,
+        },
     )

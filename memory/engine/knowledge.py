@@ -49,7 +49,7 @@ def viewer_of(obj: WorldObject) -> Viewer:
 
 
 def get_viewer(viewer_id: str) -> Viewer:
-    obj = WorldObject.objects.filter(pk=viewer_id, type=ObjectType.ENTITY).first()
+    obj = WorldObject.objects.filter(id=viewer_id, type=ObjectType.ENTITY).first()
     if obj is None:
         raise NotFound(f"no entity with id {viewer_id!r}", field="viewer_id")
     return viewer_of(obj)
@@ -119,7 +119,7 @@ def world_knowledge(
     objects = (
         WorldObject.objects.all()
         if world_id is None
-        else WorldObject.objects.filter(Q(pk=world_id) | Q(world_id=world_id))
+        else WorldObject.objects.filter(Q(id=world_id) | Q(world_id=world_id))
     )
     if attributes_for is not None:
         # A panel reading a few objects' attributes needs of the rest only what they are:

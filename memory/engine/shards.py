@@ -15,6 +15,7 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import F
 
+from memory.active_save import current_id
 from memory.engine.clock import now_us
 from memory.models import BufferEntry, OwnerState, ProjectionShard, WorldObject
 
@@ -111,11 +112,11 @@ def claim_created_at(shard: int, count: int = 1) -> int:
     sql = (
         f"UPDATE {ProjectionShard._meta.db_table} "
         f"SET last_assigned_at = {greatest}(%s, last_assigned_at + 1) + %s "
-        "WHERE shard = %s RETURNING last_assigned_at"
+        "WHERE game_save_id = %s AND shard = %s RETURNING last_assigned_at"
     )
     for _attempt in (1, 2):
         with connection.cursor() as cursor:
-            cursor.execute(sql, [now_us(), count - 1, shard])
+            cursor.execute(sql, [now_us(), count - 1, current_id(), shard])
             row = cursor.fetchone()
         if row is not None:
             return row[0] - (count - 1)
@@ -127,8 +128,8 @@ def bump_generation(owner_id: str) -> int:
     with connection.cursor() as cursor:
         cursor.execute(
             f"UPDATE {OwnerState._meta.db_table} SET generation = generation + 1 "
-            "WHERE owner_id = %s RETURNING generation",
-            [owner_id],
+            "WHERE game_save_id = %s AND owner_id = %s RETURNING generation",
+            [current_id(), owner_id],
         )
         row = cursor.fetchone()
     if row is not None:
@@ -145,7 +146,7 @@ def generation_of(owner_id: str) -> int:
 def world_clock_for(owner: WorldObject) -> str | None:
     if owner.world_id is None:
         return None
-    return WorldObject.objects.filter(pk=owner.world_id).values_list("clock_iso", flat=True).first()
+    return WorldObject.objects.filter(id=owner.world_id).values_list("clock_iso", flat=True).first()
 
 
 def notify_written() -> None:

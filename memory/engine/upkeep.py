@@ -18,15 +18,28 @@ from memory.engine.projections import (
     run_cycle,
     verify,
 )
+from memory.engine.saves import each_save, purge_retired
 from memory.models import LeakFinding, LeakScan
 
 
 def run_upkeep(shards: Iterable[int] | None = None, **cycle_options) -> CycleResult:
+    """One upkeep pass over the active save."""
     result = run_cycle(shards, **cycle_options)
     refreshed = stored.refresh()
     result.leak_viewers_scanned = refreshed.viewers_scanned
     result.leak_findings_written = refreshed.findings_written
     return result
+
+
+def run_upkeep_every_save(shards: Iterable[int] | None = None, **cycle_options) -> CycleResult:
+    """One upkeep pass over each save in turn (a worker's cycle), after purging the saves a
+    --replace retired long enough ago; the results summed."""
+    purge_retired()
+    total = CycleResult()
+    shards = list(shards) if shards is not None else None
+    for _save, result in each_save(lambda _s: run_upkeep(shards, **cycle_options)):
+        total.add(result)
+    return total
 
 
 def rebuild_all(

@@ -14,6 +14,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 from ulid import ULID
 
+from memory.active_save import current_id
 from memory.engine.clock import iso_now, timestamp_problem
 from memory.engine.errors import InvalidInput, NotFound
 from memory.engine.intents import IntentV1, IntentV2, Outcome, parse_intent, parse_outcome
@@ -44,14 +45,15 @@ class _Owner:
 # and compiling the equivalent annotated ORM query cost more CPU than the query itself.
 _OWNER_SQL = (
     f"SELECT o.location_id, w.clock_iso FROM {WorldObject._meta.db_table} o "
-    f"LEFT JOIN {WorldObject._meta.db_table} w ON w.id = o.world_id "
-    "WHERE o.id = %s AND o.type = %s"
+    f"LEFT JOIN {WorldObject._meta.db_table} w "
+    "ON w.game_save_id = o.game_save_id AND w.id = o.world_id "
+    "WHERE o.game_save_id = %s AND o.id = %s AND o.type = %s"
 )
 
 
 def _owner_with_clock(owner_id: str) -> _Owner | None:
     with connection.cursor() as cursor:
-        cursor.execute(_OWNER_SQL, [owner_id, ObjectType.ENTITY.value])
+        cursor.execute(_OWNER_SQL, [current_id(), owner_id, ObjectType.ENTITY.value])
         row = cursor.fetchone()
     return _Owner(location_id=row[0], world_clock=row[1]) if row else None
 
@@ -84,7 +86,7 @@ def remember(
     parsed_outcome = (
         outcome if isinstance(outcome, Outcome) or outcome is None else parse_outcome(outcome)
     )
-    if entry_id is not None and BufferEntry.objects.filter(pk=entry_id).exists():
+    if entry_id is not None and BufferEntry.objects.filter(id=entry_id).exists():
         raise MemoryWriteError(f"a memory with id {entry_id!r} already exists", field="id")
     if timestamp is None:
         # The world clock, unless an imported clock names no instant: then wall time, so a
@@ -148,7 +150,7 @@ def _check_fields(
 def retract(entry_id: str) -> BufferEntry:
     """Mark a memory retracted; the row stays (it still happened, and still counts)."""
     with transaction.atomic():
-        entry = BufferEntry.objects.select_for_update().filter(pk=entry_id).first()
+        entry = BufferEntry.objects.select_for_update().filter(id=entry_id).first()
         if entry is None:
             raise UnknownMemory(f"no memory with id {entry_id!r}", field="entry_id")
         if entry.retracted_at is None:

@@ -56,7 +56,7 @@ class AliasResult:
 def world_ids(viewer: WorldObject) -> set[str]:
     world_id = viewer.world_id or viewer.id
     return set(
-        WorldObject.objects.filter(Q(pk=world_id) | Q(world_id=world_id)).values_list(
+        WorldObject.objects.filter(Q(id=world_id) | Q(world_id=world_id)).values_list(
             "id", flat=True
         )
     )
@@ -88,7 +88,7 @@ def check_alias(
         stripped
         and not control
         and stripped not in ids
-        and WorldObject.objects.filter(pk=stripped).exists()
+        and WorldObject.objects.filter(id=stripped).exists()
     ):
         label_errors.append(f"label {label!r} is a system id")
     if not stripped:
@@ -118,7 +118,7 @@ def _true_name_warnings(viewer: WorldObject, target_id: str, label: str) -> list
 
 def _locked_viewer(viewer_id: str) -> tuple[WorldObject, dict[str, str]]:
     viewer = (
-        WorldObject.objects.select_for_update().filter(pk=viewer_id, type=ObjectType.ENTITY).first()
+        WorldObject.objects.select_for_update().filter(id=viewer_id, type=ObjectType.ENTITY).first()
     )
     if viewer is None:
         raise ViewerMissing(f"no entity with id {viewer_id!r}", field="viewer_id")
@@ -224,7 +224,7 @@ def retract_memory(entry_id: str, *, user=None) -> tuple[BufferEntry, bool]:
         # Locked first, so of two concurrent retracts exactly one sees it unretracted.
         was = list(
             BufferEntry.objects.select_for_update()
-            .filter(pk=entry_id)
+            .filter(id=entry_id)
             .values_list("retracted_at", flat=True)
         )
         entry = retract(entry_id)

@@ -5,25 +5,30 @@ that stamp imported rows in commit order, and making a world's objects exactly t
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from django.db import connection
 
+from memory.active_save import current_id
 from memory.engine.clock import now_us
 from memory.engine.shards import ensure_shards
-from memory.models import ObjectType, ProjectionShard, WorldObject, WorldSource
-from memory.worlds.report import WorldImportError
+from memory.models import ObjectType, ProjectionShard
 
 
 def insert_ignore(table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> int:
-    """INSERT … ON CONFLICT DO NOTHING (SQLite and PostgreSQL alike); returns rows inserted."""
+    """INSERT … ON CONFLICT DO NOTHING (SQLite and PostgreSQL alike) into the active save;
+    returns rows inserted."""
     if not rows:
         return 0
     names = ", ".join(columns)
     marks = ", ".join(["%s"] * len(columns))
-    sql = f"INSERT INTO {table} ({names}) VALUES ({marks}) ON CONFLICT DO NOTHING"
+    # The save is a literal: one parameter fewer per row of a million-row executemany.
+    sql = (
+        f"INSERT INTO {table} (game_save_id, {names}) VALUES ({int(current_id())}, {marks}) "
+        "ON CONFLICT DO NOTHING"
+    )
     with connection.cursor() as cursor:
         cursor.executemany(sql, rows)
         return max(cursor.rowcount, 0)
@@ -110,58 +115,6 @@ class ImportClock:
         return value
 
 
-def check_world_ownership(source: str, objects: dict[str, str | None]) -> None:
-    """Refuse an object id that already belongs to another world in this database."""
-    ids = list(objects)
-    for start in range(0, len(ids), 500):
-        chunk = ids[start : start + 500]
-        found = {
-            o.id: o for o in WorldObject.objects.filter(pk__in=chunk).only("id", "type", "world_id")
-        }
-        # In input order, so the message names the first offending row of the file.
-        for existing in (found[i] for i in chunk if i in found):
-            incoming_world = objects[existing.id]
-            if existing.world_id_or_self != incoming_world:
-                raise WorldImportError(
-                    source,
-                    "objects",
-                    f"id={existing.id}",
-                    f"id already belongs to world {existing.world_id_or_self!r} in the inspector",
-                )
-
-
-def check_references(
-    source: str,
-    own_ids: set[str],
-    worlds: set[str],
-    references: Iterable[tuple[str, str, str, str | None]],
-) -> None:
-    """Worlds stay in their lane: a reference (table, row, field, id) to an id the input does
-    not declare is refused when that id is an object of another world in the inspector. An
-    id known nowhere stays allowed: omnia's own files name ids that are not in the world."""
-    foreign: dict[str, tuple[str, str, str]] = {}
-    for table, row, field_name, ref in references:
-        if ref is not None and ref not in own_ids and ref not in foreign:
-            foreign[ref] = (table, row, field_name)
-    ids = list(foreign)
-    for start in range(0, len(ids), 500):
-        chunk = ids[start : start + 500]
-        found = {
-            o.id: o for o in WorldObject.objects.filter(pk__in=chunk).only("id", "type", "world_id")
-        }
-        for ref in chunk:  # in input order: the first offending row of the input
-            obj = found.get(ref)
-            if obj is not None and obj.world_id_or_self not in worlds:
-                table, row, field_name = foreign[ref]
-                raise WorldImportError(
-                    source,
-                    table,
-                    row,
-                    f"{field_name} {ref!r} belongs to world {obj.world_id_or_self!r}, "
-                    f"not to {', '.join(sorted(repr(w) for w in worlds))}",
-                )
-
-
 def sync_objects(
     object_rows: list[tuple], attribute_rows: list[tuple], acl_rows: list[tuple]
 ) -> dict[str, int]:
@@ -174,26 +127,31 @@ def sync_objects(
     object_ids = [row[0] for row in object_rows]
     # Worlds first: every other object points at one.
     ordered = sorted(enumerate(object_rows), key=lambda item: item[1][1] != ObjectType.WORLD)
+    save_id = current_id()
     with connection.cursor() as cursor:
         for position, row in ordered:
             cursor.execute(
                 "UPDATE objects SET type=%s, world_id=%s, clock_iso=%s, location_id=%s, "
-                "aliases_json=%s, connections_json=%s, is_agent=%s, file_order=%s WHERE id=%s",
-                [*row[1:], position, row[0]],
+                "aliases_json=%s, connections_json=%s, is_agent=%s, file_order=%s "
+                "WHERE game_save_id=%s AND id=%s",
+                [*row[1:], position, save_id, row[0]],
             )
             if cursor.rowcount == 0:
                 cursor.execute(
-                    "INSERT INTO objects (id, type, world_id, clock_iso, location_id, aliases_json, "
-                    "connections_json, is_agent, file_order) "
-                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                    [*row, position],
+                    "INSERT INTO objects (game_save_id, id, type, world_id, clock_iso, "
+                    "location_id, aliases_json, connections_json, is_agent, file_order) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                    [save_id, *row, position],
                 )
                 counts["objects"] += 1
         for start in range(0, len(object_ids), 500):
             chunk = object_ids[start : start + 500]
             marks = ", ".join(["%s"] * len(chunk))
-            cursor.execute(f"DELETE FROM attribute_acl WHERE object_id IN ({marks})", chunk)
-            cursor.execute(f"DELETE FROM attributes WHERE object_id IN ({marks})", chunk)
+            for table in ("attribute_acl", "attributes"):
+                cursor.execute(
+                    f"DELETE FROM {table} WHERE game_save_id = %s AND object_id IN ({marks})",
+                    [save_id, *chunk],
+                )
     insert_ignore(
         "attributes",
         ("object_id", "name", "value", "visibility", "file_order"),
@@ -212,22 +170,3 @@ def sync_objects(
 def with_file_order(rows: Sequence[Sequence[Any]]) -> list[tuple]:
     """The rows, each with its place in the input appended (the `file_order` column)."""
     return [(*row, position) for position, row in enumerate(rows)]
-
-
-def record_source(
-    world_ids: Iterable[str], era: str, kind: str, path: str, sha: str, name: str = ""
-) -> None:
-    for world_id in world_ids:
-        existing = WorldSource.objects.filter(world_id=world_id).first()
-        if existing and (existing.source_sha256, existing.era) == (sha, era):
-            continue  # the same input again: a re-import changes nothing, not even this row
-        WorldSource.objects.update_or_create(
-            world_id=world_id,
-            defaults={
-                "era": era,
-                "kind": kind,
-                "source_path": path,
-                "source_sha256": sha,
-                "name": name,
-            },
-        )

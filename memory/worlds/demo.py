@@ -10,5 +10,16 @@ from memory.worlds.scenario import load_world
 DEMO_PATH = Path(__file__).resolve().parents[1] / "demo" / "demo_world.json"
 
 
-def load_demo() -> ImportReport:
-    return load_world(DEMO_PATH, source="demo_world.json")
+DEMO_SAVE = "demo"
+
+
+def load_demo(*, command: str = "", actor: str = "") -> ImportReport:
+    """The demo world, as the save "demo"."""
+    return load_world(
+        DEMO_PATH,
+        source="demo_world.json",
+        as_name=DEMO_SAVE,
+        command=command,
+        actor=actor,
+        kind="demo",
+    )

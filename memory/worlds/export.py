@@ -20,8 +20,9 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from django.db.models import F, Q
+from django.db.models import F, OuterRef, Q, Subquery
 
+from memory.active_save import current_id
 from memory.engine.errors import InvalidInput, NotFound
 from memory.models import (
     Attribute,
@@ -30,8 +31,8 @@ from memory.models import (
     LedgerEntry,
     LedgerInvolvedEntity,
     ObjectType,
+    Save,
     WorldObject,
-    WorldSource,
 )
 from memory.worlds.ddl import OMNIA_V1_DDL, OMNIA_V2_DDL
 
@@ -47,8 +48,9 @@ class ExportError(InvalidInput):
 
 
 def era_of(world_id: str) -> str:
-    source = WorldSource.objects.filter(world_id=world_id).first()
-    return source.era if source else "v2"
+    """The era the active save came in (its world is written back the same way)."""
+    era = Save.objects.filter(pk=current_id()).values_list("era", flat=True).first()
+    return era or "v2"
 
 
 def _ticking(
@@ -77,7 +79,7 @@ def export_omnia(
 ) -> dict[str, int]:
     """Write one world to `path` atomically (a temp file renamed into place). `progress` is
     called with the count of buffer rows written so far (a command's progress bar)."""
-    world = WorldObject.objects.filter(pk=world_id, type=ObjectType.WORLD).first()
+    world = WorldObject.objects.filter(id=world_id, type=ObjectType.WORLD).first()
     if world is None:
         raise UnknownWorld(f"no world with id {world_id!r}", field="world")
     era = era or era_of(world_id)
@@ -90,7 +92,7 @@ def export_omnia(
         conn = sqlite3.connect(tmp_name)
         conn.executescript(OMNIA_V1_DDL if era == "v1" else OMNIA_V2_DDL)
         objects = sorted(
-            WorldObject.objects.filter(Q(pk=world_id) | Q(world_id=world_id)),
+            WorldObject.objects.filter(Q(id=world_id) | Q(world_id=world_id)),
             # Without a recorded place the world row first: every other row points at it.
             key=lambda o: (
                 o.file_order is None,
@@ -185,8 +187,15 @@ def export_omnia(
                 ),
             ).rowcount
             involved = (
-                LedgerInvolvedEntity.objects.filter(entry__owner_id__in=entities)
-                .order_by(_file_order(), "entry__created_at", "entry_id", "entity_id")
+                LedgerInvolvedEntity.objects.filter(
+                    entry_id__in=LedgerEntry.objects.filter(owner_id__in=entities).values("id")
+                )
+                .annotate(
+                    entry_created_at=Subquery(
+                        LedgerEntry.objects.filter(id=OuterRef("entry_id")).values("created_at")[:1]
+                    )
+                )
+                .order_by(_file_order(), "entry_created_at", "entry_id", "entity_id")
                 .values_list("entry_id", "entity_id")
             )
             counts["ledger_involved_entities"] = conn.executemany(

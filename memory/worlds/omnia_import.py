@@ -13,16 +13,16 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
-from django.db import connection, transaction
-
 from memory.engine.aliases import AliasesJsonError, parse_aliases_json
 from memory.engine.clock import is_untimed
+from memory.engine.saves import default_name
 from memory.engine.scopes import home_scope
 from memory.engine.shards import bump_generations, shard_count, shard_of
 from memory.engine.strict_json import json_text_problem
-from memory.models import ObjectType, WorldObject
+from memory.models import ObjectType
 from memory.worlds import bulk
 from memory.worlds.report import ImportReport, WorldImportError
+from memory.worlds.save_door import Arrival, land
 from memory.worlds.validation import (
     OBJECT_TYPES,
     VISIBILITIES,
@@ -129,14 +129,31 @@ def _read_omnia_objects(
 
 
 def import_omnia(
-    path: str | Path, *, progress: Callable[[int], None] | None = None
+    path: str | Path,
+    *,
+    as_name: str | None = None,
+    replace: bool = False,
+    progress: Callable[[int], None] | None = None,
+    command: str = "",
+    actor: str = "",
 ) -> ImportReport:
-    """Read an omnia SQLite world file (either era) into the inspector's database."""
+    """Read an omnia SQLite world file (either era) into a save of its own: `as_name`, else
+    the file's name (save_door: the same file again is a no-op, another is refused unless
+    `replace`)."""
     path = Path(path)
     source = str(path)
     conn = _open_omnia(path)
     try:
-        return _import_omnia(conn, path, source, progress)
+        arrival = Arrival(
+            name=as_name or default_name(path),
+            kind="sqlite",
+            source=source,
+            sha256=_sha256(path),
+            size=path.stat().st_size,
+            command=command,
+            actor=actor,
+        )
+        return land(arrival, replace=replace, fill=lambda: _import_omnia(conn, source, progress))
     except sqlite3.DatabaseError as exc:
         # Text that is not UTF-8 stops the cursor mid-table; find the row it stopped on.
         found = undecodable_row(conn, source) if "decode" in str(exc) else None
@@ -147,7 +164,7 @@ def import_omnia(
         conn.close()
 
 
-def _import_omnia(conn: sqlite3.Connection, path: Path, source: str, progress) -> ImportReport:
+def _import_omnia(conn: sqlite3.Connection, source: str, progress) -> ImportReport:
     tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     buffer_cols = _columns(conn, "buffer_entries")
     has_ledger = "ledger_entries" in tables
@@ -211,175 +228,113 @@ def _import_omnia(conn: sqlite3.Connection, path: Path, source: str, progress) -
                 f"duplicate id (the file has no primary key on {table}.id)",
             )
 
-    sha = _sha256(path)
     world_ids = sorted(set(worlds.values()))
     report = ImportReport(source=source, era=era, worlds=world_ids)
     pinned_col = "pinned" if "pinned" in buffer_cols else "0"
     shards = shard_count()
 
-    with transaction.atomic():
-        marks = bulk.lock_all_shards()
-        bulk.check_world_ownership(source, worlds)
-        bulk.check_references(
-            source,
-            object_ids,
-            set(world_ids),
-            [
-                *(("objects", f"id={r[0]}", "location_id", r[4]) for r in object_rows),
-                *(
-                    ("attribute_acl", f"object_id={r[0]}, attribute_name={r[1]}", "entity_id", r[2])
-                    for r in acl_rows
-                ),
-                *_involved_references(conn, has_ledger),
-            ],
-        )
-        report.counts.update(bulk.sync_objects(object_rows, attribute_rows, acl_rows))
-        clock = bulk.ImportClock(marks)
-        inserted = seen = 0
-        cursor = conn.execute(
-            "SELECT id, owner_id, timestamp, location_id, intent_json, outcome_json, "
-            f"{pinned_col} FROM buffer_entries ORDER BY rowid"
-        )
-        incoming = conn.execute("SELECT COUNT(*) FROM buffer_entries").fetchone()[0]
-        shard_by_owner: dict[str, int] = {}  # a handful of owners, a million rows
-        written_for: set[str] = set()  # owners that got new memories: their generation moves
-        validator = BatchValidator(
-            source, "buffer_entries", parallel=incoming >= bulk.BULK_INDEX_ROWS
-        )
-        try:
-            with bulk.indexes_built_after("buffer_entries", incoming):
-                while batch := cursor.fetchmany(BATCH):
-                    checks: list[tuple[str, str, str | None]] = []
-                    rows = []
-                    for (
-                        entry_id,
-                        owner_id,
-                        timestamp,
-                        location_id,
-                        intent_json,
-                        outcome_json,
-                        pinned,
-                    ) in batch:
-                        # Cheap tests first (a million rows pass here); the helper words it.
-                        problem = None
-                        if type(entry_id) is not str or not entry_id or "\x00" in entry_id:
-                            problem = text_field_problem("id", entry_id, required=True)
-                        elif owner_id not in object_ids:
-                            problem = f"owner {owner_id!r} is not an object in the file"
-                        elif type(timestamp) is not str or not timestamp or "\x00" in timestamp:
-                            problem = text_field_problem("timestamp", timestamp, required=True)
-                        elif type(intent_json) is not str:
-                            problem = "intent_json must be text"
-                        elif outcome_json is not None and type(outcome_json) is not str:
-                            problem = "outcome_json must be text or NULL"
-                        elif location_id is not None and (
-                            type(location_id) is not str or "\x00" in location_id
-                        ):
-                            problem = text_field_problem("location_id", location_id)
-                        elif pinned is not None and (
-                            type(pinned) is not int or pinned not in (0, 1)
-                        ):
-                            problem = integer_problem("pinned", pinned, 0, 1)
-                        if problem is not None:
-                            validator.before_error_at(checks)
-                            raise WorldImportError(
-                                source, "buffer_entries", row_label(entry_id), problem
-                            )
-                        checks.append((entry_id, intent_json, outcome_json))
-                        shard = shard_by_owner.get(owner_id)
-                        if shard is None:
-                            shard = shard_by_owner[owner_id] = shard_of(owner_id, shards)
-                        rows.append(
-                            (
-                                entry_id,
-                                owner_id,
-                                timestamp,
-                                location_id,
-                                intent_json,
-                                outcome_json,
-                                pinned,
-                                clock.take(shard),
-                                shard,
-                                # a time omnia wrote that names no instant: kept, marked
-                                is_untimed(timestamp),
-                            )
+    # Inside save_door.land's transaction, into a save of its own that is empty until now.
+    marks = bulk.lock_all_shards()
+    report.counts.update(bulk.sync_objects(object_rows, attribute_rows, acl_rows))
+    clock = bulk.ImportClock(marks)
+    inserted = seen = 0
+    cursor = conn.execute(
+        "SELECT id, owner_id, timestamp, location_id, intent_json, outcome_json, "
+        f"{pinned_col} FROM buffer_entries ORDER BY rowid"
+    )
+    incoming = conn.execute("SELECT COUNT(*) FROM buffer_entries").fetchone()[0]
+    shard_by_owner: dict[str, int] = {}  # a handful of owners, a million rows
+    written_for: set[str] = set()  # owners that got new memories: their generation moves
+    validator = BatchValidator(source, "buffer_entries", parallel=incoming >= bulk.BULK_INDEX_ROWS)
+    try:
+        with bulk.indexes_built_after("buffer_entries", incoming):
+            while batch := cursor.fetchmany(BATCH):
+                checks: list[tuple[str, str, str | None]] = []
+                rows = []
+                for (
+                    entry_id,
+                    owner_id,
+                    timestamp,
+                    location_id,
+                    intent_json,
+                    outcome_json,
+                    pinned,
+                ) in batch:
+                    # Cheap tests first (a million rows pass here); the helper words it.
+                    problem = None
+                    if type(entry_id) is not str or not entry_id or "\x00" in entry_id:
+                        problem = text_field_problem("id", entry_id, required=True)
+                    elif owner_id not in object_ids:
+                        problem = f"owner {owner_id!r} is not an object in the file"
+                    elif type(timestamp) is not str or not timestamp or "\x00" in timestamp:
+                        problem = text_field_problem("timestamp", timestamp, required=True)
+                    elif type(intent_json) is not str:
+                        problem = "intent_json must be text"
+                    elif outcome_json is not None and type(outcome_json) is not str:
+                        problem = "outcome_json must be text or NULL"
+                    elif location_id is not None and (
+                        type(location_id) is not str or "\x00" in location_id
+                    ):
+                        problem = text_field_problem("location_id", location_id)
+                    elif pinned is not None and (type(pinned) is not int or pinned not in (0, 1)):
+                        problem = integer_problem("pinned", pinned, 0, 1)
+                    if problem is not None:
+                        validator.before_error_at(checks)
+                        raise WorldImportError(
+                            source, "buffer_entries", row_label(entry_id), problem
                         )
-                    validator.submit(checks)  # validated there while inserted here
-                    added = bulk.insert_ignore(
-                        "buffer_entries",
+                    checks.append((entry_id, intent_json, outcome_json))
+                    shard = shard_by_owner.get(owner_id)
+                    if shard is None:
+                        shard = shard_by_owner[owner_id] = shard_of(owner_id, shards)
+                    rows.append(
                         (
-                            "id",
-                            "owner_id",
-                            "timestamp",
-                            "location_id",
-                            "intent_json",
-                            "outcome_json",
-                            "pinned",
-                            "created_at",
-                            "shard",
-                            "untimed",
-                        ),
-                        rows,
+                            entry_id,
+                            owner_id,
+                            timestamp,
+                            location_id,
+                            intent_json,
+                            outcome_json,
+                            pinned,
+                            clock.take(shard),
+                            shard,
+                            # a time omnia wrote that names no instant: kept, marked
+                            is_untimed(timestamp),
+                        )
                     )
-                    if added:  # (a batch partly known already bumps all its owners: safe side)
-                        written_for.update(row[1] for row in rows)
-                    inserted += added
-                    seen += len(rows)
-                    if progress:
-                        progress(len(rows))
-                validator.finish()  # every batch clean before the indexes and the commit
-        finally:
-            validator.close()
-        if seen != inserted:
-            _check_conflicting_ids(source, "buffer_entries", conn, worlds)
-        report.counts["buffer_entries"] = inserted
-        report.skipped["buffer_entries"] = seen - inserted
-        if has_ledger:
-            written_for |= _import_ledger(conn, source, object_ids, clock, report, worlds)
-        bump_generations(written_for)
-        bulk.advance_shards(clock.assigned)
-        bulk.record_source(world_ids, era, "sqlite", source, sha)
+                validator.submit(checks)  # validated there while inserted here
+                added = bulk.insert_ignore(
+                    "buffer_entries",
+                    (
+                        "id",
+                        "owner_id",
+                        "timestamp",
+                        "location_id",
+                        "intent_json",
+                        "outcome_json",
+                        "pinned",
+                        "created_at",
+                        "shard",
+                        "untimed",
+                    ),
+                    rows,
+                )
+                if added:  # (a batch partly known already bumps all its owners: safe side)
+                    written_for.update(row[1] for row in rows)
+                inserted += added
+                seen += len(rows)
+                if progress:
+                    progress(len(rows))
+            validator.finish()  # every batch clean before the indexes and the commit
+    finally:
+        validator.close()
+    report.counts["buffer_entries"] = inserted
+    report.skipped["buffer_entries"] = seen - inserted
+    if has_ledger:
+        written_for |= _import_ledger(conn, source, object_ids, clock, report, worlds)
+    bump_generations(written_for)
+    bulk.advance_shards(clock.assigned)
     return report
-
-
-def _involved_references(conn: sqlite3.Connection, has_ledger: bool) -> list[tuple]:
-    if not has_ledger:
-        return []
-    return [
-        ("ledger_involved_entities", f"entry_id={entry_id}", "entity_id", entity_id)
-        for entry_id, entity_id in conn.execute(
-            "SELECT entry_id, entity_id FROM ledger_involved_entities ORDER BY rowid"
-        )
-    ]
-
-
-def _check_conflicting_ids(
-    source: str, table: str, conn: sqlite3.Connection, worlds: dict[str, str]
-) -> None:
-    """Rows skipped on conflict must be this world's own rows (a re-import), never another's."""
-    owner_col = "owner_id"
-    cursor = conn.execute(f"SELECT id, {owner_col} FROM {table} ORDER BY rowid")
-    while batch := cursor.fetchmany(BATCH):
-        by_id = {row[0]: row[1] for row in batch}
-        marks = ", ".join(["%s"] * len(by_id))
-        with connection.cursor() as db:
-            db.execute(f"SELECT id, {owner_col} FROM {table} WHERE id IN ({marks})", list(by_id))
-            for entry_id, existing_owner in db.fetchall():
-                if existing_owner != by_id[entry_id] and (
-                    existing_owner is None
-                    or worlds.get(by_id[entry_id]) != _world_of(existing_owner)
-                ):
-                    raise WorldImportError(
-                        source,
-                        table,
-                        f"id={entry_id}",
-                        f"id already belongs to {existing_owner!r} of another world in the inspector",
-                    )
-
-
-def _world_of(object_id: str) -> str | None:
-    obj = WorldObject.objects.filter(pk=object_id).only("id", "type", "world_id").first()
-    return obj.world_id_or_self if obj else None
 
 
 def _import_ledger(
@@ -463,8 +418,6 @@ def _import_ledger(
         ),
         rows,
     )
-    if inserted != len(rows):
-        _check_conflicting_ids(source, "ledger_entries", conn, worlds)
     ledger_ids = {row[0] for row in rows}
     involved = []
     for entry_id, entity_id in conn.execute(

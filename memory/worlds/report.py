@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from memory.engine.errors import InvalidInput
 
@@ -22,6 +24,28 @@ class ImportReport:
     worlds: list[str]
     counts: dict[str, int] = field(default_factory=dict)  # rows inserted per table
     skipped: dict[str, int] = field(default_factory=dict)  # rows already present
+    save: str = ""  # the save the rows are in
+    title: str = ""  # the scenario's own name for its world, if it gives one
+    # The same file was already this save: nothing written (`imported_at`: when it was).
+    unchanged: bool = False
+    imported_at: datetime | None = None
+    # --replace: the save now holds this file; what people made on the old one was carried
+    # over where the same ids exist (kept) or could not be (dropped), by kind.
+    replaced: bool = False
+    kept: dict[str, int] = field(default_factory=dict)
+    dropped: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def unchanged_save(cls, save, source: str) -> ImportReport:
+        return cls(
+            source=source,
+            era=save.era,
+            worlds=json.loads(save.world_ids_json or "[]"),
+            save=save.name,
+            title=save.title,
+            unchanged=True,
+            imported_at=save.imported_at,
+        )
 
     def summary(self) -> str:
         inserted = ", ".join(f"{table} {n}" for table, n in self.counts.items())

@@ -99,7 +99,9 @@ class StandIn:
         self.report = StandInReport()
         # No busy timeout in the driver: _locked() waits (up to better-sqlite3's default 5 s)
         # and measures the wait.
-        self.conn = sqlite3.connect(self.path, timeout=0, isolation_level=None)
+        self.conn = sqlite3.connect(
+            self.path, timeout=0, isolation_level=None, check_same_thread=False
+        )
         self.conn.execute("PRAGMA foreign_keys = ON")
         if not self._has_world():
             self._create()

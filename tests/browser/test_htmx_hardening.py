@@ -32,7 +32,7 @@ def login(page, next_url: str = "/") -> None:
 
 
 def label_of(viewer: str, target: str) -> str | None:
-    return dict(json.loads(WorldObject.objects.get(pk=viewer).aliases_json)).get(target)
+    return dict(json.loads(WorldObject.objects.get(id=viewer).aliases_json)).get(target)
 
 
 def test_expired_session_during_a_swap_lands_on_the_login_page(page, demo, screenshots) -> None:

@@ -26,6 +26,7 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from memory.active_save import current_id
 from memory.engine.leaks.scanner import Finding
 from memory.engine.leaks.world_scan import ScanFinding, scan_groups
 from memory.models import LeakFinding, LeakScan, ObjectType, WorldObject
@@ -39,10 +40,10 @@ _FINGERPRINT_SQL = (
     "SELECT o.id, o.world_id, o.aliases_json, o.location_id, w.clock_iso, "
     "s.source_sha256, s.imported_at, g.generation "
     "FROM objects o "
-    "LEFT JOIN objects w ON w.id = o.world_id "
-    "LEFT JOIN memory_world_sources s ON s.world_id = o.world_id "
-    "LEFT JOIN memory_owner_state g ON g.owner_id = o.id "
-    "WHERE o.type = %s"
+    "LEFT JOIN objects w ON w.game_save_id = o.game_save_id AND w.id = o.world_id "
+    "LEFT JOIN memory_saves s ON s.id = o.game_save_id "
+    "LEFT JOIN memory_owner_state g ON g.game_save_id = o.game_save_id AND g.owner_id = o.id "
+    "WHERE o.game_save_id = %s AND o.type = %s"
 )
 
 
@@ -56,13 +57,14 @@ def input_fingerprints(viewer_ids: Sequence[str] | None = None) -> dict[str, tup
     rows: list[tuple] = []
     with connection.cursor() as cursor:
         if viewer_ids is None:
-            cursor.execute(_FINGERPRINT_SQL, [ObjectType.ENTITY.value])
+            cursor.execute(_FINGERPRINT_SQL, [current_id(), ObjectType.ENTITY.value])
             rows = cursor.fetchall()
         else:
             for chunk in _chunks(list(viewer_ids)):
                 marks = ", ".join(["%s"] * len(chunk))
                 cursor.execute(
-                    f"{_FINGERPRINT_SQL} AND o.id IN ({marks})", [ObjectType.ENTITY.value, *chunk]
+                    f"{_FINGERPRINT_SQL} AND o.id IN ({marks})",
+                    [current_id(), ObjectType.ENTITY.value, *chunk],
                 )
                 rows.extend(cursor.fetchall())
     out: dict[str, tuple[str, str]] = {}
@@ -149,7 +151,7 @@ def stored_findings(viewer_ids: Iterable[str]) -> dict[str, list[ScanFinding]]:
 def scan_fresh(viewer_ids: Sequence[str]) -> dict[str, list[ScanFinding]]:
     """Scan these viewers now, in memory (one knowledge load and one automaton per world)."""
     groups: dict[str | None, list[WorldObject]] = {}
-    viewers = WorldObject.objects.filter(pk__in=list(viewer_ids), type=ObjectType.ENTITY)
+    viewers = WorldObject.objects.filter(id__in=list(viewer_ids), type=ObjectType.ENTITY)
     for obj in viewers.order_by("world_id", "id"):
         groups.setdefault(obj.world_id, []).append(obj)
     return {scan.viewer_id: scan.findings for scan in scan_groups(groups)}

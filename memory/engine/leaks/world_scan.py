@@ -223,7 +223,7 @@ def leak_world_from(knowledge: WorldKnowledge) -> LeakWorld:
 
 
 def _check_world(world_id: str) -> None:
-    if not WorldObject.objects.filter(pk=world_id, type=ObjectType.WORLD).exists():
+    if not WorldObject.objects.filter(id=world_id, type=ObjectType.WORLD).exists():
         raise NotFound(f"no world with id {world_id!r}")
 
 
@@ -253,7 +253,7 @@ def viewers_by_world(
     qs = WorldObject.objects.filter(type=ObjectType.ENTITY)
     if viewer_id is not None:
         viewer = get_viewer(viewer_id)  # NotFound for an unknown id
-        qs = qs.filter(pk=viewer.id)
+        qs = qs.filter(id=viewer.id)
     if world_id is not None:
         _check_world(world_id)
         qs = qs.filter(world_id=world_id)

@@ -317,12 +317,12 @@ def get_long_term_entry(viewer_id: str, entry_id: str) -> EntryAnswer:
     # its buffer members' in another (only when it has any).
     ledger = dict(
         LedgerEntry.objects.filter(
-            pk__in=[entry_id, *(m for m, k in edges if k == "ledger")]
+            id__in=[entry_id, *(m for m, k in edges if k == "ledger")]
         ).values_list("id", "abstracted_into")
     )
     buffer_ids = [m for m, k in edges if k == "buffer"]
     buffer = (
-        dict(BufferEntry.objects.filter(pk__in=buffer_ids).values_list("id", "abstracted_into"))
+        dict(BufferEntry.objects.filter(id__in=buffer_ids).values_list("id", "abstracted_into"))
         if buffer_ids
         else {}
     )

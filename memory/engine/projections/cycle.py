@@ -51,6 +51,17 @@ class CycleResult:
     problems_found: int = 0
     repartitioned: bool = False
 
+    def add(self, other: CycleResult) -> None:
+        """Fold another save's cycle into this total (a worker's pass over every save)."""
+        for name, value in vars(other).items():
+            mine = getattr(self, name)
+            if isinstance(value, bool):
+                setattr(self, name, mine or value)
+            elif isinstance(value, list):
+                mine.extend(value)
+            else:
+                setattr(self, name, mine + value)
+
     def as_dict(self) -> dict[str, int]:
         return {
             "rows_visited": self.rows_visited,

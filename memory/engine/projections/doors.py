@@ -22,6 +22,7 @@ from typing import Any
 from django.db import connection
 from django.db.models import Q
 
+from memory.active_save import current_id
 from memory.engine.clock import parse_timestamp, short_date, time_of_day
 from memory.engine.cursor import decode_cursor, encode_cursor
 from memory.engine.errors import InvalidInput, NotFound
@@ -83,7 +84,7 @@ class Digest:
 
 
 def _check_viewer(viewer_id: str) -> None:
-    if not WorldObject.objects.filter(pk=viewer_id, type=ObjectType.ENTITY).exists():
+    if not WorldObject.objects.filter(id=viewer_id, type=ObjectType.ENTITY).exists():
         raise NotFound(f"no entity with id {viewer_id!r}", field="viewer_id")
 
 
@@ -131,10 +132,10 @@ def _retracted_counts(viewer_id: str) -> tuple[dict[str, int], int]:
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT conversation_id, location_id, COUNT(*) FROM buffer_entries "
-            "WHERE owner_id = %s AND retracted_at IS NOT NULL "
+            "WHERE game_save_id = %s AND owner_id = %s AND retracted_at IS NOT NULL "
             "AND (created_at < %s OR (created_at = %s AND id <= %s)) "
             "GROUP BY conversation_id, location_id",
-            (viewer_id, created_at, created_at, row_id),
+            (current_id(), viewer_id, created_at, created_at, row_id),
         )
         groups = cursor.fetchall()
     counts: dict[str, int] = {}
@@ -253,7 +254,7 @@ def digest(
     member_places: dict[str, str | None] = {}
     if conversation_members:
         member_places = dict(
-            BufferEntry.objects.filter(pk__in=conversation_members).values_list("id", "location_id")
+            BufferEntry.objects.filter(id__in=conversation_members).values_list("id", "location_id")
         )
         visited += len(member_places)
     places: dict[str, str | None] = {}

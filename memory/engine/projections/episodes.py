@@ -22,6 +22,7 @@ from typing import NamedTuple
 from django.conf import settings
 from django.db import connection
 
+from memory.active_save import current_id
 from memory.engine.clock import UNTIMED, moment_of_key, time_key
 from memory.engine.projections.rows import FoldRow
 from memory.models import ClockMark, Episode, WorldObject
@@ -210,11 +211,12 @@ def insert_episodes(states: Sequence[EpisodeState]) -> int:
     if not states:
         return 0
     table = Episode._meta.db_table
-    marks = ", ".join(["%s"] * len(_COLUMNS))
+    marks = ", ".join(["%s"] * (len(_COLUMNS) + 1))
+    save_id = current_id()
     with connection.cursor() as cursor:
         cursor.executemany(
-            f"INSERT INTO {table} ({', '.join(_COLUMNS)}) VALUES ({marks})",
-            [_values(s) for s in states],
+            f"INSERT INTO {table} (game_save_id, {', '.join(_COLUMNS)}) VALUES ({marks})",
+            [(save_id, *_values(s)) for s in states],
         )
     return len(states)
 
@@ -223,13 +225,14 @@ def upsert_episodes(states: Sequence[EpisodeState]) -> int:
     if not states:
         return 0
     table = Episode._meta.db_table
-    marks = ", ".join(["%s"] * len(_COLUMNS))
+    marks = ", ".join(["%s"] * (len(_COLUMNS) + 1))
     updates = ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS[2:])
+    save_id = current_id()
     with connection.cursor() as cursor:
         cursor.executemany(
-            f"INSERT INTO {table} ({', '.join(_COLUMNS)}) VALUES ({marks}) "
-            f"ON CONFLICT (owner_id, ordinal) DO UPDATE SET {updates}",
-            [_values(s) for s in states],
+            f"INSERT INTO {table} (game_save_id, {', '.join(_COLUMNS)}) VALUES ({marks}) "
+            f"ON CONFLICT (game_save_id, owner_id, ordinal) DO UPDATE SET {updates}",
+            [(save_id, *_values(s)) for s in states],
         )
     return len(states)
 
@@ -268,11 +271,16 @@ def latest_episodes(owner_ids: Sequence[str]) -> dict[str, EpisodeState]:
     for start in range(0, len(owner_ids), 200):
         chunk = owner_ids[start : start + 200]
         branch = (
-            f"SELECT * FROM (SELECT {columns} FROM {table} WHERE owner_id = %s "
+            f"SELECT * FROM (SELECT {columns} FROM {table} "
+            "WHERE game_save_id = %s AND owner_id = %s "
             "ORDER BY ordinal DESC LIMIT 1) AS latest"
         )
+        save_id = current_id()
         with connection.cursor() as cursor:
-            cursor.execute(" UNION ALL ".join([branch] * len(chunk)), chunk)
+            cursor.execute(
+                " UNION ALL ".join([branch] * len(chunk)),
+                [value for owner_id in chunk for value in (save_id, owner_id)],
+            )
             for values in cursor.fetchall():
                 found[values[0]] = _state_of_values(values)
     return found
@@ -341,15 +349,16 @@ def close_by_clocks() -> tuple[int, int]:
 
 def owner_clocks(owner_ids: list[str]) -> dict[str, str]:
     """owner id -> its world's clock, for these owners (one query, bounded by the owners)."""
-    found: dict[str, str] = {}
+    world_of: dict[str, str] = {}
     for start in range(0, len(owner_ids), 500):
         chunk = owner_ids[start : start + 500]
-        for owner_id, clock in WorldObject.objects.filter(pk__in=chunk).values_list(
-            "id", "world__clock_iso"
-        ):
-            if clock:
-                found[owner_id] = clock
-    return found
+        world_of.update(
+            WorldObject.objects.filter(id__in=chunk, world_id__isnull=False).values_list(
+                "id", "world_id"
+            )
+        )
+    clocks = world_clocks() if world_of else {}  # a handful of worlds per save
+    return {owner: clocks[world] for owner, world in world_of.items() if clocks.get(world)}
 
 
 def closed_by_clock(state: EpisodeState, clock_iso: str | None) -> EpisodeState:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from django.db import connection
 
+from memory.active_save import current_id
 from memory.engine.projections.rows import FoldRow
 from memory.models import ProjectionProblem, WorldObject
 
@@ -138,9 +139,9 @@ def _rowids(problems: Sequence[Problem]) -> dict[int, int]:
             if p.row.id.__class__ is str and p.row.id:
                 continue
             cursor.execute(
-                f"SELECT rowid FROM {TABLE} WHERE id IS %s AND owner_id IS %s "
-                "AND created_at IS %s AND shard IS %s ORDER BY rowid LIMIT 1",
-                [p.row.id, p.row.owner_id, p.row.created_at, p.row.shard],
+                f"SELECT rowid FROM {TABLE} WHERE game_save_id = %s AND id IS %s "
+                "AND owner_id IS %s AND created_at IS %s AND shard IS %s ORDER BY rowid LIMIT 1",
+                [current_id(), p.row.id, p.row.owner_id, p.row.created_at, p.row.shard],
             )
             hit = cursor.fetchone()
             if hit is not None:
@@ -151,7 +152,7 @@ def _rowids(problems: Sequence[Problem]) -> dict[int, int]:
 def as_models(problems: Sequence[Problem]) -> list[ProjectionProblem]:
     rowids = _rowids(problems)
     owners = sorted({p.row.owner_id for p in problems if p.row.owner_id.__class__ is str})
-    worlds = dict(WorldObject.objects.filter(pk__in=owners).values_list("id", "world_id"))
+    worlds = dict(WorldObject.objects.filter(id__in=owners).values_list("id", "world_id"))
     return [
         ProjectionProblem(
             table_name=TABLE,

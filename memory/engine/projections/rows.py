@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 
 from django.db import connection
 
+from memory.active_save import current_id
 from memory.engine.clock import keyed
 
 CYCLE_BATCH = 2000
@@ -66,10 +67,11 @@ def rows_after(shard: int, created_at: int, row_id: str, limit: int) -> list[Fol
     # turn it into an index range start, where the OR form filters the whole shard.
     sql = (
         f"SELECT {FOLD_COLUMNS} FROM buffer_entries "
-        "WHERE shard = %s AND (created_at, id) > (%s, %s) "
-        "ORDER BY shard, created_at, id LIMIT %s"
+        "WHERE game_save_id = %s AND shard = %s AND (created_at, id) > (%s, %s) "
+        "ORDER BY game_save_id, shard, created_at, id LIMIT %s"
     )
-    return [_fold_row(r) for r in fetch(sql, (shard, created_at, row_id, limit))]
+    params = (current_id(), shard, created_at, row_id, limit)
+    return [_fold_row(r) for r in fetch(sql, params)]
 
 
 def iter_rows_owner_major(batch: int = REBUILD_BATCH) -> Iterator[FoldRow]:
@@ -79,21 +81,22 @@ def iter_rows_owner_major(batch: int = REBUILD_BATCH) -> Iterator[FoldRow]:
     holds, and a session's rows (which never span owners) still arrive in fold order.
     """
     after: tuple[str, int, str] | None = None
+    save_id = current_id()
     while True:
         if after is None:
             sql = (
-                f"SELECT {FOLD_COLUMNS} FROM buffer_entries "
-                "ORDER BY owner_id, created_at, id LIMIT %s"
+                f"SELECT {FOLD_COLUMNS} FROM buffer_entries WHERE game_save_id = %s "
+                "ORDER BY game_save_id, owner_id, created_at, id LIMIT %s"
             )
-            params: tuple = (batch,)
+            params: tuple = (save_id, batch)
         else:
             owner, created_at, row_id = after
             sql = (
                 f"SELECT {FOLD_COLUMNS} FROM buffer_entries "
-                "WHERE (owner_id, created_at, id) > (%s, %s, %s) "
-                "ORDER BY owner_id, created_at, id LIMIT %s"
+                "WHERE game_save_id = %s AND (owner_id, created_at, id) > (%s, %s, %s) "
+                "ORDER BY game_save_id, owner_id, created_at, id LIMIT %s"
             )
-            params = (owner, created_at, row_id, batch)
+            params = (save_id, owner, created_at, row_id, batch)
         rows = fetch(sql, params)
         yield from map(_fold_row, rows)
         if len(rows) < batch:
@@ -114,7 +117,7 @@ def by_owner(rows: Iterable[FoldRow]) -> Iterator[tuple[str, list[FoldRow]]]:
 def owner_rows(owner_id: str) -> list[FoldRow]:
     """One owner's rows in fold order (idx_buffer_owner_fold): a refold of that owner."""
     sql = (
-        f"SELECT {FOLD_COLUMNS} FROM buffer_entries WHERE owner_id = %s "
-        "ORDER BY owner_id, created_at, id"
+        f"SELECT {FOLD_COLUMNS} FROM buffer_entries WHERE game_save_id = %s AND owner_id = %s "
+        "ORDER BY game_save_id, owner_id, created_at, id"
     )
-    return [_fold_row(r) for r in fetch(sql, (owner_id,))]
+    return [_fold_row(r) for r in fetch(sql, (current_id(), owner_id))]

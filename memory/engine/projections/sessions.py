@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 from django.db import connection
 
+from memory.active_save import current_id
 from memory.engine.clock import UNTIMED, time_key
 from memory.engine.projections.rows import FoldRow
 from memory.models import MemorySession
@@ -184,14 +185,15 @@ def upsert_sessions(states: Sequence[SessionState]) -> int:
         return 0
     table = MemorySession._meta.db_table
     columns = ", ".join(SESSION_COLUMNS)
-    marks = ", ".join(["%s"] * len(SESSION_COLUMNS))
+    marks = ", ".join(["%s"] * (len(SESSION_COLUMNS) + 1))
     updates = ", ".join(f"{c} = excluded.{c}" for c in SESSION_COLUMNS[2:])
     sql = (
-        f"INSERT INTO {table} ({columns}) VALUES ({marks}) "
-        f"ON CONFLICT (owner_id, session_key) DO UPDATE SET {updates}"
+        f"INSERT INTO {table} (game_save_id, {columns}) VALUES ({marks}) "
+        f"ON CONFLICT (game_save_id, owner_id, session_key) DO UPDATE SET {updates}"
     )
+    save_id = current_id()
     with connection.cursor() as cursor:
-        cursor.executemany(sql, [session_values(s) for s in states])
+        cursor.executemany(sql, [(save_id, *session_values(s)) for s in states])
     return len(states)
 
 
@@ -200,11 +202,12 @@ def insert_sessions(states: Sequence[SessionState]) -> int:
         return 0
     table = MemorySession._meta.db_table
     columns = ", ".join(SESSION_COLUMNS)
-    marks = ", ".join(["%s"] * len(SESSION_COLUMNS))
+    marks = ", ".join(["%s"] * (len(SESSION_COLUMNS) + 1))
+    save_id = current_id()
     with connection.cursor() as cursor:
         cursor.executemany(
-            f"INSERT INTO {table} ({columns}) VALUES ({marks})",
-            [session_values(s) for s in states],
+            f"INSERT INTO {table} (game_save_id, {columns}) VALUES ({marks})",
+            [(save_id, *session_values(s)) for s in states],
         )
     return len(states)
 
@@ -221,8 +224,8 @@ def load_sessions(pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], Ses
         with connection.cursor() as cursor:
             cursor.execute(
                 f"SELECT {', '.join(SESSION_COLUMNS[:7])} FROM {MemorySession._meta.db_table} "
-                f"WHERE {where}",
-                [value for pair in chunk for value in pair],
+                f"WHERE game_save_id = %s AND ({where})",
+                [current_id(), *(value for pair in chunk for value in pair)],
             )
             for row in cursor.fetchall():
                 found[(row[0], row[1])] = state_of(row)

@@ -31,8 +31,10 @@ from typing import Any
 from django.db import DatabaseError, connection, connections
 from django.utils import timezone
 
+from memory.active_save import current_id
 from memory.engine.clock import wall_iso
 from memory.engine.projections.cycle import CycleResult, run_cycle
+from memory.engine.saves import each_save
 from memory.engine.shards import CHANNEL, shard_count
 from memory.models import ProjectionShard
 
@@ -57,8 +59,9 @@ def _rows_behind(shard: int, created_at: int, row_id: str) -> int:
     # The same idx_buffer_shard_fold range the cycle reads: cost proportional to the lag.
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT COUNT(*) FROM buffer_entries WHERE shard = %s AND (created_at, id) > (%s, %s)",
-            (shard, created_at, row_id),
+            "SELECT COUNT(*) FROM buffer_entries "
+            "WHERE game_save_id = %s AND shard = %s AND (created_at, id) > (%s, %s)",
+            (current_id(), shard, created_at, row_id),
         )
         return int(cursor.fetchone()[0])
 
@@ -92,6 +95,11 @@ def projection_status() -> dict[str, Any]:
         "oldest_cycle_at": oldest,
         "shards": shards,
     }
+
+
+def lag_every_save() -> int:
+    """Rows written but not yet folded, over every save."""
+    return sum(lag for _save, lag in each_save(lambda _s: projection_status()["lag_rows"]))
 
 
 # --- the loop ----------------------------------------------------------------------------------

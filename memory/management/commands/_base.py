@@ -7,13 +7,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from datetime import datetime
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, DjangoHelpFormatter
 from tqdm import tqdm
 
-from memory.models import WorldSource
+from memory.active_save import AmbiguousSave, use
+from memory.engine.errors import NotFound
+from memory.engine.saves import resolve_save
 from memory.worlds.report import ImportReport
 
 
@@ -26,16 +27,44 @@ class _HelpFormatter(DjangoHelpFormatter, argparse.RawDescriptionHelpFormatter):
 
 
 class OmniaCommand(BaseCommand):
-    """A command whose --help ends with worked examples (`examples`, one command a line)."""
+    """A command whose --help ends with worked examples (`examples`, one command a line).
+
+    `save_scope` says which save it works in. "one": inside one save, `--save NAME`; without
+    it the only save, else the one save holding the object named by the `save_hint` option
+    (options naming a viewer or world id); several candidates are refused, listed, exit 2. "every": without
+    `--save`, each save in turn (the command loops); with it, that save. None: it decides.
+    """
 
     examples: tuple[str, ...] = ()
+    save_scope: str | None = None
+    save_hint: tuple[str, ...] = ()
 
     def create_parser(self, prog_name: str, subcommand: str, **kwargs: Any):
         name = os.path.basename(prog_name)
         lines = [f"  {name} {subcommand} {example}".rstrip() for example in self.examples]
         kwargs.setdefault("epilog", "examples:\n" + "\n".join(lines) if lines else None)
         kwargs.setdefault("formatter_class", _HelpFormatter)
-        return super().create_parser(prog_name, subcommand, **kwargs)
+        parser = super().create_parser(prog_name, subcommand, **kwargs)
+        if self.save_scope == "one":
+            parser.add_argument(
+                "--save", help="the save to read (default: the only one, or the one holding the id)"
+            )
+        elif self.save_scope == "every":
+            parser.add_argument("--save", help="only this save (default: every save in turn)")
+        return parser
+
+    def execute(self, *args: Any, **options: Any):
+        if self.save_scope is None or (self.save_scope == "every" and not options.get("save")):
+            return super().execute(*args, **options)
+        hint = next((options[o] for o in self.save_hint if options.get(o)), None)
+        try:
+            save = resolve_save(options.get("save"), object_id=hint)
+        except AmbiguousSave as exc:
+            raise refuse(f"{exc}: add --save NAME") from None
+        except NotFound as exc:
+            raise refuse(str(exc)) from None
+        with use(save):
+            return super().execute(*args, **options)
 
 
 def progress_bar(desc: str, unit: str, total: int | None = None) -> tqdm:
@@ -50,34 +79,43 @@ def progress_bar(desc: str, unit: str, total: int | None = None) -> tqdm:
     )
 
 
-# Rewritten wholesale on every import of a world (not added): they say nothing about what
-# a re-import changed.
-_REWRITTEN = ("attributes", "attribute_acl")
-
-
 def _rows(counts: dict[str, int]) -> str:
     return ", ".join(f"{table.replace('_', ' ')} {n}" for table, n in counts.items() if n)
 
 
-def import_summary(report: ImportReport, started: datetime) -> str:
-    """What an import changed, in plain words: 'added 71 rows (…)', or 'nothing changed:
-    already imported on …' when the same file was imported before (its record untouched)."""
+def import_summary(report: ImportReport) -> str:
+    """What an import did, in plain words, in one line: the save it made (or replaced, with
+    what it carried over), or 'already imported as … on …; nothing changed'."""
+    if report.unchanged:
+        when = f" on {report.imported_at:%Y-%m-%d %H:%M} UTC" if report.imported_at else ""
+        return f"{report.source}: already imported as {report.save!r}{when}; nothing changed"
     head = f"{report.source}: world {', '.join(report.worlds)} ({report.era})"
-    present = sum(report.skipped.values())
-    added = {t: n for t, n in report.counts.items() if n and t not in _REWRITTEN}
-    if added:
-        counts = {t: n for t, n in report.counts.items() if n}
-        line = f"{head}: added {sum(counts.values())} rows ({_rows(counts)})"
-        return line + (f"; {present} rows were already here" if present else "")
-    before = (
-        WorldSource.objects.filter(world_id__in=report.worlds, imported_at__lt=started)
-        .order_by("imported_at")
-        .values_list("imported_at", flat=True)
-        .first()
+    counts = {t: n for t, n in report.counts.items() if n}
+    verb = "replaced save" if report.replaced else "new save"
+    line = f"{head}: {verb} {report.save!r}, {sum(counts.values())} rows ({_rows(counts)})"
+    if report.replaced:
+        kept = ", ".join(f"{n} {kind}" for kind, n in report.kept.items() if n) or "nothing"
+        dropped = ", ".join(f"{n} {kind}" for kind, n in report.dropped.items() if n)
+        line += f"; kept from the old save: {kept}"
+        line += f"; dropped (ids not in the new file): {dropped}" if dropped else ""
+    return line
+
+
+def add_save_arguments(parser) -> None:
+    parser.add_argument(
+        "--as",
+        dest="as_name",
+        metavar="NAME",
+        help="the save's name (default: the file's name without its extension)",
     )
-    if before is not None:
-        return f"{head}: nothing changed: already imported on {before:%Y-%m-%d %H:%M} UTC"
-    return (
-        f"{head}: no new rows, every row is already here ({present} rows); "
-        "attributes re-read from this file"
+    parser.add_argument(
+        "--replace",
+        action="store_true",
+        help="swap this file in for the save of that name, atomically, keeping the alias edits "
+        "and accepted leak findings made here where the same ids exist",
     )
+
+
+def command_line() -> str:
+    """The command as typed, for the save's provenance."""
+    return " ".join(["manage.py", *sys.argv[1:]]) if sys.argv[1:] else "manage.py"

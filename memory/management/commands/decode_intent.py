@@ -9,6 +9,8 @@ from memory.management.commands._base import OmniaCommand, refuse
 
 
 class Command(OmniaCommand):
+    save_scope = "one"
+    save_hint = ("actor_id",)
     help = "Resolve the labels in prose written by ACTOR_ID to system ids through its alias map."
     examples = ('npc-maren "I ask the hooded stranger about the lighthouse"',)
 

@@ -6,6 +6,8 @@ from memory.worlds.export import ERAS, ExportError, UnknownWorld, export_omnia
 
 
 class Command(OmniaCommand):
+    save_scope = "one"
+    save_hint = ("world",)
     help = "Write a world back as an omnia SQLite file (the era it came from, or --era)."
     examples = ("var/world.sqlite", "var/world.sqlite --world harbor-town --era v2")
 

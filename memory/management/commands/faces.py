@@ -21,6 +21,8 @@ def faces_json(answer: FacesAnswer) -> dict:
 
 
 class Command(OmniaCommand):
+    save_scope = "one"
+    save_hint = ("viewer_id",)
     help = "Print a viewer's long-term memory faces: default face, shadowed, superseded."
     examples = ("npc-maren", "npc-maren --include-shadowed --json")
 

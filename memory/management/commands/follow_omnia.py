@@ -1,10 +1,14 @@
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import time
+import traceback
 
-from memory.management.commands._base import OmniaCommand, refuse
+from memory.engine import audit
+from memory.engine.errors import Conflict, InvalidInput
+from memory.management.commands._base import OmniaCommand, command_line, refuse
 from memory.worlds.live import Follower, follow
 from memory.worlds.report import WorldImportError
 
@@ -19,7 +23,14 @@ class Command(OmniaCommand):
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("path", help="the omnia save a running game writes")
-        parser.add_argument("--as", dest="name", default="", help="the name to show for this save")
+        parser.add_argument(
+            "--as",
+            dest="name",
+            default="",
+            metavar="NAME",
+            help="the save to feed (default: the file's name without its extension); a new game "
+            "at the path replaces it as import_omnia --replace would",
+        )
         parser.add_argument(
             "--interval", type=float, default=0.5, help="seconds between looks at the file"
         )
@@ -47,9 +58,15 @@ class Command(OmniaCommand):
         signal.signal(signal.SIGTERM, request_stop)
         signal.signal(signal.SIGINT, request_stop)
         try:
-            follower = Follower(path, name=options["name"], batch_rows=options["batch_rows"])
+            follower = Follower(
+                path,
+                name=options["name"],
+                batch_rows=options["batch_rows"],
+                actor=audit.cli_actor(),
+                command=command_line(),
+            )
             follower.open()  # refuses a file that is missing or no omnia world, up front
-        except WorldImportError as exc:
+        except (WorldImportError, InvalidInput, Conflict) as exc:
             raise refuse(f"refused: {exc}") from None
         started = time.monotonic()
         totals = {"batches": 0, "rows": 0}
@@ -66,6 +83,8 @@ class Command(OmniaCommand):
 
         def on_error(exc) -> None:
             sys.stderr.write(f"waiting: {exc}\n")
+            if os.environ.get("OMNIA_LIVE_TRACE"):
+                traceback.print_exception(exc, file=sys.stderr)
 
         try:
             if options["once"]:
@@ -81,11 +100,11 @@ class Command(OmniaCommand):
                     report=report,
                     on_error=on_error,
                 )
-        except WorldImportError as exc:
+        except (WorldImportError, Conflict) as exc:
             raise refuse(f"refused: {exc}") from None
         finally:
             follower.close()
         self.stdout.write(
-            f"{path}: {totals['rows']} rows in {totals['batches']} batches; "
-            f"follow state kept (version {follower.state.version})"
+            f"{path}: save {follower.name!r}, {totals['rows']} rows in {totals['batches']} "
+            f"batches; follow state kept (version {follower.state.version})"
         )

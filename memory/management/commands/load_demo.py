@@ -1,36 +1,36 @@
 from __future__ import annotations
 
-from django.utils import timezone
-
 from memory.engine import audit
-from memory.management.commands._base import OmniaCommand, import_summary, refuse
-from memory.models import WorldSource
-from memory.worlds.demo import load_demo
+from memory.engine.errors import Conflict
+from memory.management.commands._base import (
+    OmniaCommand,
+    command_line,
+    import_summary,
+    refuse,
+)
+from memory.models import Save
+from memory.worlds.demo import DEMO_SAVE, load_demo
 from memory.worlds.report import WorldImportError
 
 
 class Command(OmniaCommand):
-    help = "Load the bundled demo world (memory/demo/demo_world.json)."
+    help = f"Load the bundled demo world (memory/demo/demo_world.json) as the save {DEMO_SAVE!r}."
     examples = ("", "--if-empty")
 
     def add_arguments(self, parser) -> None:
         parser.add_argument(
-            "--if-empty", action="store_true", help="do nothing if the demo is already loaded"
+            "--if-empty", action="store_true", help="do nothing if any save is loaded already"
         )
 
     def handle(self, *args, if_empty: bool, **options) -> None:
-        loaded = WorldSource.objects.filter(kind="scenario", source_path="demo_world.json").first()
-        if if_empty and loaded is not None:
-            self.stdout.write(
-                "nothing changed: the demo world is already loaded "
-                f"(since {loaded.imported_at:%Y-%m-%d %H:%M} UTC)"
-            )
+        if if_empty and Save.objects.live().exists():
+            names = ", ".join(Save.objects.live().order_by("name").values_list("name", flat=True))
+            self.stdout.write(f"nothing changed: saves are loaded already ({names})")
             return
-        started = timezone.now()
-        digest = audit.restated_digest()
+        actor = audit.cli_actor()
         try:
-            report = load_demo()
-        except WorldImportError as exc:
+            report = load_demo(command=command_line(), actor=actor)
+        except (WorldImportError, Conflict) as exc:
             raise refuse(f"refused, nothing loaded: {exc}") from None
-        self.stdout.write(import_summary(report, started))
-        audit.record_import("world.load", report, audit.cli_actor(), digest_before=digest)
+        self.stdout.write(import_summary(report))
+        audit.record_import("world.load", report, actor)

@@ -1,10 +1,11 @@
 from __future__ import annotations
 
-from django.utils import timezone
-
 from memory.engine import audit
+from memory.engine.errors import Conflict
 from memory.management.commands._base import (
     OmniaCommand,
+    add_save_arguments,
+    command_line,
     import_summary,
     progress_bar,
     refuse,
@@ -14,19 +15,33 @@ from memory.worlds.scenario import load_world
 
 
 class Command(OmniaCommand):
-    help = "Load an omnia scenario JSON (plus optional layers, memories, abstractions), atomically."
-    examples = ("path/to/scenario.json", "memory/demo/demo_world.json")
+    help = (
+        "Load an omnia scenario JSON (plus optional layers, memories, abstractions) into a save "
+        "of its own, atomically."
+    )
+    examples = (
+        "path/to/scenario.json",
+        "path/to/scenario.json --as talking-room-2",
+        "path/to/scenario.json --as talking-room --replace",
+    )
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("path", help="an omnia scenario JSON file")
+        add_save_arguments(parser)
 
-    def handle(self, *args, path: str, **options) -> None:
-        started = timezone.now()
-        digest = audit.restated_digest()
+    def handle(self, *args, path: str, as_name: str | None, replace: bool, **options) -> None:
+        actor = audit.cli_actor()
         with progress_bar("load", "rows") as bar:
             try:
-                report = load_world(path, progress=bar.update)
-            except WorldImportError as exc:
+                report = load_world(
+                    path,
+                    as_name=as_name,
+                    replace=replace,
+                    progress=bar.update,
+                    command=command_line(),
+                    actor=actor,
+                )
+            except (WorldImportError, Conflict) as exc:
                 raise refuse(f"refused, nothing loaded: {exc}") from None
-        self.stdout.write(import_summary(report, started))
-        audit.record_import("world.load", report, audit.cli_actor(), digest_before=digest)
+        self.stdout.write(import_summary(report))
+        audit.record_import("world.load", report, actor)

@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from memory.active_save import active_id, use
 from memory.engine import audit
+from memory.engine.saves import current_save_name, live_saves
 from memory.engine.upkeep import rebuild_all, verify_all
 from memory.management.commands._base import OmniaCommand, progress_bar
 from memory.models import BufferEntry
 
 
 class Command(OmniaCommand):
+    save_scope = "every"
     help = (
         "Re-derive every session, episode and stored leak finding; --verify only compares "
         "(exit 1 on drift)."
@@ -25,6 +28,25 @@ class Command(OmniaCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        # One save with --save (or when only one is loaded); else each save in turn, each
+        # report headed by its save's name. Exit 1 when any save drifted.
+        active = active_id()
+        targets = [None] if active is not None else live_saves()
+        drifted = False
+        for save in targets:
+            if save is None:
+                drifted |= self._one(options)
+                continue
+            if len(targets) > 1 and not options["json"]:
+                self.stdout.write(f"save {save.name}:")
+            with use(save):
+                drifted |= self._one(options, save.name if len(targets) > 1 else None)
+        if drifted:
+            raise SystemExit(1)
+
+    def _one(self, options: dict[str, Any], label: str | None = None) -> bool:
+        """Rebuild or verify the active save; True when it drifted."""
+        self._label = label
         verifying = options["verify"]
         total = BufferEntry.objects.count()
         with progress_bar("verify" if verifying else "rebuild", "rows", total=total) as bar:
@@ -34,12 +56,10 @@ class Command(OmniaCommand):
                 rebuilt, refreshed = rebuild_all(progress=bar.update)
         if verifying:
             self._report_verify(result, findings, options["json"])
-            if result.drifted or findings.drift:
-                raise SystemExit(1)
-            return
+            return bool(result.drifted or findings.drift)
         audit.record(
             "projections.rebuild",
-            "projections",
+            f"save:{current_save_name()}",
             actor=audit.cli_actor(),
             after={
                 "rows_folded": rebuilt.rows_folded,
@@ -51,6 +71,7 @@ class Command(OmniaCommand):
             self.stdout.write(
                 json.dumps(
                     {
+                        **self._save_key(),
                         "sessions": rebuilt.sessions,
                         "rows_folded": rebuilt.rows_folded,
                         "episodes": rebuilt.episodes,
@@ -72,10 +93,18 @@ class Command(OmniaCommand):
                     else ""
                 )
             )
+        return False
+
+    def _save_key(self) -> dict[str, str]:
+        return {"save": self._label} if self._label else {}
 
     def _report_verify(self, result: Any, findings: Any, as_json: bool) -> None:
         if as_json:
-            self.stdout.write(json.dumps({**result.as_dict(), "leak_findings": findings.as_dict()}))
+            self.stdout.write(
+                json.dumps(
+                    {**self._save_key(), **result.as_dict(), "leak_findings": findings.as_dict()}
+                )
+            )
             return
         self.stdout.write(
             f"{result.sessions} sessions, {result.identical} identical, "

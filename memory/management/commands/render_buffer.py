@@ -9,6 +9,8 @@ from memory.management.commands._base import OmniaCommand, refuse
 
 
 class Command(OmniaCommand):
+    save_scope = "one"
+    save_hint = ("viewer_id",)
     help = "Print a viewer's buffer as that viewer reads it, one line per entry, oldest first."
     examples = ("npc-maren", "npc-maren --format jsonl | head -3")
 

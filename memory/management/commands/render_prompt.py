@@ -9,6 +9,8 @@ from memory.management.commands._base import OmniaCommand, refuse
 
 
 class Command(OmniaCommand):
+    save_scope = "one"
+    save_hint = ("viewer_id",)
     help = "Print the prompt context a viewer's LLM call would receive, section by section."
     examples = ("npc-maren", "npc-maren --json")
 

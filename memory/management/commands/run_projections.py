@@ -8,22 +8,25 @@ from typing import Any
 from django.core.management.base import CommandError
 from django.db import DatabaseError
 
+from memory.active_save import active_id
 from memory.engine import audit
 from memory.engine.projections import CycleResult
 from memory.engine.projections.worker import (
     StopFlag,
     describe,
     is_read_only_error,
+    lag_every_save,
     parse_shards,
     projection_status,
     run_loop,
     shard_list,
 )
-from memory.engine.upkeep import run_upkeep
+from memory.engine.upkeep import run_upkeep, run_upkeep_every_save
 from memory.management.commands._base import OmniaCommand, progress_bar
 
 
 class Command(OmniaCommand):
+    save_scope = "every"
     help = (
         "Fold the memory rows written since the last cycle into sessions and episodes; "
         "--loop keeps at it."
@@ -80,8 +83,12 @@ class Command(OmniaCommand):
         if options["loop"]:
             self._loop(shards, options)
             return
-        with progress_bar("fold", "rows", total=projection_status()["lag_rows"]) as bar:
-            result = run_upkeep(shards=shards, progress=bar.update)
+        # With --save that save; else every save in turn (the results summed).
+        one = active_id() is not None
+        behind = projection_status()["lag_rows"] if one else lag_every_save()
+        with progress_bar("fold", "rows", total=behind) as bar:
+            upkeep = run_upkeep if one else run_upkeep_every_save
+            result = upkeep(shards=shards, progress=bar.update)
         # One-shot runs are a person's write and audited; the --loop worker is the automatic
         # fold (derived rows only) and would write one row a second.
         if audit.cycle_changed(result):
@@ -144,7 +151,7 @@ class Command(OmniaCommand):
             stop=stop,
             on_cycle=report,
             settle=options["settle"],
-            cycle=run_upkeep,
+            cycle=run_upkeep if active_id() is not None else run_upkeep_every_save,
         )
         summary = {
             "stopped_by": stop.signal,

@@ -19,6 +19,8 @@ from memory.web.spreadsheet import safe_row
 
 
 class Command(OmniaCommand):
+    save_scope = "one"
+    save_hint = ("viewer_id", "world_id")
     help = (
         "Report epistemic leaks in every viewer's prompt: system ids, unknown true names, "
         "private values."

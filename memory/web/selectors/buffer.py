@@ -192,7 +192,7 @@ def line_links(viewer: Viewer, entry_id: str) -> LineLinks:
 
 
 def get_entry(viewer: Viewer, entry_id: str) -> RenderedEntry:
-    entry = BufferEntry.objects.filter(pk=entry_id, owner_id=viewer.id).only(*BUFFER_FIELDS).first()
+    entry = BufferEntry.objects.filter(id=entry_id, owner_id=viewer.id).only(*BUFFER_FIELDS).first()
     if entry is None:
         raise NotFound(f"{viewer.id} holds no memory with id {entry_id!r}", field="entry_id")
     return render_entry(entry, viewer)

@@ -238,7 +238,7 @@ def _member_titles(viewer_id: str, member_ids: list[str], ledger: dict) -> dict[
     titles = {m: ledger[m][0] for m in member_ids if m in ledger}
     if buffer_ids:
         viewer = get_viewer(viewer_id)
-        for entry in BufferEntry.objects.filter(pk__in=buffer_ids, owner_id=viewer_id).only(
+        for entry in BufferEntry.objects.filter(id__in=buffer_ids, owner_id=viewer_id).only(
             *BUFFER_FIELDS
         ):
             titles[entry.id] = render_entry(entry, viewer).line or entry.id

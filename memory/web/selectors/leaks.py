@@ -134,7 +134,7 @@ def _entities(ids: set[str]) -> set[str]:
     for start in range(0, len(wanted), 500):
         chunk = wanted[start : start + 500]
         found.update(
-            WorldObject.objects.filter(pk__in=chunk, type=ObjectType.ENTITY).values_list(
+            WorldObject.objects.filter(id__in=chunk, type=ObjectType.ENTITY).values_list(
                 "id", flat=True
             )
         )

@@ -1,4 +1,5 @@
-"""Whether a followed save is live, and the version the pages poll (one small query)."""
+"""Whether a followed save is live, and the version the pages poll (one small query over
+every save's follow: a page learns that something it may show moved)."""
 
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ def _iso(moment: datetime | None) -> str | None:
 
 
 def live_status() -> LiveStatus:
-    found = LiveFollow.objects.aggregate(
+    found = LiveFollow.every_save.aggregate(
         n=Count("pk"), version=Sum("version"), applied=Max("applied_at"), beat=Max("heartbeat_at")
     )
     beat, applied, now = found["beat"], found["applied"], timezone.now()

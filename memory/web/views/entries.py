@@ -34,7 +34,7 @@ def _people(viewer: Viewer, ids: list[str]) -> dict[str, dict[str, Any]]:
     wanted = sorted({i for i in ids if i})
     names = true_names(wanted)
     entities = set(
-        WorldObject.objects.filter(pk__in=wanted, type=ObjectType.ENTITY).values_list(
+        WorldObject.objects.filter(id__in=wanted, type=ObjectType.ENTITY).values_list(
             "id", flat=True
         )
     )

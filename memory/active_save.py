@@ -1,0 +1,119 @@
+"""The active save: which playthrough a read or a write is about.
+
+Two saves of one scenario hold the same ids, so every row carries its save and every query
+must say which one. Every engine function works inside one save, so rather than thread a
+save argument through all of them, a save is *active* for a stretch of code, the way Django
+activates a time zone: `with use(save):`. The default manager of every save-scoped model
+filters by it and refuses to run without one, so a query that forgot its save fails loudly
+instead of mixing two playthroughs. Code that means every save says so: `Model.every_save`.
+
+`use(SOLE)` is "the one save this database holds": the default of a command run without
+`--save` (and of the tests). With two saves it refuses, naming them.
+
+Below the models on purpose (models.py imports it for the managers and the column default).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+from django.db import models
+
+
+class NoActiveSave(RuntimeError):
+    """A save-scoped query ran outside `use(save)`: a programming error, never user input."""
+
+
+class AmbiguousSave(LookupError):
+    """`use(SOLE)` with several saves (or none): the caller must name one."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+        if names:
+            message = f"{len(names)} saves hold worlds: {', '.join(names)}; choose one"
+        else:
+            message = "no save is loaded yet: import a world first"
+        super().__init__(message)
+
+
+class _Sole:
+    """The marker for "the only save there is", resolved when a query needs it."""
+
+    def __repr__(self) -> str:
+        return "SOLE"
+
+
+SOLE = _Sole()
+
+_active: ContextVar[int | _Sole | None] = ContextVar("omnia_active_save", default=None)
+# (generation of the save list, resolved id): SOLE is looked up once per change of saves.
+_sole_cache: dict[str, tuple[int, int]] = {}
+_saves_generation = [0]
+
+
+def saves_changed() -> None:
+    """A save was created, renamed or deleted: SOLE is resolved again on next use."""
+    _saves_generation[0] += 1
+
+
+def _resolve_sole() -> int:
+    cached = _sole_cache.get("sole")
+    if cached and cached[0] == _saves_generation[0]:
+        return cached[1]
+    from memory.models import Save  # noqa: PLC0415  (models imports this module)
+
+    rows = list(Save.objects.filter(retired_at__isnull=True).values_list("id", "name")[:50])
+    if len(rows) != 1:
+        raise AmbiguousSave(sorted(name for _id, name in rows))
+    _sole_cache["sole"] = (_saves_generation[0], rows[0][0])
+    return rows[0][0]
+
+
+def current_id() -> int:
+    """The active save's id; NoActiveSave outside `use()`, AmbiguousSave for SOLE with 2+."""
+    value = _active.get()
+    if value is None:
+        raise NoActiveSave("no save is active: wrap the call in `with use(save):`")
+    if value is SOLE:
+        return _resolve_sole()
+    return value
+
+
+def active_id() -> int | None:
+    """The active save's id, or None outside `use()` (never raises for a plain id)."""
+    value = _active.get()
+    if value is SOLE:
+        try:
+            return _resolve_sole()
+        except AmbiguousSave:
+            return None
+    return value
+
+
+@contextmanager
+def use(save) -> Iterator[None]:
+    """Make `save` (a Save, its id, or SOLE) the active save for the block."""
+    value = save if isinstance(save, int | _Sole) else save.pk
+    token = _active.set(value)
+    try:
+        yield
+    finally:
+        _active.reset(token)
+
+
+def activate(save) -> object:
+    """`use()` without a block, for a request or a test: returns the token `deactivate` takes."""
+    return _active.set(save if isinstance(save, int | _Sole) else save.pk)
+
+
+def deactivate(token) -> None:
+    _active.reset(token)
+
+
+class SaveScopedManager(models.Manager):
+    """The default manager of a save-scoped model: only the active save's rows."""
+
+    def get_queryset(self):
+        return super().get_queryset().filter(game_save_id=current_id())
