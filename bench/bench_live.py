@@ -28,7 +28,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -54,7 +53,12 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60.0, help="how long the game writes")
     parser.add_argument("--smoke", action="store_true", help="40 rows/s for 5 s")
     parser.add_argument("--json", action="store_true", help="the figures as one JSON line")
+    parser.add_argument("--writer", metavar="OUT", help=argparse.SUPPRESS)  # the game process
+    parser.add_argument("--save-file", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.writer:
+        write_game(Path(args.save_file), args.rate, args.seconds, Path(args.writer))
+        return
     rate, seconds = (40.0, 5.0) if args.smoke else (args.rate, args.seconds)
 
     work = Path(tempfile.mkdtemp(prefix="bench-live-"))
@@ -80,10 +84,15 @@ def main() -> None:
 
     from memory.worlds.standin import CAST, StandIn
 
-    game = StandIn(save, seed=11, keep_commits=True)
+    StandIn(save, seed=11).close()  # the world, before the follower starts
     user = get_user_model().objects.create_user("bench", password="bench-only-pw")
     client = Client()
     client.force_login(user)
+    # The API twin reads the active save; the test client runs in this thread, so the one
+    # save this database holds (the follower's) is made active here.
+    from memory.active_save import SOLE, activate
+
+    activate(SOLE)
 
     follower = subprocess.Popen(
         [*manage, "follow_omnia", str(save), "--interval", "0.1", "--as", "bench"],
@@ -96,10 +105,15 @@ def main() -> None:
     # The follower's first batch (the world) lands before the clock starts.
     while not client.get("/live/").json()["follows"] or not client.get("/live/").json()["age_s"]:
         time.sleep(0.1)
-    rows = int(rate * seconds)
-    writer = threading.Thread(target=game.run, args=(rows, rate), daemon=True)
+    # The game in a process of its own, as a game is: its commits and lock waits are not
+    # slowed by this process's polling.
+    report_path = work / "game.json"
+    writer = subprocess.Popen(
+        [sys.executable, __file__, "--writer", str(report_path), "--save-file", str(save),
+         "--rate", str(rate), "--seconds", str(seconds)],
+        cwd=ROOT,
+    )  # fmt: skip
     cpu_start, wall_start = cpu_seconds(follower.pid), time.monotonic()
-    writer.start()
 
     seen: dict[str, float] = {}
     etag = None
@@ -108,7 +122,9 @@ def main() -> None:
     deadline = wall_start + seconds + 15
 
     def committed() -> dict[str, float]:
-        return dict(game.report.commits)
+        if not report_path.exists():
+            return {}
+        return dict(json.loads(report_path.read_text())["commits"])
 
     while time.monotonic() < deadline:
         polls += 1
@@ -123,7 +139,7 @@ def main() -> None:
                 api_reads += 1
                 for item in page["items"]:
                     seen.setdefault(item["id"], now)
-        if not writer.is_alive():
+        if writer.poll() is not None:
             waiting = set(committed()) - set(seen)
             if not waiting or waiting <= deleted_ids(save, waiting):
                 break
@@ -132,7 +148,8 @@ def main() -> None:
     cpu = cpu_seconds(follower.pid) - cpu_start
     follower.terminate()
     _out, err = follower.communicate(timeout=60)
-    writer.join(timeout=5)
+    writer.wait(timeout=30)
+    game = json.loads(report_path.read_text())
 
     commits = committed()
     lags = [seen[i] - t for i, t in commits.items() if i in seen]
@@ -156,14 +173,13 @@ def main() -> None:
         "lag_p99_s": round(percentile(lags, 0.99), 3) if lags else None,
         "lag_max_s": round(max(lags), 3) if lags else None,
         "follower_cpu_share": round(cpu / wall, 3),
-        "writer_max_lock_wait_ms": round(game.report.max_lock_wait_ms, 2),
+        "writer_max_lock_wait_ms": round(game["max_lock_wait_ms"], 2),
         "polls": polls,
         "polls_304": not_modified,
         "api_reads": api_reads,
         "follower_exit": follower.returncode,
         "verify_exit": verify.returncode,
     }
-    game.close()
     if args.json:
         print(json.dumps(figures))
     else:
@@ -178,6 +194,17 @@ def main() -> None:
         problems.append(f"follower exit {follower.returncode}: {err[-2000:]}")
     if problems:
         sys.exit("\n".join(problems))
+
+
+def write_game(save: Path, rate: float, seconds: float, out: Path) -> None:
+    """The game process: the stand-in at `rate` for `seconds`, then its report with every
+    row's commit time (written once, at the end, so it never competes with the game)."""
+    from memory.worlds.standin import StandIn
+
+    game = StandIn(save, seed=11, keep_commits=True)
+    report = game.run(int(rate * seconds), rate)
+    game.close()
+    out.write_text(json.dumps({**report.as_dict(), "commits": report.commits}))
 
 
 def deleted_ids(save: Path, committed: set[str]) -> set[str]:

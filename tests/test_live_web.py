@@ -41,7 +41,7 @@ def test_live_version_answers_304_until_something_is_applied(reader, tmp_path):
     moved = reader.get("/live/", headers={"If-None-Match": tag})
     assert moved.status_code == 200 and moved["ETag"] != tag
     body = moved.json()
-    assert body["follows"] == 1 and body["version"] == "1.1" and body["live"] is True
+    assert body["follows"] == 1 and body["version"] == "1.2" and body["live"] is True
     again = reader.get("/live/", headers={"If-None-Match": moved["ETag"]})
     assert again.status_code == 304 and again.content == b""
     assert follower.tick() is None  # nothing new in the file: nothing applied, no new version

@@ -301,9 +301,12 @@ class Follower:
         }
 
         def snapshot() -> Changes:
-            # The small tables first, each its own short read, then the append-only tables in
-            # one transaction: the writer waits only on what runs between BEGIN and COMMIT.
-            # (A row naming an object made in between has the small tables read again.)
+            # No read transaction around it all: each statement is its own read, so the game's
+            # commit waits at most for one statement (a millisecond), never for a batch. What
+            # one statement sees is consistent; between statements the game may commit, and
+            # each check below is written to tolerate that (a row naming an object made since
+            # has the small tables read again; involved rows wait for their entry; a count
+            # that moved makes a bucket scan that finds nothing; a tail that moved rewinds).
             schema = self._schema(conn)
             small_rows = (
                 conn.execute(schema["objects"]).fetchall(),
@@ -314,11 +317,7 @@ class Follower:
                     "SELECT object_id, attribute_name, entity_id FROM attribute_acl ORDER BY rowid"
                 ).fetchall(),
             )
-            conn.execute("BEGIN")
-            try:
-                changes = self._read(conn, state, ours)
-            finally:
-                conn.execute("COMMIT")
+            changes = self._read(conn, state, ours)
             changes.raw_small = small_rows
             changes.small_hash = _hash_rows(*small_rows)
             changes.file_mtime = os.stat(self.path).st_mtime
@@ -473,8 +472,10 @@ class Follower:
             out.mark_id = found[0] if found else ""
         # Rows at or before the watermark, counted as the whole table less its tail: both are
         # cheap (SQLite counts a table from its smallest index; the tail is a rowid range).
-        total = conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
-        tail = conn.execute(f"SELECT COUNT(*) FROM {table} WHERE rowid > ?", [mark]).fetchone()[0]
+        total, tail = conn.execute(
+            f"SELECT (SELECT COUNT(*) FROM {table}), (SELECT COUNT(*) FROM {table} WHERE rowid > ?)",
+            [mark],
+        ).fetchone()
         out.effective_mark = mark
         expected = ours.held - sum(1 for rowid, _id in ours.tail if rowid > mark)
         if total - tail != expected:
@@ -493,28 +494,24 @@ class Follower:
                 ours[bucket] = ours.get(bucket, 0) + 1
 
         def scan() -> tuple[dict[int, str], list[int]]:
-            conn.execute("BEGIN")
-            try:
-                theirs = dict(
+            theirs = dict(
+                conn.execute(
+                    f"SELECT rowid >> {BUCKET_SHIFT}, COUNT(*) FROM {table} "
+                    "WHERE rowid <= ? GROUP BY 1",
+                    [mark],
+                ).fetchall()
+            )
+            differing = [b for b, n in sorted(ours.items()) if theirs.get(b, 0) != n]
+            present: dict[int, str] = {}
+            for bucket in differing:
+                low, high = bucket << BUCKET_SHIFT, ((bucket + 1) << BUCKET_SHIFT) - 1
+                present.update(
                     conn.execute(
-                        f"SELECT rowid >> {BUCKET_SHIFT}, COUNT(*) FROM {table} "
-                        "WHERE rowid <= ? GROUP BY 1",
-                        [mark],
+                        f"SELECT rowid, id FROM {table} WHERE rowid BETWEEN ? AND ?",
+                        [low, min(high, mark)],
                     ).fetchall()
                 )
-                differing = [b for b, n in sorted(ours.items()) if theirs.get(b, 0) != n]
-                present: dict[int, str] = {}
-                for bucket in differing:
-                    low, high = bucket << BUCKET_SHIFT, ((bucket + 1) << BUCKET_SHIFT) - 1
-                    present.update(
-                        conn.execute(
-                            f"SELECT rowid, id FROM {table} WHERE rowid BETWEEN ? AND ?",
-                            [low, min(high, mark)],
-                        ).fetchall()
-                    )
-                return present, differing
-            finally:
-                conn.execute("COMMIT")
+            return present, differing
 
         present, differing = _patiently(scan)
         with use(self.save):
@@ -524,7 +521,9 @@ class Follower:
                     table_name=table, rowid__gte=low, rowid__lte=min(high, mark)
                 ).values_list("rowid", "entry_id"):
                     if present.get(rowid) != entry_id:
-                        if rowid in present:
+                        # Only the last rowid is ever handed out again (the game deleted its
+                        # newest row and wrote another since): the next read rewinds to it.
+                        if rowid in present and rowid != mark:
                             raise Replaced(f"{table} rowid {rowid} holds another row")
                         tc.deleted.append((rowid, entry_id))
 
@@ -725,6 +724,9 @@ class Follower:
         except BaseException:
             self._load()  # nothing was applied: back to the state that is stored
             raise
+        # The rows are readable now: pages may show them before the fold and the leak
+        # rescan (the follow-up moves the version again once those are current).
+        LiveFollow.every_save.filter(pk=self.state.pk).update(version=F("version") + 1)
         if changes.more:
             self.seen_version = None  # rows wait beyond the batch: read on at the next tick
         return self.follow_up(result)
