@@ -31,7 +31,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -213,7 +213,7 @@ class Follower:
         self.name = check_name(name or default_name(self.path))
         self.batch_rows = batch_rows
         self.actor, self.command = actor, command
-        self.conn: sqlite3.Connection | None = None
+        self.conn: _Patient | None = None
         self.seen_version: int | None = None
         self.last_heartbeat = 0.0
         self._open_identity: tuple[int, int] = (0, 0)
@@ -255,14 +255,14 @@ class Follower:
         """Open the file now: refuses (WorldImportError) one that is missing or no omnia save."""
         self._open()
 
-    def _open(self) -> sqlite3.Connection:
+    def _open(self) -> _Patient:
         if self.conn is None:
             conn = _open_omnia(self.path)  # read-only; refuses a file that is no omnia world
             conn.isolation_level = None  # our own BEGIN/COMMIT: one short read transaction
             # No busy handler: its growing sleeps (up to 100 ms) keep missing the short gaps
             # between a busy game's commits; _patiently retries every millisecond instead.
             conn.execute("PRAGMA busy_timeout = 0")
-            self.conn = conn
+            self.conn = _Patient(conn)
             self.seen_version = None
             self._schema_cache = None
             self._open_identity = _identity(self.path)
@@ -340,7 +340,7 @@ class Follower:
                 tail=list(rows.order_by("-rowid").values_list("rowid", "entry_id")[:REWIND_ROWS]),
             )
 
-    def _schema(self, conn: sqlite3.Connection) -> dict[str, object]:
+    def _schema(self, conn: _Patient) -> dict[str, object]:
         """The file's era and columns, read once per open (a game does not migrate its file
         while it runs; a new file at the path is opened afresh)."""
         if self._schema_cache is None:
@@ -360,7 +360,7 @@ class Follower:
             }
         return self._schema_cache
 
-    def _read(self, conn: sqlite3.Connection, state: LiveFollow, ours: dict) -> Changes:
+    def _read(self, conn: _Patient, state: LiveFollow, ours: dict) -> Changes:
         """Inside the read transaction: the file's rows as they are, nothing checked yet (the
         checks run after COMMIT, so the game's writer is never kept waiting on them)."""
         schema = self._schema(conn)
@@ -411,7 +411,7 @@ class Follower:
                 changes.involved_mark = changes.involved[-1][0]
         return changes
 
-    def _check(self, conn: sqlite3.Connection, state: LiveFollow, changes: Changes) -> None:
+    def _check(self, conn: _Patient, state: LiveFollow, changes: Changes) -> None:
         """After COMMIT: the import's checks. The small tables are read again through the
         import's own reader only when their hash moved (the rows then are at least as new as
         the snapshot's: objects a new buffer row names are there)."""
@@ -441,7 +441,7 @@ class Follower:
 
     def _table(
         self,
-        conn: sqlite3.Connection,
+        conn: _Patient,
         table: str,
         columns: str,
         mark: int,
@@ -482,7 +482,7 @@ class Follower:
             out.present_before = total - tail
         return out
 
-    def _find_deleted(self, conn: sqlite3.Connection, table: str, tc: TableChanges) -> None:
+    def _find_deleted(self, conn: _Patient, table: str, tc: TableChanges) -> None:
         """Rows we applied (at or before the watermark) that the file no longer has, found
         bucket by bucket: only buckets whose counts differ are compared id by id."""
         mark = tc.effective_mark
@@ -732,6 +732,29 @@ class Follower:
         return self.follow_up(result)
 
 
+class _Patient:
+    """The file's read-only connection, each statement run to its end at once (so it holds
+    the file's read lock for that statement alone) and tried again every millisecond while
+    the game commits."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.raw = conn
+
+    def execute(self, sql: str, params: Sequence[object] = ()) -> _Rows:
+        return _Rows(_patiently(lambda: self.raw.execute(sql, params).fetchall()))
+
+    def close(self) -> None:
+        self.raw.close()
+
+
+class _Rows(list):
+    def fetchall(self) -> list:
+        return self
+
+    def fetchone(self) -> object:
+        return self[0] if self else None
+
+
 def _patiently(step: Callable[[], T], timeout: float = 10.0) -> T:
     """`step()`, tried again every millisecond while the game holds its file (a commit);
     sqlite3.OperationalError "locked" after `timeout` seconds of that."""
@@ -745,7 +768,7 @@ def _patiently(step: Callable[[], T], timeout: float = 10.0) -> T:
             time.sleep(0.001)
 
 
-def _rewind(conn: sqlite3.Connection, table: str, tail: list[tuple[int, str]]) -> int:
+def _rewind(conn: _Patient, table: str, tail: list[tuple[int, str]]) -> int:
     """The newest rowid of ours that still holds the row we applied there; 0 when the file
     holds none of them (the rows we hold are then all gone); Replaced when our tail is
     longer than we looked at and none of it is there: another game."""
@@ -759,7 +782,7 @@ def _rewind(conn: sqlite3.Connection, table: str, tail: list[tuple[int, str]]) -
 
 
 def _read_attributes(
-    conn: sqlite3.Connection, source: str, object_ids: set[str]
+    conn: _Patient, source: str, object_ids: set[str]
 ) -> tuple[list[tuple], list[tuple]]:
     """The attributes and ACL rows, checked as the import checks them."""
     attribute_rows: list[tuple] = []
