@@ -112,7 +112,37 @@ def deactivate(token) -> None:
     _active.reset(token)
 
 
-class SaveScopedManager(models.Manager):
+def plain_active_id() -> int | None:
+    """The active save's id when it is known without a query (the column default: building
+    an object in memory must not touch the database); None for SOLE not yet resolved, which
+    the manager's create() and bulk_create() fill in."""
+    value = _active.get()
+    if value is SOLE:
+        cached = _sole_cache.get("sole")
+        return cached[1] if cached and cached[0] == _saves_generation[0] else None
+    return value
+
+
+class SaveScopedQuerySet(models.QuerySet):
+    """Rows made through the manager land in the active save unless told otherwise."""
+
+    def create(self, **kwargs):
+        if kwargs.get("game_save") is None and kwargs.get("game_save_id") is None:
+            kwargs.pop("game_save", None)
+            kwargs["game_save_id"] = current_id()
+        return super().create(**kwargs)
+
+    def bulk_create(self, objs, *args, **kwargs):
+        objs = list(objs)
+        missing = [obj for obj in objs if obj.game_save_id is None]
+        if missing:
+            save_id = current_id()
+            for obj in missing:
+                obj.game_save_id = save_id
+        return super().bulk_create(objs, *args, **kwargs)
+
+
+class SaveScopedManager(models.Manager.from_queryset(SaveScopedQuerySet)):
     """The default manager of a save-scoped model: only the active save's rows."""
 
     def get_queryset(self):

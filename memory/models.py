@@ -20,7 +20,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from memory.active_save import SaveScopedManager, active_id, saves_changed
+from memory.active_save import SaveScopedManager, plain_active_id, saves_changed
 
 
 class ObjectType(models.TextChoices):
@@ -90,7 +90,7 @@ class Save(models.Model):
 def _save_column(on_delete=models.CASCADE, **kwargs) -> models.ForeignKey:
     """The save a row belongs to; the active save unless given (active_save.py)."""
     return models.ForeignKey(
-        Save, on_delete=on_delete, default=active_id, related_name="+", **kwargs
+        Save, on_delete=on_delete, default=plain_active_id, related_name="+", **kwargs
     )
 
 

@@ -37,6 +37,14 @@ def _sole_save():
 
 
 @pytest.fixture
+def save(db):
+    """An empty save named "test", for a test that builds its rows by hand."""
+    from memory.models import Save
+
+    return Save.objects.create(name="test", kind="scenario", era="v2")
+
+
+@pytest.fixture
 def fixtures_dir() -> Path:
     return FIXTURES
 

@@ -164,23 +164,21 @@ def child_env() -> dict[str, str]:
 
 # --- whole-table snapshots -----------------------------------------------------------------------
 
-MIRRORED = (
-    "objects",
-    "attributes",
-    "attribute_acl",
-    "buffer_entries",
-    "ledger_entries",
-    "ledger_involved_entities",
-    "memory_layers",
-    "memory_world_sources",
-)
+
+def every_table() -> list[str]:
+    """Every table of the inspector's app: omnia's mirrored ones, the saves, ours."""
+    from django.apps import apps
+
+    return sorted(
+        {m._meta.db_table for m in apps.get_app_config("memory").get_models() if m._meta.managed}
+    )
 
 
 def table_rows() -> dict[str, list[tuple]]:
-    """Every mirrored table's rows, for before/after comparisons."""
+    """Every table's rows, for before/after comparisons (row for row)."""
     snapshot = {}
     with connection.cursor() as cursor:
-        for table in MIRRORED:
+        for table in every_table():
             cursor.execute(f"SELECT * FROM {table}")
             snapshot[table] = sorted(map(repr, cursor.fetchall()))
     return snapshot

@@ -189,7 +189,7 @@ def test_a_reload_that_adds_memories_moves_the_generation_and_refuses_a_stale_pi
             "outcome": None,
         }
     )
-    load_world(doc)
+    load_world(doc, replace=True)  # another file for the same save: swapped in
     assert generation_of("npc-pip") == pinned + 1
     with pytest.raises(AbstractConflict, match="generation"):
         abstract("npc-pip", [member], name="n", body="b", expected_generation=pinned)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import sqlite3
+import json
 import subprocess
 import sys
 from io import StringIO
@@ -11,10 +11,12 @@ from pathlib import Path
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command, get_commands, load_command_class
+from django.core.management.base import CommandError
 
-from memory.models import WorldSource
+from memory.models import Save
 from memory.web.roles import ADMIN_PERMISSION, EDIT_PERMISSION, READ_PERMISSION
 from tests.cli import ROOT, child_env, long_scenario, manage, manage_on_a_terminal
+from tests.helpers import table_rows
 
 MISSING_KEY = (
     "OMNIA_SECRET_KEY is not set: set OMNIA_DEBUG=1 for local use, "
@@ -144,7 +146,7 @@ LONG_COMMANDS = [
     (("run_projections",), "fold: "),
     (("rebuild_projections",), "rebuild: "),
     (("rebuild_projections", "--verify"), "verify: "),
-    (("scan_leaks", "--fresh"), "scan: "),
+    (("scan_leaks", "--fresh", "--save", "long"), "scan: "),
     (("export_omnia", "{out}", "--world", "long-world"), "export: "),
 ]
 
@@ -176,65 +178,138 @@ def test_reimport_says_nothing_changed_and_when(fixtures_dir) -> None:
     first = StringIO()
     call_command("import_omnia", save, stdout=first)
     assert first.getvalue().splitlines()[0] == (
-        f"{save}: world tavern-world (v2): added 71 rows (objects 9, attributes 19, "
-        "attribute acl 7, buffer entries 30, ledger entries 3, ledger involved entities 3)"
+        f"{save}: world tavern-world (v2): new save 'omnia-head-tavern', 71 rows (objects 9, "
+        "attributes 19, attribute acl 7, buffer entries 30, ledger entries 3, "
+        "ledger involved entities 3)"
     )
-    when = WorldSource.objects.get(world_id="tavern-world").imported_at
+    when = Save.objects.get(name="omnia-head-tavern").imported_at
+    before = table_rows()
     again = StringIO()
     call_command("import_omnia", save, stdout=again)
-    assert again.getvalue().splitlines()[0] == (
-        f"{save}: world tavern-world (v2): nothing changed: already imported on "
-        f"{when:%Y-%m-%d %H:%M} UTC"
+    assert again.getvalue() == (
+        f"{save}: already imported as 'omnia-head-tavern' on {when:%Y-%m-%d %H:%M} UTC; "
+        "nothing changed\n"
     )
-    assert WorldSource.objects.get(world_id="tavern-world").imported_at == when
+    assert table_rows() == before
 
 
 @pytest.mark.django_db
-def test_a_changed_scenario_says_what_it_added(fixtures_dir) -> None:
+def test_a_changed_scenario_is_refused_then_kept_beside_or_swapped_in(fixtures_dir) -> None:
     older = str(fixtures_dir / "omnia-scenario-talking-room-c292626.json")
     newer = str(fixtures_dir / "omnia-scenario-talking-room-fadea41.json")
     out = StringIO()
-    call_command("load_world", older, stdout=out)
-    call_command("load_world", newer, stdout=out)
-    call_command("load_world", newer, stdout=out)
-    when = WorldSource.objects.get(world_id="talking-room").imported_at
+    call_command("load_world", older, "--as", "room", stdout=out)
+    before = table_rows()
+    with pytest.raises(CommandError) as refused:
+        call_command("load_world", newer, "--as", "room", stdout=out)
+    assert refused.value.returncode == 2
+    assert str(refused.value).startswith(
+        "refused, nothing loaded: save 'room' already holds "
+        "omnia-scenario-talking-room-c292626.json (imported "
+    )
+    assert str(refused.value).endswith(
+        f"not {newer}; nothing imported. Keep both with --as NEW-NAME, or swap this file in "
+        "with --replace"
+    )
+    assert table_rows() == before
+    call_command("load_world", newer, "--as", "room-2", stdout=out)
+    call_command("load_world", newer, "--as", "room", "--replace", stdout=out)
     assert out.getvalue().splitlines() == [
-        f"{older}: world talking-room (v2): added 26 rows (objects 4, attributes 16, "
+        f"{older}: world talking-room (v2): new save 'room', 26 rows (objects 4, attributes 16, "
         "attribute acl 2, buffer entries 4)",
-        f"{newer}: world talking-room (v1): added 23 rows (attributes 17, attribute acl 4, "
-        "buffer entries 2)",
-        f"{newer}: world talking-room (v1): nothing changed: already imported on "
-        f"{when:%Y-%m-%d %H:%M} UTC",
+        f"{newer}: world talking-room (v1): new save 'room-2', 27 rows (objects 4, "
+        "attributes 17, attribute acl 4, buffer entries 2)",
+        f"{newer}: world talking-room (v1): replaced save 'room', 27 rows (objects 4, "
+        "attributes 17, attribute acl 4, buffer entries 2); kept from the old save: nothing",
     ]
+    live = Save.objects.live()
+    assert sorted(live.values_list("name", "source_name")) == [
+        ("room", "omnia-scenario-talking-room-fadea41.json"),
+        ("room-2", "omnia-scenario-talking-room-fadea41.json"),
+    ]
+    assert Save.objects.filter(retired_at__isnull=False).count() == 1
 
 
 @pytest.mark.django_db
-def test_the_same_rows_from_another_file_say_every_row_is_already_here(
-    fixtures_dir, tmp_path
+def test_replace_keeps_alias_edits_and_accepted_findings_where_the_ids_still_exist(
+    fixtures_dir,
 ) -> None:
-    save = fixtures_dir / "omnia-head-tavern.sqlite"
-    copy = tmp_path / "copy.sqlite"
-    # The same rows under a different file (one more, unrelated table): a new checksum.
-    copy.write_bytes(save.read_bytes())
-    with sqlite3.connect(copy) as conn:
-        conn.execute("CREATE TABLE notes (x)")
-    call_command("import_omnia", str(save), stdout=StringIO())
+    from memory.active_save import use
+    from memory.models import AliasChange, LeakAcceptance, WorldObject
+
+    v1, v2 = fixtures_dir / "omnia-74ffb45-tavern.sqlite", fixtures_dir / "omnia-head-tavern.sqlite"
+    call_command("import_omnia", str(v1), "--as", "tavern", stdout=StringIO())
+    old = Save.objects.get(name="tavern")
+    with use(old):
+        AliasChange.objects.create(viewer_id="alice", target_id="bob", before="x", after="Gareth")
+        AliasChange.objects.create(viewer_id="ghost", target_id="bob", before=None, after="Boo")
+        LeakAcceptance.objects.create(
+            viewer_id="alice", section="buffer", kind="system_id", text="bob", reason="test"
+        )
     out = StringIO()
-    call_command("import_omnia", str(copy), stdout=out)
-    assert out.getvalue().splitlines()[0] == (
-        f"{copy}: world tavern-world (v2): no new rows, every row is already here (33 rows); "
-        "attributes re-read from this file"
+    call_command("import_omnia", str(v2), "--as", "tavern", "--replace", stdout=out)
+    assert (
+        out.getvalue()
+        .splitlines()[0]
+        .endswith(
+            "; kept from the old save: 1 alias edits, 1 accepted leak findings; dropped (ids not "
+            "in the new file): 1 alias edits"
+        )
     )
+    new = Save.objects.live().get(name="tavern")
+    assert new.pk != old.pk and new.source_name == "omnia-head-tavern.sqlite"
+    with use(new):
+        aliases = dict(json.loads(WorldObject.objects.get(id="alice").aliases_json))
+        assert aliases["bob"] == "Gareth"
+        assert list(AliasChange.objects.values_list("viewer_id", "after")) == [("alice", "Gareth")]
+        assert LeakAcceptance.objects.get().text == "bob"
 
 
 @pytest.mark.django_db
 def test_load_demo_if_empty_says_nothing_changed() -> None:
     call_command("load_demo", stdout=StringIO())
-    when = WorldSource.objects.get(world_id="harbor-town").imported_at
     out = StringIO()
     call_command("load_demo", "--if-empty", stdout=out)
-    assert out.getvalue() == (
-        f"nothing changed: the demo world is already loaded (since {when:%Y-%m-%d %H:%M} UTC)\n"
+    assert out.getvalue() == "nothing changed: saves are loaded already (demo)\n"
+
+
+@pytest.mark.django_db
+def test_delete_save_removes_every_row_of_that_save_and_no_other(fixtures_dir) -> None:
+    from django.apps import apps
+
+    call_command("import_omnia", str(fixtures_dir / "omnia-head-tavern.sqlite"), "--fold",
+                 stdout=StringIO())  # fmt: skip
+    call_command("load_demo", stdout=StringIO())
+    call_command("run_projections", stdout=StringIO())
+    demo = Save.objects.get(name="demo")
+
+    def rows_of(save_id: int) -> dict[str, int]:
+        counts = {}
+        for model in apps.get_app_config("memory").get_models():
+            if any(f.name == "game_save" for f in model._meta.local_fields):
+                n = model.every_save.filter(game_save_id=save_id).count()
+                counts[model._meta.db_table] = n
+        return counts
+
+    kept = rows_of(demo.pk)
+    tavern = Save.objects.get(name="omnia-head-tavern")
+    assert sum(rows_of(tavern.pk).values()) > 0
+    with pytest.raises(CommandError) as refused:
+        call_command("delete_save", "omnia-head-tavern", stdout=StringIO())
+    assert str(refused.value) == (
+        "refusing to delete save 'omnia-head-tavern' without --yes (stdin is no terminal)"
+    )
+    out = StringIO()
+    call_command("delete_save", "omnia-head-tavern", "--yes", stdout=out)
+    assert out.getvalue().startswith("deleted save 'omnia-head-tavern': ")
+    assert set(rows_of(tavern.pk).values()) == {0}
+    assert rows_of(demo.pk) == kept
+    assert list(Save.objects.values_list("name", flat=True)) == ["demo"]
+    with pytest.raises(CommandError) as unknown:
+        call_command("delete_save", "nope", "--yes")
+    assert (unknown.value.returncode, str(unknown.value)) == (
+        2,
+        "no save named 'nope'; saves here: demo",
     )
 
 

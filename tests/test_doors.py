@@ -20,7 +20,7 @@ EMPTY_HASH = hashlib.sha256(b"").hexdigest()
 @pytest.fixture
 def places(cast):
     def place(id_: str, attrs: list[tuple[str, str, str]]):
-        obj = WorldObject.objects.create(id=id_, type="location", world=cast.world)
+        obj = WorldObject.objects.create(id=id_, type="location", world_id=cast.world.id)
         for name, value, visibility in attrs:
             Attribute.objects.create(
                 object_id=obj.id, name=name, value=value, visibility=visibility
@@ -37,7 +37,7 @@ def places(cast):
     return cast
 
 
-def test_sessions_virgin_store_answers_an_empty_page(db):
+def test_sessions_virgin_store_answers_an_empty_page(save):
     WorldObject.objects.create(id="w", type="world")
     WorldObject.objects.create(id="hermit", type="entity", world_id="w")
     page = sessions("hermit")
@@ -51,7 +51,7 @@ def test_sessions_virgin_store_answers_an_empty_page(db):
     assert (episodes("hermit").items, episodes("hermit").rows_visited) == ([], 0)
 
 
-def test_doors_refuse_an_unknown_viewer(db):
+def test_doors_refuse_an_unknown_viewer(save):
     for door in (sessions, digest, episodes):
         with pytest.raises(NotFound, match="no entity with id 'nobody'"):
             door("nobody")

@@ -43,8 +43,11 @@ KILLED_MID_ABSTRACT = """
 import time
 import django
 django.setup()
+from memory.active_save import SOLE, activate
 from memory.engine import abstract as mod
 from memory.engine.shards import generation_of
+
+activate(SOLE)
 
 def stall(*args, **kwargs):
     # The rollup is written and the members are marked, all uncommitted: die here.

@@ -26,7 +26,7 @@ from django.db import connection
 from memory.worlds import bulk, omnia_import
 from memory.worlds.omnia_import import import_omnia
 from memory.worlds.scenario import load_world
-from tests.helpers import FIXTURES, MIRRORED, ROOT
+from tests.helpers import FIXTURES, ROOT, every_table
 
 V2 = FIXTURES / "omnia-head-tavern.sqlite"
 TALKING_ROOM = FIXTURES / "omnia-scenario-talking-room-c292626.json"
@@ -43,13 +43,10 @@ INTENT = {
     "targetIds": [],
     "modifiers": [],
 }
-TABLES = (
-    *MIRRORED,
-    "memory_abstraction_edges",
-    "memory_layer_subscriptions",
-    "memory_owner_state",
-    "memory_audit_log",
-)
+
+
+def tables() -> list[str]:
+    return every_table()
 
 
 def base_scenario() -> dict:
@@ -98,7 +95,7 @@ def base_scenario() -> dict:
 def snapshot() -> dict[str, list[str]]:
     with connection.cursor() as cursor:
         out = {}
-        for table in TABLES:
+        for table in tables():
             cursor.execute(f"SELECT * FROM {table}")
             out[table] = sorted(map(repr, cursor.fetchall()))
         return out

@@ -189,9 +189,13 @@ def test_stored_findings_equal_a_fresh_scan_after_any_sequence(demo, operations)
         elif op[0] == "attributes":
             # The world changes by its only door, an import: Sable's true name made public
             # or private, shared with one more viewer or not.
-            load_world(_demo_with_sable_name(visibility=op[1], also_allowed=op[2]))
+            load_world(
+                _demo_with_sable_name(visibility=op[1], also_allowed=op[2]),
+                as_name="demo",
+                replace=True,
+            )
         else:
-            load_demo()
+            load_demo(replace=True)
         # Whatever is stored, what a page shows is what a scan from scratch finds.
         assert reported() == fresh()
     run_upkeep()

@@ -14,6 +14,7 @@ from django.core.management.base import CommandError
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from memory.active_save import use
 from memory.engine.errors import NotFound
 from memory.engine.knowledge import get_viewer
 from memory.engine.longterm.reader import (
@@ -23,7 +24,7 @@ from memory.engine.longterm.reader import (
     search_long_term,
     viewer_faces,
 )
-from memory.models import LedgerEntry
+from memory.models import LedgerEntry, Save
 from memory.worlds.demo import load_demo
 from memory.worlds.omnia_import import import_omnia
 from memory.worlds.scenario import load_world
@@ -344,7 +345,7 @@ def _rows_returned(captured: list[dict]) -> int:
 @pytest.mark.parametrize("viewer_id", ["npc-tobiah", "npc-maren", "npc-pip", INSPECTOR])
 def test_rows_visited_equals_rows_returned_by_the_queries(viewer_id):
     load_demo()
-    with CaptureQueriesContext(connection) as ctx:
+    with use(Save.objects.get(name="demo")), CaptureQueriesContext(connection) as ctx:
         answer = viewer_faces(viewer_id)
     assert answer.rows_visited == _rows_returned(ctx.captured_queries)
 

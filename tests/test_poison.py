@@ -13,9 +13,10 @@ from django.core.management import call_command
 from django.db import connection
 from django.test import Client
 
+from memory.active_save import current_id
 from memory.engine.clock import now_us
 from memory.engine.shards import shard_count, shard_of
-from memory.models import BufferEntry, ProjectionProblem, WorldObject
+from memory.models import ProjectionProblem, WorldObject
 from tests.helpers import at, episode_rows, session_rows, write
 
 DEEP = '{"type": "dialogue", "x": ' + "[" * 100_000 + "]" * 100_000 + "}"
@@ -30,17 +31,17 @@ def owners_one_per_shard(world) -> list[str]:
         chosen.setdefault(shard_of(candidate), candidate)
         i += 1
     for owner in chosen.values():
-        WorldObject.objects.create(id=owner, type="entity", world=world, location_id="tavern-main")
+        WorldObject.objects.create(
+            id=owner, type="entity", world_id=world.id, location_id="tavern-main"
+        )
     return [chosen[s] for s in range(shard_count())]
 
 
 def poisons() -> list[tuple[str | None, str, str]]:
     """(id, intent_json, the reason recorded), one per shard: what each backend lets in."""
-    null_or_truncated = (
-        (None, '{"type": "action"}', "the row has no id (its primary key is NULL)")
-        if connection.vendor == "sqlite"  # SQLite lets a TEXT PRIMARY KEY be NULL
-        else ("poison-3", '{"type": "dialogue"', "intent_json is not a JSON object")
-    )
+    # (A NULL id no longer gets in on either backend: buffer_entries.id is NOT NULL since
+    # saves, where SQLite's TEXT PRIMARY KEY used to let one through.)
+    null_or_truncated = ("poison-3", '{"type": "dialogue"', "intent_json is not a JSON object")
     return [
         ("poison-0", DEEP, "the fold raised RecursionError: "),
         ("poison-1", "[1, 2]", "intent_json is not a JSON object"),
@@ -52,9 +53,9 @@ def poisons() -> list[tuple[str | None, str, str]]:
 def plant(owner: str, shard: int, row_id: str | None, intent_json: str) -> None:
     with connection.cursor() as cursor:
         cursor.execute(
-            "INSERT INTO buffer_entries (id, owner_id, timestamp, location_id, intent_json, "
-            "created_at, shard) VALUES (%s, %s, %s, %s, %s, %s, %s)",
-            [row_id, owner, at(5), "tavern-main", intent_json, now_us(), shard],
+            "INSERT INTO buffer_entries (game_save_id, id, owner_id, timestamp, location_id, "
+            "intent_json, created_at, shard) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+            [current_id(), row_id, owner, at(5), "tavern-main", intent_json, now_us(), shard],
         )
 
 
@@ -102,9 +103,6 @@ def test_one_poison_row_per_shard_is_quarantined_and_every_other_row_folds(cast,
     ):
         assert row_id == want_id
         assert reason.startswith(want) if want.endswith(": ") else reason == want
-    if connection.vendor == "sqlite":
-        rowid = BufferEntry.objects.raw("SELECT rowid AS id FROM buffer_entries WHERE id IS NULL")
-        assert ProjectionProblem.objects.get(shard=3).row_ref == f"rowid {list(rowid)[0].id}"
 
     # The next cycle folds nothing again and records nothing twice.
     assert json.loads(_run("run_projections", "--json")[1])["rows_folded"] == 0

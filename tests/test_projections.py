@@ -275,7 +275,7 @@ def test_rebuild_resets_watermarks_so_the_next_cycle_reads_nothing(cast):
     assert run_cycle().rows_visited == 0
 
 
-def test_rebuild_of_virgin_store_writes_nothing(db):
+def test_rebuild_of_virgin_store_writes_nothing(save):
     assert (rebuild().rows_folded, MemorySession.objects.count()) == (0, 0)
     assert verify().as_dict() == {
         "sessions": 0,
@@ -582,12 +582,13 @@ def test_cycle_read_is_an_index_range_seek_not_a_shard_scan(db):
         pytest.skip("the plan text checked here is SQLite's")
     sql = (
         f"EXPLAIN QUERY PLAN SELECT {FOLD_COLUMNS} FROM buffer_entries "
-        "WHERE shard = %s AND (created_at, id) > (%s, %s) ORDER BY shard, created_at, id LIMIT %s"
+        "WHERE game_save_id = %s AND shard = %s AND (created_at, id) > (%s, %s) "
+        "ORDER BY game_save_id, shard, created_at, id LIMIT %s"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, (0, 1, "x", 10))
+        cursor.execute(sql, (1, 0, 1, "x", 10))
         plan = " ".join(str(r[-1]) for r in cursor.fetchall())
-    assert "idx_buffer_shard_fold (shard=? AND (created_at,id)>(?,?))" in plan
+    assert "idx_buffer_shard_fold (game_save_id=? AND shard=? AND (created_at,id)>(?,?))" in plan
 
 
 # --- a backlog: the first cycle after a large import ----------------------------------------------

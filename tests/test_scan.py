@@ -24,7 +24,7 @@ from memory.engine.leaks.world_scan import (
     scan_world,
 )
 from memory.engine.prompt import prompt_context
-from memory.models import Attribute, AttributeAcl, BufferEntry, WorldObject
+from memory.models import Attribute, AttributeAcl, BufferEntry, Save, WorldObject
 from memory.worlds.demo import load_demo
 from memory.worlds.omnia_import import import_omnia
 from memory.worlds.scenario import load_world
@@ -335,6 +335,7 @@ def small_worlds(draw):
 
 
 def build(world: dict, inject: str | None = None) -> None:
+    Save.objects.get_or_create(name="random", defaults={"kind": "scenario", "era": "v2"})
     w = WorldObject.objects.create(
         id=world["world"], type="world", clock_iso="2026-07-06T12:30:00.000Z"
     )

@@ -26,7 +26,9 @@ def owners_in_every_shard(world, shards: int) -> list[str]:
         chosen.setdefault(shard_of(f"npc-{i}", shards), f"npc-{i}")
         i += 1
     for owner in chosen.values():
-        WorldObject.objects.create(id=owner, type="entity", world=world, location_id="tavern-main")
+        WorldObject.objects.create(
+            id=owner, type="entity", world_id=world.id, location_id="tavern-main"
+        )
     return sorted(chosen.values())
 
 
@@ -141,9 +143,9 @@ def test_verify_catches_a_row_in_a_shard_no_cycle_visits(cast):
     run("run_projections")
     with connection.cursor() as cursor:  # written around the doors, into shard 9 of 4
         cursor.execute(
-            "INSERT INTO buffer_entries (id, owner_id, timestamp, intent_json, created_at, shard) "
-            "VALUES (%s, %s, %s, %s, %s, %s)",
-            ["stray", "alice", at(1), '{"type": "action"}', now_us(), 9],
+            "INSERT INTO buffer_entries (game_save_id, id, owner_id, timestamp, intent_json, "
+            "created_at, shard) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+            [cast.alice.game_save_id, "stray", "alice", at(1), '{"type": "action"}', now_us(), 9],
         )
     code, report = run("rebuild_projections", "--verify")
     assert (code, report["shards"]) == (1, {"configured": 4, "stored": 4, "stranded_rows": 1})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import json
 import shutil
@@ -14,19 +15,22 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
 
+from memory.active_save import use
 from memory.engine.aliases import resolve_alias
 from memory.engine.knowledge import get_viewer
+from memory.engine.saves import delete_save
 from memory.models import (
     Attribute,
     AttributeAcl,
     BufferEntry,
     LedgerEntry,
+    Save,
     WorldObject,
-    WorldSource,
 )
 from memory.worlds import bulk, omnia_import, validation
 from memory.worlds.omnia_import import import_omnia
 from memory.worlds.report import WorldImportError
+from memory.worlds.save_door import SaveTaken
 from memory.worlds.scenario import load_world
 from tests.helpers import FIXTURES, table_rows
 
@@ -68,7 +72,22 @@ def test_import_omnia_v1_fixture_counts_every_table():
     assert Attribute.objects.count() == 16
     assert AttributeAcl.objects.count() == 7
     assert BufferEntry.objects.count() == 36
-    assert WorldSource.objects.get().era == "v1"
+    save = Save.objects.get()
+    assert (save.name, save.kind, save.era, save.source_name, save.source_size) == (
+        "omnia-74ffb45-tavern",
+        "sqlite",
+        "v1",
+        "omnia-74ffb45-tavern.sqlite",
+        V1.stat().st_size,
+    )
+    assert save.source_sha256 == hashlib.sha256(V1.read_bytes()).hexdigest()
+    assert json.loads(save.counts_json) == {
+        "objects": 5,
+        "attributes": 16,
+        "attribute_acl": 7,
+        "buffer_entries": 36,
+    }
+    assert json.loads(save.world_ids_json) == ["tavern-world"]
 
 
 @pytest.mark.django_db
@@ -135,11 +154,12 @@ def test_import_omnia_v2_fixture_renders_no_tagged_id():
 
 @pytest.mark.django_db
 def test_import_omnia_twice_changes_nothing():
-    import_omnia(V1)
+    first = import_omnia(V1)
     before = table_rows()
     report = import_omnia(V1)
-    assert report.counts["buffer_entries"] == 0
-    assert report.skipped["buffer_entries"] == 36
+    assert (report.unchanged, report.save, report.counts) == (True, "omnia-74ffb45-tavern", {})
+    assert report.imported_at == Save.objects.get().imported_at
+    assert first.save == report.save
     assert table_rows() == before
 
 
@@ -147,30 +167,68 @@ def test_import_omnia_twice_changes_nothing():
 def test_import_omnia_second_world_lands_beside_the_first(tmp_path):
     import_omnia(V1)
     load_world(FIXTURES / "omnia-scenario-talking-room-c292626.json")
-    worlds = sorted(WorldObject.objects.filter(type="world").values_list("id", flat=True))
-    assert worlds == ["talking-room", "tavern-world"]
-    assert BufferEntry.objects.filter(owner__world_id="tavern-world").count() == 36
+    names = sorted(Save.objects.values_list("name", flat=True))
+    assert names == ["omnia-74ffb45-tavern", "omnia-scenario-talking-room-c292626"]
+    with use(Save.objects.get(name="omnia-74ffb45-tavern")):
+        assert list(WorldObject.objects.filter(type="world").values_list("id", flat=True)) == [
+            "tavern-world"
+        ]
+        assert BufferEntry.objects.count() == 36
+    with use(Save.objects.get(name="omnia-scenario-talking-room-c292626")):
+        assert list(WorldObject.objects.filter(type="world").values_list("id", flat=True)) == [
+            "talking-room"
+        ]
 
 
 @pytest.mark.django_db
-def test_import_omnia_refuses_an_id_of_another_world(tmp_path):
+def test_two_playthroughs_of_one_scenario_live_side_by_side():
+    """The same ids in two saves: both tavern files, each as the fixtures expect it alone."""
+    import_omnia(V1)
+    import_omnia(V2)
+    v1, v2 = Save.objects.get(name=V1.stem), Save.objects.get(name=V2.stem)
+    with use(v1):
+        assert BufferEntry.objects.count() == 36
+        expected = jsonl(FIXTURES / "omnia-74ffb45-tavern.expected.jsonl")
+        rendered = {}
+        for viewer_id in {row["viewer"] for row in expected}:
+            out = io.StringIO()
+            call_command("render_buffer", viewer_id, "--save", v1.name, "--format", "jsonl",
+                         stdout=out)  # fmt: skip
+            for record in map(json.loads, out.getvalue().splitlines()):
+                rendered[record["entry_id"]] = (viewer_id, record["line"])
+        assert rendered == {row["entry_id"]: (row["viewer"], row["line"]) for row in expected}
+    for save in (v1, v2):
+        with use(save):
+            expected = jsonl(FIXTURES / f"{save.name}.aliases.jsonl")
+            got = [
+                {**row, "alias": resolve_alias(get_viewer(row["viewer"]), row["target"])}
+                for row in expected
+            ]
+            assert got == expected
+    with use(v2):
+        assert BufferEntry.objects.count() == BufferEntry.every_save.filter(game_save=v2).count()
+        assert not BufferEntry.objects.filter(id__startswith="entry-").exists()
+
+
+@pytest.mark.django_db
+def test_another_file_under_a_taken_name_is_refused_and_changes_nothing(tmp_path):
     import_omnia(V1)
     other = copy_fixture(tmp_path)
-    mutate(
-        other,
-        "UPDATE objects SET id='other-world' WHERE id='tavern-world'",
-        "UPDATE objects SET world_id='other-world' WHERE world_id='tavern-world'",
-        "UPDATE attributes SET object_id='other-world' WHERE object_id='tavern-world'",
-        "UPDATE attribute_acl SET object_id='other-world' WHERE object_id='tavern-world'",
-        "DELETE FROM buffer_entries",
-    )
+    mutate(other, "DELETE FROM buffer_entries WHERE id='entry-7'")
     before = table_rows()
-    with pytest.raises(WorldImportError) as caught:
+    with pytest.raises(SaveTaken) as caught:
         import_omnia(other)
-    assert str(caught.value) == (
-        f"{other}: table objects, row id=alice: id already belongs to world 'tavern-world' in the inspector"
+    assert str(caught.value).startswith(
+        "save 'omnia-74ffb45-tavern' already holds omnia-74ffb45-tavern.sqlite (imported "
+    )
+    assert str(caught.value).endswith(
+        f"not {other}; nothing imported. Keep both with --as NEW-NAME, or swap this file in "
+        "with --replace"
     )
     assert table_rows() == before
+    assert import_omnia(other, as_name="tavern-2").save == "tavern-2"
+    with use(Save.objects.get(name="tavern-2")):
+        assert BufferEntry.objects.count() == 35
 
 
 BAD_FILES = [
@@ -324,7 +382,7 @@ def test_large_first_import_builds_indexes_after_and_lands_the_same_rows(monkeyp
 
     import_omnia(V1)
     plain = buffer_rows()
-    BufferEntry.objects.all().delete()
+    delete_save(V1.stem)
     dropped: list[str] = []
     real = bulk.indexes_built_after
 
@@ -343,10 +401,12 @@ def test_large_first_import_builds_indexes_after_and_lands_the_same_rows(monkeyp
     assert bulk.secondary_indexes("buffer_entries") == indexes_before
     after = table_rows()
     assert buffer_rows() == plain and len(plain) == 36
-    # Not empty any more: a second import keeps the indexes (nothing dropped, nothing new).
-    import_omnia(V1)
+    # Not empty any more: a second save of the file keeps the indexes (nothing dropped).
+    import_omnia(V1, as_name="again")
     assert dropped == [True, False]
-    assert table_rows() == after
+    assert table_rows() != after
+    with use(Save.objects.get(name="again")):
+        assert buffer_rows() == plain
 
 
 @pytest.mark.django_db
@@ -414,7 +474,7 @@ def test_large_import_reports_the_first_bad_row_in_file_order(monkeypatch, tmp_p
     assert str(caught.value).startswith(
         f"{bad}: table buffer_entries, row id=entry-2: intent_json:"
     )
-    assert BufferEntry.objects.count() == 0
+    assert BufferEntry.every_save.count() == 0
 
 
 def test_batch_validator_falls_back_to_in_process_when_the_helper_breaks():
@@ -500,4 +560,16 @@ def test_load_world_refuses_a_non_string_conversation_or_location_in_one_line(db
             load_world(doc)
         assert str(caught.value).endswith(f"'{key}' must be a non-empty string")
         assert "\n" not in str(caught.value)
-        assert (WorldObject.objects.count(), BufferEntry.objects.count()) == (0, 0)
+        assert (WorldObject.every_save.count(), BufferEntry.every_save.count()) == (0, 0)
+
+
+@pytest.mark.django_db
+def test_the_same_file_under_another_name_is_already_imported_unless_named_again():
+    import_omnia(V1, as_name="tavern-1")
+    before = table_rows()
+    report = import_omnia(V1)
+    assert (report.unchanged, report.save) == (True, "tavern-1")
+    assert table_rows() == before
+    # Asked for by name, a second copy is made on purpose (to edit one and keep the other).
+    assert import_omnia(V1, as_name="tavern-copy").unchanged is False
+    assert sorted(Save.objects.values_list("name", flat=True)) == ["tavern-1", "tavern-copy"]

@@ -25,6 +25,7 @@ from memory.models import (
     AliasChange,
     LeakAcceptance,
     ObjectType,
+    OwnerState,
     Save,
     SessionSummary,
     WorldObject,
@@ -56,6 +57,9 @@ class Arrival:
     size: int | None = None
     command: str = ""
     actor: str = ""  # who, in words: "cli:alice", an account name
+    # The user chose the name (--as): then the same content under another name is a second
+    # copy on purpose; without it, the same content anywhere is "already imported".
+    named: bool = False
 
     @property
     def source_name(self) -> str:
@@ -71,6 +75,10 @@ def land(
     same = Save.objects.live().filter(name=arrival.name).first()
     if same is not None and same.source_sha256 == arrival.sha256:
         return ImportReport.unchanged_save(same, arrival.source)
+    if not arrival.named and not replace:
+        copy = Save.objects.live().filter(source_sha256=arrival.sha256).order_by("pk").first()
+        if copy is not None:
+            return ImportReport.unchanged_save(copy, arrival.source)
     if same is not None and not replace:
         raise SaveTaken(same, arrival.source)
     try:
@@ -120,6 +128,7 @@ def carry_over(old: Save, new: Save) -> tuple[dict[str, int], dict[str, int]]:
     kept = {"alias edits": 0, "accepted leak findings": 0, "session summaries": 0}
     dropped = dict(kept)
     with use(old):
+        generations = dict(OwnerState.objects.values_list("owner_id", "generation"))
         changes = list(AliasChange.objects.order_by("changed_at", "id"))
         accepted = list(LeakAcceptance.objects.all())
         summaries = list(SessionSummary.objects.all())
@@ -127,6 +136,7 @@ def carry_over(old: Save, new: Save) -> tuple[dict[str, int], dict[str, int]]:
     for change in changes:
         latest[(change.viewer_id, change.target_id)] = change
     with use(new):
+        _move_generations_past(generations)
         applies = {pair for pair in latest if pair[0] in entities and pair[1] in entities}
         _apply_alias_edits({pair: latest[pair].after for pair in applies})
         AliasChange.objects.bulk_create(
@@ -143,6 +153,16 @@ def carry_over(old: Save, new: Save) -> tuple[dict[str, int], dict[str, int]]:
         kept["session summaries"] = len(words)
         dropped["session summaries"] = len(summaries) - len(words)
     return kept, dropped
+
+
+def _move_generations_past(old: dict[str, int]) -> None:
+    """A replace is a write for every owner both saves know: each generation moves past the
+    old save's, so an abstract() pinned before the replace is refused after it (seed 003)."""
+    new = dict(OwnerState.objects.values_list("owner_id", "generation"))
+    for owner_id, before in old.items():
+        OwnerState.objects.update_or_create(
+            owner_id=owner_id, defaults={"generation": before + max(new.get(owner_id, 0), 1)}
+        )
 
 
 def _copy(row, save: Save):

@@ -22,10 +22,7 @@ ROWS_PER_SECOND = 40_000
 
 
 class Command(OmniaCommand):
-    help = (
-        "Import an omnia SQLite world file (either era) into a save of its own, atomically; "
-        "the same file again changes nothing."
-    )
+    help = "Import an omnia SQLite world file (either era) into a save of its own, atomically."
     examples = (
         "path/to/omnia.sqlite",
         "path/to/omnia.sqlite --as playthrough-2",

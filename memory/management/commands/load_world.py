@@ -16,8 +16,7 @@ from memory.worlds.scenario import load_world
 
 class Command(OmniaCommand):
     help = (
-        "Load an omnia scenario JSON (plus optional layers, memories, abstractions) into a save "
-        "of its own, atomically."
+        "Load an omnia scenario JSON (plus layers, memories, abstractions) into a save, atomically."
     )
     examples = (
         "path/to/scenario.json",
