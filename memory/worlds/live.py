@@ -559,6 +559,7 @@ class Follower:
                 size=os.stat(self.path).st_size,
                 command=self.command,
                 actor=self.actor,
+                named=True,  # a followed game is its own save, whatever else holds its rows
             )
             land(arrival, replace=replaced is not None, fill=fill)
             self.save = Save.objects.live().get(name=self.name)
