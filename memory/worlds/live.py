@@ -2,8 +2,10 @@
 
 The file is opened read-only and kept open. `PRAGMA data_version` on that connection moves
 only when another connection committed, so an idle game costs one pragma per tick. A change
-is read in one short read transaction (the SHARED lock a rollback-journal writer's COMMIT
-waits for is held for milliseconds) and read incrementally:
+is read one statement at a time, each run to its end at once, so the SHARED lock a
+rollback-journal writer's COMMIT waits for is held for one statement (a millisecond), and
+each statement is tried again every millisecond while the game commits; it is read
+incrementally:
 
 - buffer_entries and ledger_entries are append-only but for deletes: rows past the rowid
   watermark are new; a count of the table says whether rows at or before it went away, and
@@ -17,11 +19,13 @@ waits for is held for milliseconds) and read incrementally:
 Each change is applied in one transaction of the inspector's database with the resume state
 (LiveFollow, LiveRow) beside it, through the import's own helpers (memory.worlds.bulk:
 insert_ignore, sync_objects, ImportClock; the import's row checks), so a follower killed at
-any point resumes with no gap and no duplicate. Then the owners whose rows were deleted are
-refolded, the projection cycle runs and the stored leak findings follow, and the follow's
-version moves (the pages' cue). A file that is not the game we followed any more (another
-inode at the path, another world, rows that disagree with what we applied) is replaced: the
-old world goes and the new file is followed from its first row.
+any point resumes with no gap and no duplicate. The first batch lands through the save door
+(memory.worlds.save_door) into a save of its own. Then the owners whose rows were deleted
+are refolded, the projection cycle runs and the stored leak findings follow, and the
+follow's version moves (the pages' cue). A file that is not the game we followed any more
+(another inode at the path, another world, rows that disagree with what we applied) is
+followed from its first row into a new save that replaces the old one as `import_omnia
+--replace` does.
 """
 
 from __future__ import annotations
@@ -70,7 +74,7 @@ from memory.worlds.validation import (
     text_field_problem,
 )
 
-BATCH_ROWS = 5000  # new rows read per table per batch: bounds one read transaction
+BATCH_ROWS = 5000  # new rows read per table per batch: bounds one batch's transaction
 BUCKET_SHIFT = 10  # rowid buckets of 1,024 when looking for deleted rows
 T = TypeVar("T")
 REWIND_ROWS = 1024  # a tail that disagrees further back than this is another game
@@ -188,8 +192,8 @@ class FollowRefused(Conflict):
 
 @dataclass
 class _Ours:
-    """What the inspector holds for one table, read before the file's read transaction so
-    that transaction touches the file alone (and stays short)."""
+    """What the inspector holds for one table, read before the file is, so the file's reads
+    follow each other closely."""
 
     held: int = 0  # LiveRow rows at or before the watermark
     tail: list[tuple[int, str]] = field(default_factory=list)  # the last rows, newest first
@@ -258,7 +262,7 @@ class Follower:
     def _open(self) -> _Patient:
         if self.conn is None:
             conn = _open_omnia(self.path)  # read-only; refuses a file that is no omnia world
-            conn.isolation_level = None  # our own BEGIN/COMMIT: one short read transaction
+            conn.isolation_level = None  # autocommit: each statement its own short read
             # No busy handler: its growing sleeps (up to 100 ms) keep missing the short gaps
             # between a busy game's commits; _patiently retries every millisecond instead.
             conn.execute("PRAGMA busy_timeout = 0")
@@ -287,10 +291,9 @@ class Follower:
         return moved
 
     def read(self) -> Changes:
-        """Everything that changed: the file in one short read transaction (a consistent
-        snapshot), what we hold read before it; a second short one only when rows at or
-        before a watermark went away, to name them. A game committing holds its file for a
-        moment: the whole read is tried again then (_patiently)."""
+        """Everything that changed: what we hold read first, then the file statement by
+        statement; the rows that went away at or before a watermark are named only when a
+        count says some did."""
         conn = self._open()
         state = self.state
         if state.device and (state.device, state.inode) != self._open_identity:
@@ -361,8 +364,8 @@ class Follower:
         return self._schema_cache
 
     def _read(self, conn: _Patient, state: LiveFollow, ours: dict) -> Changes:
-        """Inside the read transaction: the file's rows as they are, nothing checked yet (the
-        checks run after COMMIT, so the game's writer is never kept waiting on them)."""
+        """The append-only tables' new rows as they are, nothing checked yet (the checks
+        run afterwards, holding no lock on the file)."""
         schema = self._schema(conn)
         buffer = self._table(
             conn,
@@ -412,7 +415,7 @@ class Follower:
         return changes
 
     def _check(self, conn: _Patient, state: LiveFollow, changes: Changes) -> None:
-        """After COMMIT: the import's checks. The small tables are read again through the
+        """The import's checks. The small tables are read again through the
         import's own reader only when their hash moved (the rows then are at least as new as
         the snapshot's: objects a new buffer row names are there)."""
         objects = changes.raw_small[0]
