@@ -3,13 +3,14 @@ from __future__ import annotations
 from django.urls import path
 
 from memory.web import converters  # noqa: F401  (registers the "oid" path converter)
-from memory.web.views import entries, leaks, live, overview, projections, viewer
+from memory.web.views import compare, entries, leaks, live, overview, projections, viewer
 
 app_name = "memory"
 
 urlpatterns = [
     path("", overview.overview, name="overview"),
     path("live/", live.live_version, name="live_version"),
+    path("compare/", compare.compare_page, name="compare"),
     path("leaks/", leaks.leaks_page, name="leaks"),
     path("leaks.csv", leaks.leaks_page, {"fmt": "csv"}, name="leaks_csv"),
     path("leaks.json", leaks.leaks_page, {"fmt": "json"}, name="leaks_json"),
