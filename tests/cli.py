@@ -34,7 +34,7 @@ def manage(*args: str, env: dict[str, str], check: bool = True) -> subprocess.Co
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,
     )
     if check and done.returncode != 0:
         raise AssertionError(f"manage.py {' '.join(args)} exit {done.returncode}: {done.stderr}")

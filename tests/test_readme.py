@@ -159,6 +159,9 @@ def test_readme_commands_are_what_the_test_above_runs() -> None:
         "--fold",
         ".venv/bin/python manage.py render_buffer alice | head -3",
         "make clean",
+        ".venv/bin/python manage.py omnia_standin var/readme-live.sqlite --rows 30 --rate 0 "
+        "--plant-leak",
+        ".venv/bin/python manage.py follow_omnia var/readme-live.sqlite --once",
     ]
     assert inline_manage_commands(README) == [".venv/bin/python manage.py check"]
 
@@ -175,7 +178,7 @@ def test_every_make_target_named_in_readme_exists() -> None:
 
 def test_every_command_in_readmes_table_exists() -> None:
     named = re.findall(r"^\| `([a-z_]+)[ `]", README, flags=re.M)
-    assert len(named) == 12
+    assert len(named) == 16
     assert set(named) - set(get_commands()) == set()
     ours = {name for name, app in get_commands().items() if app == "memory"}
     assert ours - set(named) == set()  # and every command of ours is in the table

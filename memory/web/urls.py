@@ -9,6 +9,7 @@ from memory.web.views import (
     entries,
     leaks,
     moved,
+    live,
     overview,
     projections,
     save_page,
@@ -43,6 +44,8 @@ for pattern in in_one_save:
 
 urlpatterns = [
     path("", overview.overview, name="overview"),
+    # Over every save: a page learns that something it may show moved (followed saves).
+    path("live/", live.live_version, name="live_version"),
     path("compare/", compare.compare_page, name="compare"),
     path("saves/<str:save>/", include(in_one_save)),
     # The URLs from before saves: to the save holding the id, or a page to choose one.

@@ -112,3 +112,12 @@ def by_owner(rows: Iterable[FoldRow]) -> Iterator[tuple[str, list[FoldRow]]]:
     """Runs of rows with the same owner_id, in order (groupby: the grouping loop runs in C)."""
     for owner, group in groupby(rows, _OWNER):
         yield owner, list(group)
+
+
+def owner_rows(owner_id: str) -> list[FoldRow]:
+    """One owner's rows in fold order (idx_buffer_owner_fold): a refold of that owner."""
+    sql = (
+        f"SELECT {FOLD_COLUMNS} FROM buffer_entries WHERE game_save_id = %s AND owner_id = %s "
+        "ORDER BY game_save_id, owner_id, created_at, id"
+    )
+    return [_fold_row(r) for r in fetch(sql, (current_id(), owner_id))]
