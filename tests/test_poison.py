@@ -131,7 +131,9 @@ def test_one_poison_row_per_shard_is_quarantined_and_every_other_row_folds(cast,
         assert f'<span class="muted">{owner} · tavern</span>' in page
     for _row_id, _intent, reason in planted:
         assert reason.replace("'", "&#x27;").rstrip(": ") in page
-    assert Client().get("/api/saves/cast/problems").status_code == 401  # reads need a login or token
+    assert (
+        Client().get("/api/saves/cast/problems").status_code == 401
+    )  # reads need a login or token
     api = reader.get("/api/saves/cast/problems").json()
     assert api["count"] == 4
     assert sorted(item["owner_id"] for item in api["items"]) == sorted(owners)
