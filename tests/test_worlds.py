@@ -561,3 +561,15 @@ def test_load_world_refuses_a_non_string_conversation_or_location_in_one_line(db
         assert str(caught.value).endswith(f"'{key}' must be a non-empty string")
         assert "\n" not in str(caught.value)
         assert (WorldObject.every_save.count(), BufferEntry.every_save.count()) == (0, 0)
+
+
+@pytest.mark.django_db
+def test_the_same_file_under_another_name_is_already_imported_unless_named_again():
+    import_omnia(V1, as_name="tavern-1")
+    before = table_rows()
+    report = import_omnia(V1)
+    assert (report.unchanged, report.save) == (True, "tavern-1")
+    assert table_rows() == before
+    # Asked for by name, a second copy is made on purpose (to edit one and keep the other).
+    assert import_omnia(V1, as_name="tavern-copy").unchanged is False
+    assert sorted(Save.objects.values_list("name", flat=True)) == ["tavern-1", "tavern-copy"]

@@ -302,6 +302,20 @@ class KnownIds(frozenset):
         return ids if isinstance(ids, KnownIds) else cls(i.casefold() for i in ids)
 
 
+def descriptor_words(visible_attributes: Mapping[str, str]) -> set[str]:
+    """Every word `derive_descriptor` may look up in its known ids for these attributes: a
+    caller may pass, as known ids, only the ids (casefolded) equal to one of these."""
+    words = {
+        w
+        for value in visible_attributes.values()
+        if isinstance(value, str)
+        for w in _WORD.findall(value.casefold())
+    }
+    words.update(_GENDER_HEADS.values())
+    words.add("figure")
+    return words
+
+
 def derive_descriptor(visible_attributes: Mapping[str, str], known_ids: Iterable[str] = ()) -> str:
     """A deterministic label built only from what the viewer can see.
 

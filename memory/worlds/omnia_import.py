@@ -152,6 +152,7 @@ def import_omnia(
             size=path.stat().st_size,
             command=command,
             actor=actor,
+            named=as_name is not None,
         )
         return land(arrival, replace=replace, fill=lambda: _import_omnia(conn, source, progress))
     except sqlite3.DatabaseError as exc:

@@ -57,6 +57,9 @@ class Arrival:
     size: int | None = None
     command: str = ""
     actor: str = ""  # who, in words: "cli:alice", an account name
+    # The user chose the name (--as): then the same content under another name is a second
+    # copy on purpose; without it, the same content anywhere is "already imported".
+    named: bool = False
 
     @property
     def source_name(self) -> str:
@@ -72,6 +75,10 @@ def land(
     same = Save.objects.live().filter(name=arrival.name).first()
     if same is not None and same.source_sha256 == arrival.sha256:
         return ImportReport.unchanged_save(same, arrival.source)
+    if not arrival.named and not replace:
+        copy = Save.objects.live().filter(source_sha256=arrival.sha256).order_by("pk").first()
+        if copy is not None:
+            return ImportReport.unchanged_save(copy, arrival.source)
     if same is not None and not replace:
         raise SaveTaken(same, arrival.source)
     try:

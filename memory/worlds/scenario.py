@@ -80,6 +80,7 @@ def load_world(
         size=size,
         command=command,
         actor=actor,
+        named=as_name is not None,
     )
     return land(
         arrival,

@@ -43,10 +43,13 @@ class SessionsPanel:
 def sessions_panel(viewer_id: str, *, limit: int = 20) -> SessionsPanel:
     """Sessions, digest, episodes and the shown sessions' summaries of one viewer."""
     sessions = door_sessions(viewer_id, limit=limit)
-    rows = MemorySession.objects.filter(
-        owner_id=viewer_id, session_key__in=[s.session_key for s in sessions.items]
-    )
-    summaries = {key: answer for (_owner, key), answer in summaries_for(list(rows)).items()}
+    # The door's items carry what summaries_for reads of a session (owner, key, content
+    # hash): unsaved rows made of them spare reading the same sessions again.
+    rows = [
+        MemorySession(owner_id=viewer_id, session_key=s.session_key, content_hash=s.content_hash)
+        for s in sessions.items
+    ]
+    summaries = {key: answer for (_owner, key), answer in summaries_for(rows).items()}
     return SessionsPanel(
         sessions=sessions,
         digest=digest(viewer_id),

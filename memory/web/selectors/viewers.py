@@ -6,15 +6,24 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from django.db.models import Q
+from django.db.models import Count, Q
 
-from memory.engine.aliases import UNFAMILIAR, KnownIds, alias_state, derive_descriptor
+from memory.engine.aliases import (
+    UNFAMILIAR,
+    KnownIds,
+    alias_state,
+    derive_descriptor,
+    descriptor_words,
+)
 from memory.engine.knowledge import (
     Viewer,
     WorldKnowledge,
+    known_ids_among,
+    load_attributes,
     true_names,
     viewer_of,
     world_knowledge,
+    world_objects,
 )
 from memory.models import AliasChange, ObjectType, WorldObject
 
@@ -94,11 +103,28 @@ def viewer_window(*, q: str | None = None, limit: int = 50) -> tuple[list[Entity
     return entity_list(q=q, limit=limit)
 
 
+def _viewers(world_id: str | None):
+    return _entities(world_id).exclude(is_agent=0)  # non-agents are no viewers (Entity.agent)
+
+
 def viewer_ids(world_id: str | None) -> list[str]:
     """Ids of the entities of one world (or of every world), in id order: ids only, cheap
     enough for a 1,000-entity switcher to slice from."""
-    qs = _entities(world_id).exclude(is_agent=0)  # non-agents are no viewers (see Entity.agent)
-    return list(qs.order_by("id").values_list("id", flat=True))
+    return list(_viewers(world_id).order_by("id").values_list("id", flat=True))
+
+
+def viewer_window_ids(viewer: Viewer, limit: int) -> tuple[list[str], int]:
+    """At most `limit` viewer ids of the viewer's world in id order, around the viewer (first
+    ones if it is no viewer itself), and how many there are: what `viewer_ids` would give
+    sliced, in two queries that read `limit` ids, not the world's thousands."""
+    viewers = _viewers(viewer.obj.world_id)
+    counts = viewers.aggregate(total=Count("id"), before=Count("id", filter=Q(id__lt=viewer.id)))
+    total = counts["total"]
+    # The viewer is in the list unless the save says it is no agent.
+    at = counts["before"] if viewer.obj.is_agent != 0 else 0
+    start = max(0, min(at - limit // 2, total - limit))
+    ids = list(viewers.order_by("id").values_list("id", flat=True)[start : start + limit])
+    return ids, total
 
 
 def list_worlds() -> list[WorldObject]:
@@ -127,15 +153,17 @@ def alias_rows(
     viewer: Viewer,
     knowledge: WorldKnowledge | None = None,
     targets: list[str] | None = None,
+    known: KnownIds | None = None,
 ) -> list[AliasRow]:
     """The alias table: one row per target (default: every alias_targets one, in its order).
 
     A page that shows only some targets passes them: a suggestion is derived from what the
     viewer can see of each target, and a 1,000-entity world should not pay for 900 unseen.
+    `known` stands for the world's ids where `knowledge` holds only some objects.
     """
     knowledge = knowledge or world_knowledge(viewer.obj.world_id)
     rows = []
-    known = KnownIds.of(knowledge.objects)
+    known = KnownIds.of(knowledge.objects) if known is None else known
     for target_id in alias_targets(viewer, knowledge) if targets is None else targets:
         label = viewer.aliases.get(target_id)
         true_name = knowledge.true_name(target_id)
@@ -153,6 +181,78 @@ def alias_rows(
             )
         )
     return rows
+
+
+@dataclass(frozen=True)
+class AliasWindow:
+    rows: list[AliasRow]
+    total: int  # every alias_targets target, shown or not
+
+
+def alias_window(
+    viewer: Viewer,
+    *,
+    pinned: Iterable[str] = (),
+    show_all: bool = False,
+    limit: int,
+    strangers: int,
+) -> AliasWindow:
+    """The alias rows a page shows: every target when there are at most `limit` (or
+    `show_all`); past that, in alias_targets order, the labelled ones, the `pinned` ones and
+    the first `strangers` of the rest. Each query is bounded by the rows shown (and the
+    viewer's labels), not by the world: the world's 2,000 objects are counted, never read.
+    """
+    world_id = viewer.obj.world_id
+    objects = world_objects(world_id)
+    entities = objects.filter(type=ObjectType.ENTITY).exclude(id=viewer.id)
+    pinned = set(pinned)
+    asked = [t for t in dict.fromkeys([*viewer.aliases, *pinned]) if t != viewer.id]
+    # What each labelled or pinned id is in this world (absent: not of it). By id alone, the
+    # world checked here: the OR of two indexes that `objects` is costs a lookup per row.
+    kinds = {
+        i: kind
+        for i, kind, world in (
+            WorldObject.objects.filter(id__in=asked).values_list("id", "type", "world_id")
+            if asked
+            else ()
+        )
+        if world_id is None or world_id in (i, world)
+    }
+    # Labels for ids the world does not hold close the list (alias_targets); a label for one
+    # of its objects that is no entity names no target.
+    outside = [t for t in viewer.aliases if t not in kinds and t != viewer.id]
+    # Counted on the (world, type) index alone; the viewer is one of them.
+    in_world = max(_entities(world_id).count() - 1, 0)
+    total = in_world + len(outside)
+    if show_all or total <= limit:
+        shown_world = list(entities.order_by("id").values_list("id", flat=True))
+    else:
+        keep = [
+            t
+            for t in asked
+            if kinds.get(t) == ObjectType.ENTITY and (t in viewer.aliases or t in pinned)
+        ]
+        more = max(min(limit - len(keep) - len(outside), strangers), 0)
+        window = entities.filter(id__in=keep)
+        if more:
+            first_strangers = entities.exclude(id__in=keep).order_by("id").values("id")[:more]
+            window = entities.filter(Q(id__in=keep) | Q(id__in=first_strangers))
+        shown_world = list(window.order_by("id").values_list("id", flat=True))
+    shown = shown_world + outside
+    knowledge = WorldKnowledge(
+        world_id=world_id,
+        # Only the shown objects: `in_world` is asked of them alone, the ids by `known`.
+        objects=dict.fromkeys([viewer.id, *shown_world]),
+        attributes={},
+        acl={},
+    )
+    load_attributes(knowledge, [viewer.id, *shown])
+    # Of the world's ids, the descriptors need only those equal to a word they could use.
+    words = set().union(
+        *(descriptor_words(knowledge.visible_attributes(viewer.id, t)) for t in shown)
+    )
+    known = known_ids_among(world_id, words)
+    return AliasWindow(rows=alias_rows(viewer, knowledge, targets=shown, known=known), total=total)
 
 
 @dataclass(frozen=True)

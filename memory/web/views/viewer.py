@@ -4,6 +4,7 @@ answers with the whole page or, to htmx, the panel alone; and the inline alias e
 from __future__ import annotations
 
 from dataclasses import dataclass
+from html import escape as html_escape
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -14,12 +15,13 @@ from django.urls import reverse
 from django.utils.functional import SimpleLazyObject
 from django.utils.html import format_html
 from django.utils.http import RFC3986_SUBDELIMS
+from django.utils.safestring import mark_safe
 from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_POST
 
 from memory.engine.cursor import BadCursor
 from memory.engine.errors import NotFound
-from memory.engine.knowledge import Viewer, get_viewer, load_attributes, world_knowledge
+from memory.engine.knowledge import Viewer, get_viewer
 from memory.web import services
 from memory.web.converters import IdConverter
 from memory.web.roles import EDIT_PERMISSION
@@ -191,6 +193,89 @@ def _alias_item(
     }
 
 
+def _alias_row_html(item: dict[str, Any], viewer_id: str, can_edit: bool, csrf: str) -> str:
+    """One alias row's <tr>, as the template printed it before (the same bytes, tested):
+    every {{ }} in Django's engine costs a lookup, an escape and a lazy-string check, and a
+    page of sixty rows of forty of them was the largest part of the viewer page. Every value
+    is escaped here as the template escaped it; `csrf` is already HTML."""
+    e = html_escape
+    dom, target, name = e(item["dom"]), e(item["target"]), e(item["name"])
+    edit_url, uses_url, vid = e(item["edit_url"]), e(item["uses_url"]), e(viewer_id)
+    shown_as = e(item["shown_as"])
+    out = [f'<tr id="alias-{dom}" data-target="{target}"']
+    if item["selected"]:
+        out.append(' class="selected" aria-current="true"')
+    out.append('>\n        <th scope="row">')
+    if item["named"]:
+        out.append(
+            '<span class="qa-info" title="true name: QA information, never shown to the viewer">'
+            f'{name}</span> <code class="id-hint">{target}</code>'
+        )
+    else:
+        out.append(target)
+    if not item["in_world"]:
+        out.append(' <span class="muted">(not in world)</span>')
+    out.append(
+        f'\n          <a class="uses-link small" href="{uses_url}" hx-get="{uses_url}" '
+        'hx-target="#buffer-panel" hx-swap="outerHTML" hx-push-url="true" '
+        f'aria-label="Buffer lines naming {name}">lines</a></th>\n        <td>'
+    )
+    if can_edit:
+        if item["errors"]:
+            described = f' aria-invalid="true" aria-describedby="alias-err-{dom}"'
+        elif item["warnings"]:
+            described = f' aria-describedby="alias-warn-{dom}"'
+        else:
+            described = ""
+        out.append(
+            f'\n          <form class="alias-form" method="post" action="{edit_url}" '
+            f'hx-post="{edit_url}" hx-target="#aliases-panel" hx-swap="outerHTML">{csrf}\n'
+            f'            <label class="visually-hidden" for="label-{dom}">Label {vid} uses for '
+            f"{target}</label>\n"
+            f'            <input id="label-{dom}" name="label" value="{e(item["value"])}" '
+            f'placeholder="{shown_as}"{described}>\n'
+            '            <button type="submit" name="action" value="set">Save</button>\n            '
+        )
+        if item["label"] is not None:
+            out.append(
+                '<button type="submit" name="action" value="delete" class="secondary" '
+                f'data-confirm="Forget the label \u201c{e(item["label"])}\u201d that {vid} uses '
+                f'for {target}? Lines about them will use a description again.">Forget</button>'
+            )
+        out.append("\n          </form>")
+    else:
+        out.append(f'<span class="state-{e(item["state"])}">{shown_as}</span>')
+    out.append("\n          ")
+    if item["errors"]:
+        out.append(f'<ul class="error" id="alias-err-{dom}" role="alert">')
+        out.extend(f"<li>{e(m)}</li>" for m in item["errors"])
+        if item["rejected"] is not None:
+            out.append(
+                f'<li class="muted">Not saved; {vid} still calls them \u201c{shown_as}\u201d.</li>'
+            )
+        out.append("</ul>")
+    out.append("\n          ")
+    if item["warnings"]:
+        out.append(f'<ul class="warning" id="alias-warn-{dom}" role="status">')
+        out.extend(f"<li>Saved, but: {e(m)}</li>" for m in item["warnings"])
+        out.append("</ul>")
+    suggestion = e(item["suggestion"])
+    out.append(f'\n          <span class="suggestion small muted">suggested: {suggestion}')
+    if item["offer"]:
+        out.append(
+            f'\n            <form class="alias-suggest" method="post" action="{edit_url}" '
+            f'hx-post="{edit_url}" hx-target="#aliases-panel" hx-swap="outerHTML">{csrf}'
+            '<button type="submit" name="action" value="suggest" class="secondary" '
+            f'aria-label="Use \u201c{suggestion}\u201d as the label for {target}">Use</button></form>'
+        )
+    state = e(item["state"])
+    out.append(
+        f'</span>\n        </td>\n        <td><span class="badge state-{state}">{state}</span></td>'
+        "\n      </tr>"
+    )
+    return "".join(out)
+
+
 def _aliases_context(
     viewer: Viewer,
     errors: dict[str, list[str]] | None = None,
@@ -205,26 +290,16 @@ def _aliases_context(
     touched or the selected line names, and the first STRANGERS_SHOWN strangers, unless ?all_aliases=1 (a crowd of
     strangers would make the page megabytes)."""
     errors, warnings, rejected = errors or {}, warnings or {}, rejected or {}
-    # Objects first (ids and kinds), attributes only for the rows shown.
-    knowledge = world_knowledge(viewer.obj.world_id, attributes_for=())
-    targets = viewer_reads.alias_targets(viewer, knowledge)
-    if not show_all and len(targets) > ALIASES_SHOWN:
-        # Picked by label alone, before any row is built: the hidden ones cost nothing.
-        # A selected line's targets stay too: the line lights up their rows.
-        keep = [
-            t
-            for t in targets
-            if t in viewer.aliases or t in errors or t in warnings or t in selected
-        ]
-        picked = set(keep)
-        strangers = [t for t in targets if t not in picked]
-        picked |= set(strangers[: max(min(ALIASES_SHOWN - len(keep), STRANGERS_SHOWN), 0)])
-        visible = [t for t in targets if t in picked]
-    else:
-        visible = targets
-    load_attributes(knowledge, [viewer.id, *visible])
+    # A selected line's targets stay too: the line lights up their rows.
+    window = viewer_reads.alias_window(
+        viewer,
+        pinned=[*errors, *warnings, *selected],
+        show_all=show_all,
+        limit=ALIASES_SHOWN,
+        strangers=STRANGERS_SHOWN,
+    )
     buffer_url = reverse("memory:buffer_panel", args=[viewer.id])
-    edit_urls = _reverse_each("memory:alias_edit", [viewer.id], visible)
+    edit_urls = _reverse_each("memory:alias_edit", [viewer.id], [r.target_id for r in window.rows])
     rows = [
         _alias_item(
             r,
@@ -236,12 +311,19 @@ def _aliases_context(
             rejected=rejected.get(r.target_id),
             selected=r.target_id in selected,
         )
-        for r in viewer_reads.alias_rows(viewer, knowledge, targets=visible)
+        for r in window.rows
     ]
+    csrf_input = (
+        format_html('<input type="hidden" name="csrfmiddlewaretoken" value="{}">', csrf_token)
+        if can_edit
+        else ""
+    )
+    for item in rows:
+        item["html"] = mark_safe(_alias_row_html(item, viewer.id, can_edit, csrf_input))
     shown = {item["target"] for item in rows}
     return {
         "rows": rows,
-        "hidden": len(targets) - len(rows),
+        "hidden": window.total - len(rows),
         "all_url": reverse("memory:aliases_panel", args=[viewer.id]) + "?all_aliases=1",
         "other_errors": [(t, errs) for t, errs in errors.items() if t not in shown],
         "history": viewer_reads.alias_history(viewer.id),
@@ -249,11 +331,7 @@ def _aliases_context(
         "warnings": warnings,
         "aliases_error": viewer.aliases_error,
         # What {% csrf_token %} prints, made once for the two forms of every row.
-        "csrf_input": format_html(
-            '<input type="hidden" name="csrfmiddlewaretoken" value="{}">', csrf_token
-        )
-        if can_edit
-        else "",
+        "csrf_input": csrf_input,
     }
 
 
@@ -318,33 +396,43 @@ def _faces_context(request: HttpRequest, viewer: Viewer) -> dict[str, Any]:
 VIEWERS_SHOWN = 50
 
 
+def _switch_link_html(link: dict[str, Any]) -> str:
+    """One switcher <li>, as the template printed it (tested): fifty of them in the engine
+    cost more than the two queries that pick them."""
+    e = html_escape
+    url, vid = e(link["url"]), e(link["id"])
+    current = ' aria-current="page"' if link["current"] else ""
+    hint = f' <code class="id-hint">{vid}</code>' if link["named"] else ""
+    return (
+        f'<li><a href="{url}" hx-get="{url}" hx-target="#viewer-panels" hx-swap="outerHTML" '
+        f'hx-push-url="true" data-viewer-id="{vid}"{current}>{e(link["name"])}{hint}</a></li>'
+    )
+
+
 def _viewer_switch(viewer: Viewer) -> dict[str, Any]:
     """The switcher's window: at most VIEWERS_SHOWN ids of the viewer's world around the
     current one (a list of 1,000 links is neither quick to render nor usable); the rest are
     one search away (the header's "Find a viewer", the overview). Each link's URL and name
     are made here, once: fifty {% url %} tags were a tenth of the page."""
-    ids = viewer_reads.viewer_ids(viewer.obj.world_id)
-    if len(ids) > VIEWERS_SHOWN:
-        at = ids.index(viewer.id) if viewer.id in ids else 0
-        start = max(0, min(at - VIEWERS_SHOWN // 2, len(ids) - VIEWERS_SHOWN))
-        shown = ids[start : start + VIEWERS_SHOWN]
-    else:
-        shown = ids
+    shown, total = viewer_reads.viewer_window_ids(viewer, VIEWERS_SHOWN)
     names = viewer_reads.display_names(shown)
     urls = _reverse_each("memory:viewer", [], shown)
+    links = [
+        {
+            "id": i,
+            "name": names[i],
+            "named": names[i] != i,
+            "url": urls[i],
+            "current": i == viewer.id,
+        }
+        for i in shown
+    ]
+    for link in links:
+        link["html"] = mark_safe(_switch_link_html(link))
     return {
-        "links": [
-            {
-                "id": i,
-                "name": names[i],
-                "named": names[i] != i,
-                "url": urls[i],
-                "current": i == viewer.id,
-            }
-            for i in shown
-        ],
-        "hidden": len(ids) - len(shown),
-        "total": len(ids),
+        "links": links,
+        "hidden": total - len(shown),
+        "total": total,
     }
 
 
