@@ -9,7 +9,7 @@ from __future__ import annotations
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.forms import formset_factory
 from django.http import HttpRequest, HttpResponseRedirect
@@ -94,9 +94,14 @@ class EverySaveAdmin(admin.ModelAdmin):
         return obj.game_save.name
 
     def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
-        found = (
-            self.get_queryset(request).filter(pk=unquote(object_id)).first() if object_id else None
-        )
+        try:  # the key is the integer uid: anything else is "no such row", never a 500
+            found = (
+                self.get_queryset(request).filter(pk=unquote(object_id)).first()
+                if object_id
+                else None
+            )
+        except (ValueError, ValidationError):
+            found = None
         if found is None:
             return super().changeform_view(request, object_id, form_url, extra_context)
         with use(found.game_save_id):

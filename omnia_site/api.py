@@ -7,6 +7,7 @@ from ninja.operation import Operation
 
 from memory.web.api import install_error_handlers
 from memory.web.api import router as memory_router
+from memory.web.api.compare import router as compare_router
 from memory.web.auth import docs_login_required
 
 
@@ -26,4 +27,5 @@ api = InspectorAPI(
     docs_decorator=docs_login_required,
 )
 api.add_router("/", memory_router)
+api.add_router("/", compare_router)
 install_error_handlers(api)

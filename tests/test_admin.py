@@ -8,6 +8,13 @@ from memory.engine.write_door import remember
 from memory.models import AliasChange, AuditLog, WorldObject
 
 
+def change_url(entity_id: str) -> str:
+    """The admin keys an entity by its integer uid (ids repeat across saves)."""
+    from memory.models import WorldObject
+
+    return f"/admin/memory/entity/{WorldObject.objects.get(id=entity_id).uid}/change/"
+
+
 @pytest.fixture
 def admin_client_cast(client, cast, django_user_model):
     user = django_user_model.objects.create_superuser("root", "root@example.com", "pw")
@@ -27,7 +34,7 @@ def _post(client, viewer: str, rows: list[tuple[str, str, bool]], initial: int) 
         data[f"aliases-{i}-label"] = label
         if delete:
             data[f"aliases-{i}-DELETE"] = "on"
-    return client.post(f"/admin/memory/entity/{viewer}/change/", data)
+    return client.post(change_url(viewer), data)
 
 
 def aliases_of(entity_id: str) -> list:
@@ -35,7 +42,7 @@ def aliases_of(entity_id: str) -> list:
 
 
 def test_admin_entity_page_shows_alias_table_attributes_and_history(admin_client_cast) -> None:
-    r = admin_client_cast.get("/admin/memory/entity/alice/change/")
+    r = admin_client_cast.get(change_url("alice"))
     body = r.content.decode()
     assert r.status_code == 200
     assert 'name="aliases-0-label" value="the hooded figure"' in body
@@ -126,7 +133,7 @@ def test_admin_buffer_entry_shows_rendered_line_beside_raw_intent(admin_client_c
         "[12:03:00 PM] the hooded figure opened the wooden chest (Outcome: Succeeded)"
         in r.content.decode()
     )
-    r = admin_client_cast.get(f"/admin/memory/bufferentry/{done.entry.id}/change/")
+    r = admin_client_cast.get(f"/admin/memory/bufferentry/{done.entry.uid}/change/")
     body = r.content.decode()
     assert "the hooded figure opened the wooden chest" in body
     assert "&quot;actorId&quot;:&quot;bob&quot;" in body

@@ -10,8 +10,19 @@ import pytest
 from django.contrib.auth.models import Group
 from django.core.management import call_command
 
-from memory.models import AliasChange, WorldObject
+from memory.models import (
+    AliasChange,
+    Save,  # noqa: E402
+    WorldObject,
+)
 from memory.web import roles
+
+
+def change_url(entity_id: str) -> str:
+    """The admin keys an entity by its integer uid (ids repeat across saves)."""
+    from memory.models import WorldObject
+
+    return f"/admin/memory/entity/{WorldObject.objects.get(id=entity_id).uid}/change/"
 
 
 @pytest.fixture
@@ -34,7 +45,7 @@ def _post_aliases(client, viewer: str, rows: list[tuple[str, str]]):
     for i, (target, label) in enumerate(rows):
         data[f"aliases-{i}-target"] = target
         data[f"aliases-{i}-label"] = label
-    return client.post(f"/admin/memory/entity/{viewer}/change/", data)
+    return client.post(change_url(viewer), data)
 
 
 def test_admin_index_lists_entities_for_the_demo_login(client, designer) -> None:
@@ -45,7 +56,7 @@ def test_admin_index_lists_entities_for_the_demo_login(client, designer) -> None
 
 
 def test_demo_login_edits_aliases_in_admin_without_superuser(client, designer) -> None:
-    page = client.get("/admin/memory/entity/alice/change/")
+    page = client.get(change_url("alice"))
     assert page.status_code == 200
     assert 'name="aliases-0-label" value="the hooded figure"' in page.content.decode()
     r = _post_aliases(client, "alice", [("bob", "the stranger"), ("charlie", "the bartender")])
@@ -65,8 +76,11 @@ def test_demo_login_edits_aliases_in_admin_without_superuser(client, designer) -
 
 
 def test_admin_entity_page_links_to_inspector_and_history(client, designer) -> None:
-    body = client.get("/admin/memory/entity/alice/change/").content.decode()
-    assert '<a href="/viewers/alice/" class="viewsitelink">Open in the inspector</a>' in body
+    body = client.get(change_url("alice")).content.decode()
+    assert (
+        '<a href="/saves/cast/viewers/alice/" class="viewsitelink">Open in the inspector</a>'
+        in body
+    )
     assert 'href="/admin/memory/aliaschange/?viewer_id=alice"' in body
     listing = client.get("/admin/memory/aliaschange/?viewer_id=alice")
     assert listing.status_code == 200
@@ -76,17 +90,20 @@ def test_alias_history_visible_in_admin_after_an_edit(client, designer) -> None:
     _post_aliases(client, "alice", [("bob", "the stranger"), ("charlie", "the bartender")])
     body = client.get("/admin/memory/aliaschange/?viewer_id=alice").content.decode()
     assert "the stranger" in body and "the hooded figure" in body
-    entity_page = client.get("/admin/memory/entity/alice/change/").content.decode()
+    entity_page = client.get(change_url("alice")).content.decode()
     assert "<td>the hooded figure</td><td>the stranger</td>" in entity_page
 
 
 def test_viewer_page_links_to_admin_for_staff_only(client, designer, django_user_model) -> None:
-    body = client.get("/viewers/alice/").content.decode()
-    assert 'href="/admin/memory/entity/alice/change/"' in body
+    body = client.get("/saves/cast/viewers/alice/").content.decode()
+    assert (
+        'href="/admin/memory/entity/?game_save__id__exact='
+        f'{Save.objects.get(name="cast").pk}&amp;q=alice"' in body
+    )
     editor = django_user_model.objects.create_user("eddie", password="pw")
     editor.groups.add(Group.objects.get(name=roles.EDITORS))
     client.force_login(editor)
-    body = client.get("/viewers/alice/").content.decode()
+    body = client.get("/saves/cast/viewers/alice/").content.decode()
     assert "/admin/memory/entity/" not in body
 
 

@@ -31,7 +31,7 @@ def aliases_of(entity_id: str) -> dict[str, str]:
 
 def test_refused_label_stays_in_its_input_beside_the_reason(editor_client) -> None:
     r = editor_client.post(
-        "/viewers/alice/aliases/bob/", {"label": "charlie", "action": "set"}, headers=HX
+        "/saves/cast/viewers/alice/aliases/bob/", {"label": "charlie", "action": "set"}, headers=HX
     )
     body = r.content.decode()
     assert r.status_code == 200
@@ -47,14 +47,14 @@ def test_refused_label_stays_in_its_input_beside_the_reason(editor_client) -> No
     assert aliases_of("alice")["bob"] == "the hooded figure"
     assert AliasChange.objects.count() == 0
     # Without htmx the refusal is a 400 page, the refused label still in the input.
-    plain = editor_client.post("/viewers/alice/aliases/bob/", {"label": "charlie"})
+    plain = editor_client.post("/saves/cast/viewers/alice/aliases/bob/", {"label": "charlie"})
     assert plain.status_code == 400
     assert 'name="label" value="charlie"' in plain.content.decode()
 
 
 def test_label_that_is_another_entitys_true_name_is_saved_with_a_warning(editor_client) -> None:
     r = editor_client.post(
-        "/viewers/alice/aliases/bob/", {"label": "Charlie", "action": "set"}, headers=HX
+        "/saves/cast/viewers/alice/aliases/bob/", {"label": "Charlie", "action": "set"}, headers=HX
     )
     body = r.content.decode()
     assert r.status_code == 200
@@ -65,15 +65,19 @@ def test_label_that_is_another_entitys_true_name_is_saved_with_a_warning(editor_
         "Charlie</li></ul>"
     ) in body
     # The target's own true name is no warning: that is simply knowing them.
-    r = editor_client.post("/viewers/alice/aliases/bob/", {"label": "Gareth"}, headers=HX)
+    r = editor_client.post(
+        "/saves/cast/viewers/alice/aliases/bob/", {"label": "Gareth"}, headers=HX
+    )
     assert 'class="warning"' not in r.content.decode()
 
 
 def test_undo_from_history_restores_the_label_as_an_audited_edit(editor_client) -> None:
-    editor_client.post("/viewers/alice/aliases/bob/", {"label": "the stranger"}, headers=HX)
+    editor_client.post(
+        "/saves/cast/viewers/alice/aliases/bob/", {"label": "the stranger"}, headers=HX
+    )
     change = AliasChange.objects.get()
     r = editor_client.post(
-        "/viewers/alice/aliases/bob/",
+        "/saves/cast/viewers/alice/aliases/bob/",
         {"action": "restore", "change": str(change.id)},
         headers=HX,
     )
@@ -90,25 +94,33 @@ def test_undo_from_history_restores_the_label_as_an_audited_edit(editor_client) 
 
 
 def test_undo_of_a_first_label_forgets_it_again(editor_client) -> None:
-    editor_client.post("/viewers/alice/aliases/charlie/", {"action": "delete"}, headers=HX)
-    editor_client.post("/viewers/alice/aliases/charlie/", {"label": "the barkeep"}, headers=HX)
+    editor_client.post(
+        "/saves/cast/viewers/alice/aliases/charlie/", {"action": "delete"}, headers=HX
+    )
+    editor_client.post(
+        "/saves/cast/viewers/alice/aliases/charlie/", {"label": "the barkeep"}, headers=HX
+    )
     first = AliasChange.objects.get(after="the barkeep")
     editor_client.post(
-        "/viewers/alice/aliases/charlie/", {"action": "restore", "change": first.id}, headers=HX
+        "/saves/cast/viewers/alice/aliases/charlie/",
+        {"action": "restore", "change": first.id},
+        headers=HX,
     )
     assert "charlie" not in aliases_of("alice")
     assert AliasChange.objects.order_by("-id").first().after is None
 
 
 def test_undo_of_another_viewers_change_is_a_404_and_writes_nothing(editor_client) -> None:
-    editor_client.post("/viewers/bob/aliases/alice/", {"label": "the girl"}, headers=HX)
+    editor_client.post("/saves/cast/viewers/bob/aliases/alice/", {"label": "the girl"}, headers=HX)
     theirs = AliasChange.objects.get()
     r = editor_client.post(
-        "/viewers/alice/aliases/bob/", {"action": "restore", "change": theirs.id}, headers=HX
+        "/saves/cast/viewers/alice/aliases/bob/",
+        {"action": "restore", "change": theirs.id},
+        headers=HX,
     )
     assert r.status_code == 404
     r = editor_client.post(
-        "/viewers/alice/aliases/bob/", {"action": "restore", "change": "x"}, headers=HX
+        "/saves/cast/viewers/alice/aliases/bob/", {"action": "restore", "change": "x"}, headers=HX
     )
     assert r.status_code == 200 and "no history entry named to undo" in r.content.decode()
     assert AliasChange.objects.count() == 1
@@ -116,7 +128,7 @@ def test_undo_of_another_viewers_change_is_a_404_and_writes_nothing(editor_clien
 
 def test_use_suggestion_stores_the_descriptor_derived_on_the_server(editor_client) -> None:
     r = editor_client.post(
-        "/viewers/alice/aliases/bob/",
+        "/saves/cast/viewers/alice/aliases/bob/",
         {"action": "suggest", "label": "anything posted is ignored"},
         headers=HX,
     )
@@ -127,7 +139,7 @@ def test_use_suggestion_stores_the_descriptor_derived_on_the_server(editor_clien
 
 
 def test_forget_button_asks_first_and_use_button_is_offered(editor_client) -> None:
-    body = editor_client.get("/viewers/alice/aliases/", headers=HX).content.decode()
+    body = editor_client.get("/saves/cast/viewers/alice/aliases/", headers=HX).content.decode()
     assert (
         'value="delete" class="secondary" data-confirm="Forget the label “the hooded figure”'
         in (body)
@@ -137,31 +149,33 @@ def test_forget_button_asks_first_and_use_button_is_offered(editor_client) -> No
 
 def test_expired_session_answers_htmx_with_hx_redirect_to_login(client, cast) -> None:
     r = client.get(
-        "/viewers/alice/aliases/",
+        "/saves/cast/viewers/alice/aliases/",
         headers={**HX, "HX-Current-URL": "http://testserver/viewers/alice/?qa=1"},
     )
     assert r.status_code == 200
     assert r["HX-Redirect"] == "/accounts/login/?next=%2Fviewers%2Falice%2F%3Fqa%3D1"
     assert r.content == b""
-    post = client.post("/viewers/alice/aliases/bob/", {"label": "x"}, headers=HX)
+    post = client.post("/saves/cast/viewers/alice/aliases/bob/", {"label": "x"}, headers=HX)
     assert post["HX-Redirect"] == "/accounts/login/?next=%2Fviewers%2Falice%2Faliases%2Fbob%2F"
     # Another site's address is never trusted as the way back.
-    evil = client.get("/viewers/alice/", headers={**HX, "HX-Current-URL": "https://evil.example/x"})
+    evil = client.get(
+        "/saves/cast/viewers/alice/", headers={**HX, "HX-Current-URL": "https://evil.example/x"}
+    )
     assert evil["HX-Redirect"] == "/accounts/login/?next=%2Fviewers%2Falice%2F"
     # Without htmx it stays the ordinary redirect.
-    plain = client.get("/viewers/alice/")
+    plain = client.get("/saves/cast/viewers/alice/")
     assert plain.status_code == 302 and "HX-Redirect" not in plain
 
 
 def test_viewer_swap_carries_the_new_title(editor_client) -> None:
-    body = editor_client.get("/viewers/bob/", headers=HX).content.decode()
+    body = editor_client.get("/saves/cast/viewers/bob/", headers=HX).content.decode()
     assert body.lstrip().startswith("<title>Gareth — Omnia Memory Inspector</title>")  # names first
-    full = editor_client.get("/viewers/bob/").content.decode()
+    full = editor_client.get("/saves/cast/viewers/bob/").content.decode()
     assert full.count("<title>") == 1
 
 
 def test_sessions_panel_without_sessions_shows_no_hash_of_nothing(editor_client) -> None:
-    body = editor_client.get("/viewers/alice/sessions/", headers=HX).content.decode()
+    body = editor_client.get("/saves/cast/viewers/alice/sessions/", headers=HX).content.decode()
     assert "No sessions projected yet." in body
     assert "hash" not in body and "e3b0c442" not in body
 
@@ -178,7 +192,7 @@ def test_scene_without_a_place_is_not_called_scene_scene(editor_client, cast) ->
     }
     MemorySession.objects.create(session_key="scene:", **common)
     MemorySession.objects.create(session_key="scene:tavern-main", **common)
-    body = editor_client.get("/viewers/alice/sessions/", headers=HX).content.decode()
+    body = editor_client.get("/saves/cast/viewers/alice/sessions/", headers=HX).content.decode()
     assert '<td>scene <span class="muted">with no place</span>' in body
     assert "<td>scene at <code>tavern-main</code>" in body
     assert "scene</span>" not in body.replace('"muted">with no place</span>', "")

@@ -71,16 +71,18 @@ def test_tokens_are_stored_hashed(reader_token) -> None:
 
 
 def test_reads_need_login_or_token(client, chest, reader_token) -> None:
-    assert_error(client.get("/api/entities"), 401, "unauthorized", None)
-    assert_error(client.get("/api/entities", headers=bearer("wrong")), 401, "unauthorized")
-    r = client.get("/api/entities", headers=bearer(reader_token))
+    assert_error(client.get("/api/saves/cast/entities"), 401, "unauthorized", None)
+    assert_error(
+        client.get("/api/saves/cast/entities", headers=bearer("wrong")), 401, "unauthorized"
+    )
+    r = client.get("/api/saves/cast/entities", headers=bearer(reader_token))
     assert r.status_code == 200
     assert [e["id"] for e in r.json()["items"]] == ["alice", "bob", "charlie"]
 
 
 def test_session_login_reads(client, reader, chest) -> None:
     client.force_login(reader)
-    r = client.get("/api/viewers/alice/aliases")
+    r = client.get("/api/saves/cast/viewers/alice/aliases")
     assert r.status_code == 200
     assert [(i["target_id"], i["label"]) for i in r.json()["items"]] == [
         ("bob", "the hooded figure"),
@@ -89,7 +91,7 @@ def test_session_login_reads(client, reader, chest) -> None:
 
 
 def test_entities_search(client, cast, reader_token) -> None:
-    r = client.get("/api/entities?q=gareth", headers=bearer(reader_token))
+    r = client.get("/api/saves/cast/entities?q=gareth", headers=bearer(reader_token))
     assert r.json() == {
         "items": [
             {
@@ -105,7 +107,7 @@ def test_entities_search(client, cast, reader_token) -> None:
 
 
 def test_aliases_read(client, cast, reader_token) -> None:
-    r = client.get("/api/viewers/alice/aliases", headers=bearer(reader_token))
+    r = client.get("/api/saves/cast/viewers/alice/aliases", headers=bearer(reader_token))
     items = {i["target_id"]: i for i in r.json()["items"]}
     assert items["bob"]["label"] == "the hooded figure"
     assert items["bob"]["state"] == "descriptor"
@@ -113,12 +115,14 @@ def test_aliases_read(client, cast, reader_token) -> None:
 
 
 def test_buffer_read_and_entry(client, chest, reader_token) -> None:
-    r = client.get("/api/viewers/alice/buffer", headers=bearer(reader_token))
+    r = client.get("/api/saves/cast/viewers/alice/buffer", headers=bearer(reader_token))
     assert r.status_code == 200
     body = r.json()
     assert [i["line"] for i in body["items"]] == [CHEST_LINE]
     assert body["older"] is None and body["newer"] is None
-    r = client.get(f"/api/viewers/alice/entries/{chest.id}", headers=bearer(reader_token))
+    r = client.get(
+        f"/api/saves/cast/viewers/alice/entries/{chest.id}", headers=bearer(reader_token)
+    )
     assert r.json()["intent"]["description"] == "opened the wooden chest"
     assert r.json()["line"] == CHEST_LINE
 
@@ -130,35 +134,43 @@ def test_buffer_cursor_paging(client, cast, reader_token) -> None:
             {**CHEST, "description": f"waved {minute}"},
             timestamp=f"2026-07-06T12:0{minute}:00.000Z",
         )
-    page = client.get("/api/viewers/alice/buffer?limit=2", headers=bearer(reader_token)).json()
+    page = client.get(
+        "/api/saves/cast/viewers/alice/buffer?limit=2", headers=bearer(reader_token)
+    ).json()
     assert [i["line"][-7:] for i in page["items"]] == ["waved 3", "waved 4"]
     older = client.get(
-        f"/api/viewers/alice/buffer?limit=2&cursor={page['older']}", headers=bearer(reader_token)
+        f"/api/saves/cast/viewers/alice/buffer?limit=2&cursor={page['older']}",
+        headers=bearer(reader_token),
     ).json()
     assert [i["line"][-7:] for i in older["items"]] == ["waved 1", "waved 2"]
     newer = client.get(
-        f"/api/viewers/alice/buffer?limit=2&after={older['newer']}", headers=bearer(reader_token)
+        f"/api/saves/cast/viewers/alice/buffer?limit=2&after={older['newer']}",
+        headers=bearer(reader_token),
     ).json()
     assert [i["line"][-7:] for i in newer["items"]] == ["waved 3", "waved 4"]
 
 
 def test_buffer_type_and_text_filters(client, chest, reader_token) -> None:
-    r = client.get("/api/viewers/alice/buffer?type=dialogue", headers=bearer(reader_token))
+    r = client.get(
+        "/api/saves/cast/viewers/alice/buffer?type=dialogue", headers=bearer(reader_token)
+    )
     assert r.json()["items"] == []
-    r = client.get("/api/viewers/alice/buffer?type=action&q=WOODEN", headers=bearer(reader_token))
+    r = client.get(
+        "/api/saves/cast/viewers/alice/buffer?type=action&q=WOODEN", headers=bearer(reader_token)
+    )
     assert len(r.json()["items"]) == 1
 
 
 @pytest.mark.parametrize(
     ("url", "status", "code", "field"),
     [
-        ("/api/viewers/nobody/aliases", 404, "not_found", "viewer_id"),
-        ("/api/viewers/nobody/buffer", 404, "not_found", "viewer_id"),
-        ("/api/viewers/alice/entries/nope", 404, "not_found", "entry_id"),
-        ("/api/viewers/alice/buffer?limit=0", 422, "invalid", "limit"),
-        ("/api/viewers/alice/buffer?limit=abc", 422, "invalid", "limit"),
-        ("/api/viewers/alice/buffer?type=shout", 422, "invalid", "type.0"),
-        ("/api/viewers/alice/buffer?before=bogus", 400, "bad_cursor", "before"),
+        ("/api/saves/cast/viewers/nobody/aliases", 404, "not_found", "viewer_id"),
+        ("/api/saves/cast/viewers/nobody/buffer", 404, "not_found", "viewer_id"),
+        ("/api/saves/cast/viewers/alice/entries/nope", 404, "not_found", "entry_id"),
+        ("/api/saves/cast/viewers/alice/buffer?limit=0", 422, "invalid", "limit"),
+        ("/api/saves/cast/viewers/alice/buffer?limit=abc", 422, "invalid", "limit"),
+        ("/api/saves/cast/viewers/alice/buffer?type=shout", 422, "invalid", "type.0"),
+        ("/api/saves/cast/viewers/alice/buffer?before=bogus", 400, "bad_cursor", "before"),
     ],
 )
 def test_read_errors_have_one_shape(client, chest, reader_token, url, status, code, field) -> None:
@@ -167,7 +179,7 @@ def test_read_errors_have_one_shape(client, chest, reader_token, url, status, co
 
 def test_alias_put_and_delete(client, chest, staff, staff_token) -> None:
     r = client.put(
-        "/api/viewers/alice/aliases/bob",
+        "/api/saves/cast/viewers/alice/aliases/bob",
         {"label": "Gareth"},
         content_type="application/json",
         headers=bearer(staff_token),
@@ -182,11 +194,11 @@ def test_alias_put_and_delete(client, chest, staff, staff_token) -> None:
         "changed": True,
     }
     assert AliasChange.objects.get().changed_by == staff
-    line = client.get("/api/viewers/alice/buffer", headers=bearer(staff_token)).json()["items"][0][
-        "line"
-    ]
+    line = client.get("/api/saves/cast/viewers/alice/buffer", headers=bearer(staff_token)).json()[
+        "items"
+    ][0]["line"]
     assert line == "[12:03:00 PM] Gareth opened the wooden chest (Outcome: Succeeded)"
-    r = client.delete("/api/viewers/alice/aliases/bob", headers=bearer(staff_token))
+    r = client.delete("/api/saves/cast/viewers/alice/aliases/bob", headers=bearer(staff_token))
     assert r.json()["after"] is None
     assert json.loads(WorldObject.objects.get(id="alice").aliases_json) == [
         ["charlie", "the bartender"]
@@ -210,7 +222,7 @@ def test_alias_put_and_delete(client, chest, staff, staff_token) -> None:
 )
 def test_alias_put_validation(client, chest, staff_token, target, payload, field) -> None:
     r = client.put(
-        f"/api/viewers/alice/aliases/{target}",
+        f"/api/saves/cast/viewers/alice/aliases/{target}",
         payload,
         content_type="application/json",
         headers=bearer(staff_token),
@@ -221,7 +233,7 @@ def test_alias_put_validation(client, chest, staff_token, target, payload, field
 
 def test_writes_need_the_editor_role(client, chest, reader_token) -> None:
     r = client.put(
-        "/api/viewers/alice/aliases/bob",
+        "/api/saves/cast/viewers/alice/aliases/bob",
         {"label": "x"},
         content_type="application/json",
         headers=bearer(reader_token),
@@ -229,7 +241,7 @@ def test_writes_need_the_editor_role(client, chest, reader_token) -> None:
     assert assert_error(r, 403, "forbidden")["detail"] == "writes need the editor role"
     assert_error(
         client.post(
-            "/api/viewers/alice/memories",
+            "/api/saves/cast/viewers/alice/memories",
             {"intent": CHEST},
             content_type="application/json",
             headers=bearer(reader_token),
@@ -238,13 +250,15 @@ def test_writes_need_the_editor_role(client, chest, reader_token) -> None:
         "forbidden",
     )
     assert_error(
-        client.post(f"/api/memories/{chest.id}/retract", headers=bearer(reader_token)),
+        client.post(f"/api/saves/cast/memories/{chest.id}/retract", headers=bearer(reader_token)),
         403,
         "forbidden",
     )
     assert_error(
         client.put(
-            "/api/viewers/alice/aliases/bob", {"label": "x"}, content_type="application/json"
+            "/api/saves/cast/viewers/alice/aliases/bob",
+            {"label": "x"},
+            content_type="application/json",
         ),
         401,
         "unauthorized",
@@ -253,7 +267,7 @@ def test_writes_need_the_editor_role(client, chest, reader_token) -> None:
 
 def test_remember_and_retract(client, cast, staff_token) -> None:
     r = client.post(
-        "/api/viewers/alice/memories",
+        "/api/saves/cast/viewers/alice/memories",
         {
             "intent": CHEST,
             "outcome": {"isValid": True, "reason": "r"},
@@ -266,16 +280,16 @@ def test_remember_and_retract(client, cast, staff_token) -> None:
     entry_id = r.json()["id"]
     assert BufferEntry.objects.get(id=entry_id).owner_id == "alice"
     assert (
-        client.get("/api/viewers/alice/buffer", headers=bearer(staff_token)).json()["items"][0][
-            "line"
-        ]
+        client.get("/api/saves/cast/viewers/alice/buffer", headers=bearer(staff_token)).json()[
+            "items"
+        ][0]["line"]
         == CHEST_LINE
     )
-    r = client.post(f"/api/memories/{entry_id}/retract", headers=bearer(staff_token))
+    r = client.post(f"/api/saves/cast/memories/{entry_id}/retract", headers=bearer(staff_token))
     assert r.status_code == 200 and r.json()["retracted"] is True
     assert BufferEntry.objects.get(id=entry_id).retracted_at is not None
     assert_error(
-        client.post("/api/memories/nope/retract", headers=bearer(staff_token)),
+        client.post("/api/saves/cast/memories/nope/retract", headers=bearer(staff_token)),
         404,
         "not_found",
         "entry_id",
@@ -296,7 +310,7 @@ def test_remember_and_retract(client, cast, staff_token) -> None:
 )
 def test_remember_validation(client, cast, staff_token, payload, field) -> None:
     r = client.post(
-        "/api/viewers/alice/memories",
+        "/api/saves/cast/viewers/alice/memories",
         payload,
         content_type="application/json",
         headers=bearer(staff_token),
@@ -307,7 +321,7 @@ def test_remember_validation(client, cast, staff_token, payload, field) -> None:
 
 def test_remember_unknown_viewer_is_404(client, cast, staff_token) -> None:
     r = client.post(
-        "/api/viewers/nobody/memories",
+        "/api/saves/cast/viewers/nobody/memories",
         {"intent": CHEST},
         content_type="application/json",
         headers=bearer(staff_token),
@@ -319,7 +333,9 @@ def test_openapi_documents_error_shape(client, django_user_model) -> None:
     client.force_login(django_user_model.objects.create_user("schema-reader", password="pw"))
     schema = client.get("/api/openapi.json").json()
     assert "ErrorOut" in schema["components"]["schemas"]
-    assert schema["paths"]["/api/viewers/{viewer_id}/buffer"]["get"]["responses"]["404"]
+    assert schema["paths"]["/api/saves/{save}/viewers/{viewer_id}/buffer"]["get"]["responses"][
+        "404"
+    ]
 
 
 def test_openapi_and_docs_need_a_login(client, db) -> None:
@@ -351,7 +367,7 @@ PIP_DIGEST = [
 
 def test_sessions_episodes_and_digest_twins(client, demo, reader_token) -> None:
     h = bearer(reader_token)
-    sessions = client.get("/api/viewers/npc-pip/sessions?limit=2", headers=h).json()
+    sessions = client.get("/api/saves/demo/viewers/npc-pip/sessions?limit=2", headers=h).json()
     assert [s["session_key"] for s in sessions["items"]] == ["scene:loc-quay", "conv-standoff"]
     assert sessions["items"][0] == {
         "session_key": "scene:loc-quay",
@@ -365,18 +381,21 @@ def test_sessions_episodes_and_digest_twins(client, demo, reader_token) -> None:
         "live_count": 9,
     }
     older = client.get(
-        f"/api/viewers/npc-pip/sessions?limit=2&before={sessions['next_cursor']}", headers=h
+        f"/api/saves/demo/viewers/npc-pip/sessions?limit=2&before={sessions['next_cursor']}",
+        headers=h,
     ).json()
     assert [s["session_key"] for s in older["items"]] == OLDER_PIP_SESSIONS
     assert_error(
-        client.get("/api/viewers/npc-pip/sessions?before=%21%21", headers=h),
+        client.get("/api/saves/demo/viewers/npc-pip/sessions?before=%21%21", headers=h),
         422,
         "invalid",
         "before",
     )
-    digest = client.get("/api/viewers/npc-pip/digest", headers=h).json()
+    digest = client.get("/api/saves/demo/viewers/npc-pip/digest", headers=h).json()
     assert digest["lines"] == PIP_DIGEST and digest["unchanged"] is False
-    same = client.get(f"/api/viewers/npc-pip/digest?known_hash={digest['hash']}", headers=h).json()
+    same = client.get(
+        f"/api/saves/demo/viewers/npc-pip/digest?known_hash={digest['hash']}", headers=h
+    ).json()
     assert same == {
         "viewer_id": "npc-pip",
         "lines": [],
@@ -384,7 +403,7 @@ def test_sessions_episodes_and_digest_twins(client, demo, reader_token) -> None:
         "unchanged": True,
         "rows_visited": same["rows_visited"],
     }
-    episodes = client.get("/api/viewers/npc-pip/episodes?limit=2", headers=h).json()
+    episodes = client.get("/api/saves/demo/viewers/npc-pip/episodes?limit=2", headers=h).json()
     assert episodes["items"][0] == {
         "ordinal": 3,
         "first_at": "2026-07-06T12:07:00.000Z",
@@ -395,15 +414,23 @@ def test_sessions_episodes_and_digest_twins(client, demo, reader_token) -> None:
         "is_open": True,
     }
     assert [e["ordinal"] for e in episodes["items"]] == [3, 2] and episodes["next_cursor"]
-    assert_error(client.get("/api/viewers/nobody/digest", headers=h), 404, "not_found", "viewer_id")
     assert_error(
-        client.get("/api/viewers/npc-pip/episodes?limit=0", headers=h), 422, "invalid", "limit"
+        client.get("/api/saves/demo/viewers/nobody/digest", headers=h),
+        404,
+        "not_found",
+        "viewer_id",
+    )
+    assert_error(
+        client.get("/api/saves/demo/viewers/npc-pip/episodes?limit=0", headers=h),
+        422,
+        "invalid",
+        "limit",
     )
 
 
 def test_faces_twin_default_and_include_shadowed(client, demo, reader_token) -> None:
     h = bearer(reader_token)
-    default = client.get("/api/viewers/npc-tobiah/faces", headers=h).json()
+    default = client.get("/api/saves/demo/viewers/npc-tobiah/faces", headers=h).json()
     assert [i["id"] for i in default["items"]] == [
         "abs-tobiah-signal-nights",
         "ltm-tobiah-03",
@@ -415,7 +442,9 @@ def test_faces_twin_default_and_include_shadowed(client, demo, reader_token) -> 
     assert default["superseded"] == {"ltm-tobiah-01": "abs-tobiah-signal-nights"}
     assert default["withheld"] == ["ltm-tobiah-02"]
     assert default["rows_visited"] == 11
-    full = client.get("/api/viewers/npc-tobiah/faces?include_shadowed=true", headers=h).json()
+    full = client.get(
+        "/api/saves/demo/viewers/npc-tobiah/faces?include_shadowed=true", headers=h
+    ).json()
     tagged = {
         i["id"]: (i["state"], i["tags"], i["shadowed_by"], i["superseded_by"])
         for i in full["items"]
@@ -432,14 +461,16 @@ def test_faces_twin_default_and_include_shadowed(client, demo, reader_token) -> 
 
 def test_long_term_entry_search_and_slug_twins(client, demo, reader_token) -> None:
     h = bearer(reader_token)
-    member = client.get("/api/viewers/npc-tobiah/long-term/ltm-tobiah-01", headers=h).json()
+    member = client.get(
+        "/api/saves/demo/viewers/npc-tobiah/long-term/ltm-tobiah-01", headers=h
+    ).json()
     assert member["notes"] == [
         "[superseded] consolidated into abs-tobiah-signal-nights; delivered by id as evidence"
     ]
     assert member["rollup"] == {"id": "abs-tobiah-signal-nights", "title": "Signal Nights"}
     assert member["members"] == [] and member["item"]["state"] == "superseded"
     rollup = client.get(
-        "/api/viewers/npc-tobiah/long-term/abs-tobiah-signal-nights", headers=h
+        "/api/saves/demo/viewers/npc-tobiah/long-term/abs-tobiah-signal-nights", headers=h
     ).json()
     assert [m["id"] for m in rollup["members"]] == ["ltm-tobiah-01", "m-b11-tobiah", "m-d01-tobiah"]
     # every member has a title: a long-term entry its name, a buffer memory the line it reads
@@ -450,21 +481,25 @@ def test_long_term_entry_search_and_slug_twins(client, demo, reader_token) -> No
         "I hope the brass-buttoned woman doesn't look under the tarp",
     ]
     assert rollup["rollup"] is None and rollup["notes"] == []
-    carrier = client.get("/api/viewers/npc-tobiah/long-term/ltm-tobiah-03", headers=h).json()
+    carrier = client.get(
+        "/api/saves/demo/viewers/npc-tobiah/long-term/ltm-tobiah-03", headers=h
+    ).json()
     assert carrier["shadows"] == [{"id": "lore-gullwing", "title": "The Gullwing"}]
     assert_error(
-        client.get("/api/viewers/npc-tobiah/long-term/nope", headers=h),
+        client.get("/api/saves/demo/viewers/npc-tobiah/long-term/nope", headers=h),
         404,
         "not_found",
         "entry_id",
     )
-    found = client.get("/api/viewers/npc-maren/search?q=harbor", headers=h).json()
+    found = client.get("/api/saves/demo/viewers/npc-maren/search?q=harbor", headers=h).json()
     assert [i["id"] for i in found["items"]] == ["ltm-maren-01"]
     assert found["q"] == "harbor" and found["include_shadowed"] is False
-    slug = client.get("/api/viewers/npc-oswin/resolve?slug=oswin/the-lighthouse", headers=h).json()
+    slug = client.get(
+        "/api/saves/demo/viewers/npc-oswin/resolve?slug=oswin/the-lighthouse", headers=h
+    ).json()
     assert slug["item"]["id"] == "ltm-oswin-01" and slug["slug"] == "oswin/the-lighthouse"
     assert_error(
-        client.get("/api/viewers/npc-oswin/resolve?slug=no/such-slug", headers=h),
+        client.get("/api/saves/demo/viewers/npc-oswin/resolve?slug=no/such-slug", headers=h),
         404,
         "not_found",
         "slug",
@@ -473,7 +508,7 @@ def test_long_term_entry_search_and_slug_twins(client, demo, reader_token) -> No
 
 def test_prompt_and_leaks_twins(client, demo, reader, reader_token) -> None:
     h = bearer(reader_token)
-    prompt = client.get("/api/viewers/npc-pip/prompt", headers=h).json()
+    prompt = client.get("/api/saves/demo/viewers/npc-pip/prompt", headers=h).json()
     (finding,) = prompt["findings"]
     assert prompt["text"][finding["start"] : finding["end"]] == "Sable Quint"
     assert finding == {
@@ -502,7 +537,7 @@ def test_prompt_and_leaks_twins(client, demo, reader, reader_token) -> None:
     line = finding["context_before"] + "Sable Quint" + finding["context_after"]
     assert line in prompt["text"] and "\n" not in line
     assert [s["name"] for s in prompt["sections"]][0] == "Current moment"
-    leaks = client.get("/api/leaks", headers=h).json()
+    leaks = client.get("/api/saves/demo/leaks", headers=h).json()
     assert leaks["count"] == 4
     assert [(f["viewer_id"], f["kind"]) for f in leaks["items"]] == [
         ("5b0e6c1a-3f2d-4e8b-9a71-c4d2e8f90a13", "system_id"),
@@ -510,12 +545,14 @@ def test_prompt_and_leaks_twins(client, demo, reader, reader_token) -> None:
         ("npc-oswin", "system_id"),
         ("npc-pip", "unknown_name"),
     ]
-    ids = client.get("/api/leaks?kind=system_id&viewer=npc-oswin", headers=h).json()
+    ids = client.get("/api/saves/demo/leaks?kind=system_id&viewer=npc-oswin", headers=h).json()
     assert [(f["viewer_id"], f["text"]) for f in ids["items"]] == [("npc-oswin", "npc-sable")]
-    assert_error(client.get("/api/leaks?viewer=nobody", headers=h), 404, "not_found", "viewer_id")
+    assert_error(
+        client.get("/api/saves/demo/leaks?viewer=nobody", headers=h), 404, "not_found", "viewer_id"
+    )
     # the page and its JSON twin agree
     client.force_login(reader)
-    assert client.get("/leaks.json").json()["items"] == leaks["items"]
+    assert client.get("/saves/demo/leaks.json").json()["items"] == leaks["items"]
 
 
 def test_abstract_door_lands_once_and_conflicts_on_stale_generation(
@@ -531,7 +568,7 @@ def test_abstract_door_lands_once_and_conflicts_on_stale_generation(
     }
     assert_error(
         client.post(
-            "/api/viewers/npc-pip/abstract",
+            "/api/saves/demo/viewers/npc-pip/abstract",
             payload,
             content_type="application/json",
             headers=bearer(reader_token),
@@ -540,7 +577,7 @@ def test_abstract_door_lands_once_and_conflicts_on_stale_generation(
         "forbidden",
     )
     r = client.post(
-        "/api/viewers/npc-pip/abstract",
+        "/api/saves/demo/viewers/npc-pip/abstract",
         payload,
         content_type="application/json",
         headers=bearer(staff_token),
@@ -562,14 +599,14 @@ def test_abstract_door_lands_once_and_conflicts_on_stale_generation(
     ledger_count = LedgerEntry.objects.count()
     edges = AbstractionEdge.objects.count()
     stale = client.post(
-        "/api/viewers/npc-pip/abstract",
+        "/api/saves/demo/viewers/npc-pip/abstract",
         {**payload, "member_ids": ["m-a04-pip"]},
         content_type="application/json",
         headers=bearer(staff_token),
     )
     assert_error(stale, 409, "conflict", "expected_generation")
     absorbed = client.post(
-        "/api/viewers/npc-pip/abstract",
+        "/api/saves/demo/viewers/npc-pip/abstract",
         {**payload, "expected_generation": 2},
         content_type="application/json",
         headers=bearer(staff_token),
@@ -578,7 +615,7 @@ def test_abstract_door_lands_once_and_conflicts_on_stale_generation(
     assert LedgerEntry.objects.count() == ledger_count and AbstractionEdge.objects.count() == edges
     assert_error(
         client.post(
-            "/api/viewers/npc-pip/abstract",
+            "/api/saves/demo/viewers/npc-pip/abstract",
             {**payload, "member_ids": []},
             content_type="application/json",
             headers=bearer(staff_token),
@@ -594,10 +631,12 @@ def test_projection_doors(client, demo, staff_token, reader_token) -> None:
 
     for door in ("cycle", "rebuild", "verify"):
         assert_error(
-            client.post(f"/api/projections/{door}", headers=bearer(reader_token)), 403, "forbidden"
+            client.post(f"/api/saves/demo/projections/{door}", headers=bearer(reader_token)),
+            403,
+            "forbidden",
         )
     remember("npc-pip", CHEST | {"actorId": "npc-pip"})
-    cycle = client.post("/api/projections/cycle", headers=bearer(staff_token)).json()
+    cycle = client.post("/api/saves/demo/projections/cycle", headers=bearer(staff_token)).json()
     assert cycle == {
         "rows_visited": 3,
         "rows_folded": 1,
@@ -605,10 +644,10 @@ def test_projection_doors(client, demo, staff_token, reader_token) -> None:
         "shards_skipped": [],
     }
     sessions = MemorySession.objects.count()
-    rebuild = client.post("/api/projections/rebuild", headers=bearer(staff_token)).json()
+    rebuild = client.post("/api/saves/demo/projections/rebuild", headers=bearer(staff_token)).json()
     assert rebuild["rows_folded"] == BufferEntry.objects.count()
     assert rebuild["sessions"] == sessions == MemorySession.objects.count()
-    verify = client.post("/api/projections/verify", headers=bearer(staff_token)).json()
+    verify = client.post("/api/saves/demo/projections/verify", headers=bearer(staff_token)).json()
     assert (verify["sessions"], verify["identical"], verify["drift"]) == (sessions, sessions, [])
     # Every projection's drift travels in the API twin too (issue 13: episodes, shards, problems).
     assert verify["episodes"]["drift"] == []
@@ -626,14 +665,14 @@ def test_remember_is_a_handful_of_round_trips(client, cast, staff_token) -> None
     from django.test.utils import CaptureQueriesContext
 
     client.post(  # the first write of an owner creates its generation row: one more INSERT
-        "/api/viewers/alice/memories",
+        "/api/saves/cast/viewers/alice/memories",
         {"intent": CHEST},
         content_type="application/json",
         headers=bearer(staff_token),
     )
     with CaptureQueriesContext(connection) as ctx:
         r = client.post(
-            "/api/viewers/alice/memories",
+            "/api/saves/cast/viewers/alice/memories",
             {"intent": CHEST},
             content_type="application/json",
             headers=bearer(staff_token),
@@ -649,35 +688,64 @@ def test_remember_is_a_handful_of_round_trips(client, cast, staff_token) -> None
     ]
     greatest = "GREATEST" if connection.vendor == "postgresql" else "MAX"
     assert [s.split(" SET ")[0] if s.startswith("UPDATE") else s for s in statements] == [
+        "SELECT memory_saves.id, memory_saves.name, memory_saves.kind,",  # the save in the URL
         "SELECT memory_api_tokens.id, memory_api_tokens.user_id, memory_api_tokens.name,",
         "SELECT o.location_id, w.clock_iso FROM",  # owner + its world's clock (or 404)
         "UPDATE memory_projection_shards",
-        "INSERT INTO buffer_entries (id,",
+        "INSERT INTO buffer_entries (game_save_id,",
         "UPDATE memory_owner_state",
         *(["NOTIFY omnia_memory"] if connection.vendor == "postgresql" else []),
         "INSERT INTO memory_audit_log (actor_id,",
     ]
-    assert f"{greatest}(" in ctx.captured_queries[3]["sql"]
+    assert f"{greatest}(" in ctx.captured_queries[4]["sql"]
 
 
 @pytest.mark.parametrize(
     ("method", "url", "payload", "status", "code", "field"),
     [
-        ("get", "/api/entities?q=a%00b", None, 422, "invalid", "q"),
-        ("get", "/api/entities?world_id=%00", None, 422, "invalid", "world_id"),
-        ("get", "/api/viewers/alice/buffer?q=%00", None, 422, "invalid", "q"),
-        ("get", "/api/viewers/alice/sessions?before=%00", None, 422, "invalid", "before"),
-        ("get", "/api/viewers/alice/digest?known_hash=%00", None, 422, "invalid", "known_hash"),
-        ("get", "/api/viewers/alice/search?q=%00", None, 422, "invalid", "q"),
-        ("get", "/api/leaks?kind=%00", None, 422, "invalid", "kind"),
-        ("get", "/api/viewers/al%00ice/buffer", None, 404, "not_found", "viewer_id"),
-        ("get", "/api/viewers/alice/entries/x%00", None, 404, "not_found", "entry_id"),
-        ("get", "/api/viewers/alice/resolve?slug=%00", None, 404, "not_found", "slug"),
-        ("put", "/api/viewers/alice/aliases/bob", {"label": "a\x00b"}, 422, "invalid", "label"),
-        ("put", "/api/viewers/alice/aliases/b%00b", {"label": "x"}, 404, "not_found", "target_id"),
+        ("get", "/api/saves/cast/entities?q=a%00b", None, 422, "invalid", "q"),
+        ("get", "/api/saves/cast/entities?world_id=%00", None, 422, "invalid", "world_id"),
+        ("get", "/api/saves/cast/viewers/alice/buffer?q=%00", None, 422, "invalid", "q"),
+        (
+            "get",
+            "/api/saves/cast/viewers/alice/sessions?before=%00",
+            None,
+            422,
+            "invalid",
+            "before",
+        ),
+        (
+            "get",
+            "/api/saves/cast/viewers/alice/digest?known_hash=%00",
+            None,
+            422,
+            "invalid",
+            "known_hash",
+        ),
+        ("get", "/api/saves/cast/viewers/alice/search?q=%00", None, 422, "invalid", "q"),
+        ("get", "/api/saves/cast/leaks?kind=%00", None, 422, "invalid", "kind"),
+        ("get", "/api/saves/cast/viewers/al%00ice/buffer", None, 404, "not_found", "viewer_id"),
+        ("get", "/api/saves/cast/viewers/alice/entries/x%00", None, 404, "not_found", "entry_id"),
+        ("get", "/api/saves/cast/viewers/alice/resolve?slug=%00", None, 404, "not_found", "slug"),
+        (
+            "put",
+            "/api/saves/cast/viewers/alice/aliases/bob",
+            {"label": "a\x00b"},
+            422,
+            "invalid",
+            "label",
+        ),
+        (
+            "put",
+            "/api/saves/cast/viewers/alice/aliases/b%00b",
+            {"label": "x"},
+            404,
+            "not_found",
+            "target_id",
+        ),
         (
             "post",
-            "/api/viewers/alice/memories",
+            "/api/saves/cast/viewers/alice/memories",
             {"intent": CHEST, "location_id": "\x00"},
             422,
             "invalid",
@@ -685,13 +753,13 @@ def test_remember_is_a_handful_of_round_trips(client, cast, staff_token) -> None
         ),
         (
             "post",
-            "/api/viewers/alice/abstract",
+            "/api/saves/cast/viewers/alice/abstract",
             {"member_ids": ["m\x00"], "name": "n", "body": "b", "expected_generation": 0},
             422,
             "invalid",
             "member_ids",
         ),
-        ("post", "/api/memories/x%00/retract", None, 404, "not_found", "entry_id"),
+        ("post", "/api/saves/cast/memories/x%00/retract", None, 404, "not_found", "entry_id"),
     ],
 )
 def test_nul_is_refused_before_the_database(

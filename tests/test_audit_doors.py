@@ -39,17 +39,19 @@ def editor(django_user_model):
 
 def test_page_alias_edit_is_one_row_and_a_repeat_is_none(client, cast, editor):
     client.force_login(editor)
-    r = client.post("/viewers/alice/aliases/bob/", {"label": "the stranger"})
+    r = client.post("/saves/cast/viewers/alice/aliases/bob/", {"label": "the stranger"})
     assert r.status_code == 302
-    client.post("/viewers/alice/aliases/bob/", {"label": "the stranger"})  # the same: no-op
+    client.post(
+        "/saves/cast/viewers/alice/aliases/bob/", {"label": "the stranger"}
+    )  # the same: no-op
     assert rows() == [("alias.set", "alice->bob", "eddie", "")]
 
 
 def test_overview_cycle_row_carries_its_actor_and_an_idle_cycle_writes_none(client, cast, editor):
     client.force_login(editor)
     write("alice", 1)
-    assert client.post("/projections/cycle/").status_code == 302
-    assert client.post("/projections/cycle/").status_code == 302  # nothing left to fold
+    assert client.post("/saves/cast/projections/cycle/").status_code == 302
+    assert client.post("/saves/cast/projections/cycle/").status_code == 302  # nothing left to fold
     assert rows() == [("projections.cycle", "projections", "eddie", "")]
 
 
@@ -59,8 +61,8 @@ def test_overview_cycle_row_carries_its_actor_and_an_idle_cycle_writes_none(clie
 def test_api_retract_twice_is_one_row_and_the_second_answers_a_no_op(client, cast, editor):
     entry_id = write("alice", 1)
     auth = {"HTTP_AUTHORIZATION": f"Bearer {issue_token(editor, 'ci')[1]}"}
-    first = client.post(f"/api/memories/{entry_id}/retract", **auth)
-    second = client.post(f"/api/memories/{entry_id}/retract", **auth)
+    first = client.post(f"/api/saves/cast/memories/{entry_id}/retract", **auth)
+    second = client.post(f"/api/saves/cast/memories/{entry_id}/retract", **auth)
     assert (first.status_code, first.json()["changed"]) == (200, True)
     assert (second.status_code, second.json()["changed"]) == (200, False)
     assert rows() == [("memory.retract", f"alice/{entry_id}", "eddie", "")]
@@ -95,7 +97,10 @@ def test_admin_token_create_shows_the_raw_token_once_on_the_page_and_audits(
     assert "no-store" in r["Cache-Control"]
     # The token works, and the next page does not show it again.
     assert root_client.get("/admin/memory/apitoken/").content.decode().count(raw) == 0
-    assert root_client.get("/api/entities", HTTP_AUTHORIZATION=f"Bearer {raw}").status_code == 200
+    assert (
+        root_client.get("/api/saves/cast/entities", HTTP_AUTHORIZATION=f"Bearer {raw}").status_code
+        == 200
+    )
     assert rows() == [("token.create", f"token:{token.pk}", "root", "")]
 
 
@@ -126,10 +131,13 @@ def test_an_expired_token_is_refused_and_one_without_expiry_is_not(client, db, d
     later.expires_at = timezone.now() + timedelta(days=1)
     later.save()
     _, raw_forever = issue_token(owner, "forever")
-    r = client.get("/api/entities", HTTP_AUTHORIZATION=f"Bearer {raw_expired}")
+    r = client.get("/api/saves/cast/entities", HTTP_AUTHORIZATION=f"Bearer {raw_expired}")
     assert (r.status_code, r.json()["code"]) == (401, "unauthorized")
     for raw in (raw_later, raw_forever):
-        assert client.get("/api/entities", HTTP_AUTHORIZATION=f"Bearer {raw}").status_code == 200
+        assert (
+            client.get("/api/saves/cast/entities", HTTP_AUTHORIZATION=f"Bearer {raw}").status_code
+            == 200
+        )
 
 
 # --- CLI ------------------------------------------------------------------------------------

@@ -18,12 +18,12 @@ def designer_client(client, demo, django_user_model):
 
 
 def test_filtered_page_with_every_match_has_no_paging_links(designer_client) -> None:
-    r = designer_client.get("/viewers/npc-tobiah/buffer/?type=dialogue")
+    r = designer_client.get("/saves/demo/viewers/npc-tobiah/buffer/?type=dialogue")
     body = r.content.decode()
     assert r.status_code == 200
     assert body.count('<li id="line-') == 13
     assert "← older" not in body and "newer →" not in body
-    api = designer_client.get("/api/viewers/npc-tobiah/buffer?type=dialogue").json()
+    api = designer_client.get("/api/saves/demo/viewers/npc-tobiah/buffer?type=dialogue").json()
     assert len(api["items"]) == 13
     assert (api["older"], api["newer"]) == (None, None)
 

@@ -19,7 +19,7 @@ def signed_in(client, cast, django_user_model):
 
 
 def test_404_page_is_styled_with_navigation_and_the_message(signed_in) -> None:
-    r = signed_in.get("/viewers/nobody/")
+    r = signed_in.get("/saves/cast/viewers/nobody/")
     body = r.content.decode()
     assert r.status_code == 404
     assert body.startswith("<!doctype html>")
@@ -39,7 +39,7 @@ def test_unknown_address_is_a_styled_404_without_resolver_internals(signed_in) -
 
 
 def test_htmx_gets_the_error_as_a_panel_fragment(signed_in) -> None:
-    r = signed_in.get("/viewers/nobody/buffer/", HTTP_HX_REQUEST="true")
+    r = signed_in.get("/saves/cast/viewers/nobody/buffer/", HTTP_HX_REQUEST="true")
     body = r.content.decode()
     assert r.status_code == 404
     assert body.lstrip().startswith('<section class="panel error-page" role="alert"')
@@ -48,7 +48,7 @@ def test_htmx_gets_the_error_as_a_panel_fragment(signed_in) -> None:
 
 def test_403_page_is_styled(client, cast, django_user_model) -> None:
     client.force_login(django_user_model.objects.create_user("reader", password="pw"))
-    r = client.post("/projections/cycle/")
+    r = client.post("/saves/cast/projections/cycle/")
     body = r.content.decode()
     assert r.status_code == 403
     assert 'class="site-header"' in body and "Not allowed" in body
@@ -66,7 +66,7 @@ def test_500_page_is_styled_and_says_nothing_of_the_cause(signed_in, monkeypatch
     def boom(*args, **kwargs):
         raise RuntimeError("secret internals")
 
-    monkeypatch.setattr(overview.viewer_reads, "list_worlds", boom)
+    monkeypatch.setattr(overview.save_reads, "summaries", boom)
     signed_in.raise_request_exception = False
     r = signed_in.get("/")
     body = r.content.decode()
@@ -78,21 +78,28 @@ def test_500_page_is_styled_and_says_nothing_of_the_cause(signed_in, monkeypatch
 @override_settings(DATA_UPLOAD_MAX_MEMORY_SIZE=1000)
 def test_a_body_over_the_limit_is_413_in_the_error_shape(signed_in) -> None:
     big = json.dumps({"label": "x" * 5000})
-    r = signed_in.put("/api/viewers/alice/aliases/bob", big, content_type="application/json")
+    r = signed_in.put(
+        "/api/saves/cast/viewers/alice/aliases/bob", big, content_type="application/json"
+    )
     assert r.status_code == 413
     assert r.json() == {
         "detail": "The request body is larger than this site accepts.",
         "code": "too_large",
         "field": None,
     }
-    r = signed_in.post("/viewers/alice/aliases/bob/", {"label": "x" * 5000})
+    r = signed_in.post("/saves/cast/viewers/alice/aliases/bob/", {"label": "x" * 5000})
     assert r.status_code == 413
     assert 'class="site-header"' in r.content.decode()
 
 
 def test_head_on_pages_answers_like_get_without_a_body(signed_in) -> None:
     write("alice", 1)
-    for url in ("/", "/viewers/alice/", "/leaks/", "/viewers/alice/prompt/"):
+    for url in (
+        "/",
+        "/saves/cast/viewers/alice/",
+        "/saves/cast/leaks/",
+        "/saves/cast/viewers/alice/prompt/",
+    ):
         got = signed_in.get(url)
         head = signed_in.head(url)
         assert (head.status_code, got.status_code) == (200, 200), url
@@ -108,7 +115,9 @@ def test_nul_in_an_api_field_is_a_4xx_not_a_database_error(signed_in) -> None:
             "timestamp": "2026-07-06T12:40:00.000Z",
         } | {field: "bad\x00value"}  # fmt: skip
         r = signed_in.post(
-            "/api/viewers/alice/memories", json.dumps(payload), content_type="application/json"
+            "/api/saves/cast/viewers/alice/memories",
+            json.dumps(payload),
+            content_type="application/json",
         )
         assert r.status_code == 422, (field, r.content)
         assert set(r.json()) == {"detail", "code", "field"}

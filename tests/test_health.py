@@ -86,21 +86,24 @@ def test_database_unreachable_pages_and_api_say_503_then_recover(
     user = django_user_model.objects.create_user("reader", password="pw")
     raw = issue_token(user, "ci")[1]
     client.force_login(user)
-    assert client.get("/viewers/alice/").status_code == 200
+    assert client.get("/saves/cast/viewers/alice/").status_code == 200
     with DatabaseDown(monkeypatch):
-        page = client.get("/viewers/alice/")
+        page = client.get("/saves/cast/viewers/alice/")
         assert page.status_code == 503
         assert b"Service unavailable" in page.content
         assert b"Traceback" not in page.content
-        api = client.get("/api/entities", HTTP_AUTHORIZATION=f"Bearer {raw}")
+        api = client.get("/api/saves/cast/entities", HTTP_AUTHORIZATION=f"Bearer {raw}")
         assert api.status_code == 503
         assert api.json() == {
             "detail": "The database is unavailable right now. Try again in a moment.",
             "code": "unavailable",
             "field": None,
         }
-    assert client.get("/viewers/alice/").status_code == 200
-    assert client.get("/api/entities", HTTP_AUTHORIZATION=f"Bearer {raw}").status_code == 200
+    assert client.get("/saves/cast/viewers/alice/").status_code == 200
+    assert (
+        client.get("/api/saves/cast/entities", HTTP_AUTHORIZATION=f"Bearer {raw}").status_code
+        == 200
+    )
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="a real closed port, PostgreSQL only")

@@ -44,14 +44,14 @@ def test_display_names_are_true_names_else_ids_in_one_query(
 
 def test_overview_lists_names_and_keeps_non_agents_apart(staff_client, demo) -> None:
     WorldObject.objects.create(id="crate-7", type="entity", world_id="harbor-town", is_agent=0)
-    body = staff_client.get("/").content.decode()
+    body = staff_client.get("/saves/demo/").content.decode()
     assert (
-        f'<li><a href="/viewers/{ISOLDE}/">Isolde Varga</a><br><span class="muted small">'
+        f'<li><a href="/saves/demo/viewers/{ISOLDE}/">Isolde Varga</a><br><span class="muted small">'
         f'<code class="id-hint">{ISOLDE}</code> · harbor-town</span></li>' in body
     )
     listed, apart = body.split('<ul class="viewer-list non-agents"')
     assert "crate-7" not in listed.split('id="viewer-list"')[1]
-    assert '<a href="/viewers/crate-7/">crate-7</a>' in apart.split("</ul>")[0]
+    assert '<a href="/saves/demo/viewers/crate-7/">crate-7</a>' in apart.split("</ul>")[0]
     # A matrix column (others may name it), never a row (it names nobody).
     assert (
         '<th scope="col" data-target="crate-7">crate-7</th>'
@@ -64,29 +64,31 @@ def test_overview_lists_names_and_keeps_non_agents_apart(staff_client, demo) -> 
         in body
     )
     # The switcher lists viewers only.
-    switch = staff_client.get("/viewers/npc-pip/").content.decode().split("</nav>")[1]
+    switch = staff_client.get("/saves/demo/viewers/npc-pip/").content.decode().split("</nav>")[1]
     assert 'data-viewer-id="crate-7"' not in switch
 
 
 def test_the_json_twin_names_entities_as_the_page_does(staff_client, demo) -> None:
-    items = staff_client.get("/api/entities?q=npc-").json()["items"]
-    page = staff_client.get("/?q=npc-", headers={"HX-Request": "true"}).content.decode()
-    shown = re.findall(r'<a href="/viewers/([^/]+)/">([^<]+)</a>', page)
+    items = staff_client.get("/api/saves/demo/entities?q=npc-").json()["items"]
+    page = staff_client.get("/saves/demo/?q=npc-", headers={"HX-Request": "true"}).content.decode()
+    shown = re.findall(r'<a href="/saves/demo/viewers/([^/]+)/">([^<]+)</a>', page)
     assert [(i["id"], i["name"]) for i in items] == shown
     assert ("npc-tobiah", "Tobiah Crane") in shown
 
 
 def test_a_search_with_one_match_opens_the_viewer(staff_client, demo) -> None:
-    r = staff_client.get("/?q=isolde")
-    assert (r.status_code, r.headers["Location"]) == (302, f"/viewers/{ISOLDE}/")
+    r = staff_client.get("/saves/demo/?q=isolde")
+    assert (r.status_code, r.headers["Location"]) == (302, f"/saves/demo/viewers/{ISOLDE}/")
     # The live list (htmx, while typing) never jumps; several matches list them.
-    assert staff_client.get("/?q=isolde", headers={"HX-Request": "true"}).status_code == 200
-    assert staff_client.get("/?q=npc-").status_code == 200
-    assert staff_client.get("/?q=nobody-at-all").status_code == 200
+    assert (
+        staff_client.get("/saves/demo/?q=isolde", headers={"HX-Request": "true"}).status_code == 200
+    )
+    assert staff_client.get("/saves/demo/?q=npc-").status_code == 200
+    assert staff_client.get("/saves/demo/?q=nobody-at-all").status_code == 200
 
 
 def test_viewer_page_is_titled_by_name(staff_client, demo) -> None:
-    body = staff_client.get(f"/viewers/{ISOLDE}/").content.decode()
+    body = staff_client.get(f"/saves/demo/viewers/{ISOLDE}/").content.decode()
     assert "<title>Isolde Varga — Omnia Memory Inspector</title>" in body
     assert (
         '<h1><span class="viewer-name">Isolde Varga</span> '
@@ -99,24 +101,25 @@ def test_viewer_page_is_titled_by_name(staff_client, demo) -> None:
 
 @pytest.mark.parametrize("panel", ["aliases", "buffer", "sessions", "faces"])
 def test_a_panel_url_marks_its_panel_in_focus(staff_client, demo, panel) -> None:
-    body = staff_client.get(f"/viewers/npc-pip/{panel}/").content.decode()
+    body = staff_client.get(f"/saves/demo/viewers/npc-pip/{panel}/").content.decode()
     assert body.count("data-focus") == 1
     assert re.search(
         rf'<section id="{panel}-panel" class="panel[^"]* focused"[^>]* aria-current="true" '
         r'tabindex="-1" data-focus',
         body,
     )
-    assert "data-focus" not in staff_client.get("/viewers/npc-pip/").content.decode()
+    assert "data-focus" not in staff_client.get("/saves/demo/viewers/npc-pip/").content.decode()
     # The panel re-reading itself (the buffer after an alias edit) does not grab focus.
     refresh = staff_client.get(
-        f"/viewers/npc-pip/{panel}/", headers={"HX-Request": "true", "HX-Trigger": f"{panel}-panel"}
+        f"/saves/demo/viewers/npc-pip/{panel}/",
+        headers={"HX-Request": "true", "HX-Trigger": f"{panel}-panel"},
     )
     assert "data-focus" not in refresh.content.decode()
 
 
 def test_a_selected_line_marks_its_session_episode_and_aliases(staff_client, demo) -> None:
     # m-d02-pip: Isolde (the lady with brass buttons) to Tobiah (the sailor), conv-standoff.
-    body = staff_client.get("/viewers/npc-pip/?line=m-d02-pip").content.decode()
+    body = staff_client.get("/saves/demo/viewers/npc-pip/?line=m-d02-pip").content.decode()
     assert re.search(r'<li id="line-m-d02-pip" class="buffer-line selected"', body)
     assert re.findall(r'<tr id="session-[^"]+" data-session="([^"]+)" class="selected"', body) == [
         "conv-standoff"
@@ -126,27 +129,28 @@ def test_a_selected_line_marks_its_session_episode_and_aliases(staff_client, dem
         re.findall(r'<tr id="alias-[^"]+" data-target="([^"]+)" class="selected"', body)
     ) == (sorted([ISOLDE, "npc-tobiah"]))
     # Each line's time is its permalink: the page with this line selected, same buffer state.
-    assert 'href="/viewers/npc-pip/?type=dialogue&amp;line=m-d02-pip#line-m-d02-pip"' in (
-        staff_client.get("/viewers/npc-pip/buffer/?type=dialogue").content.decode()
+    assert (
+        'href="/saves/demo/viewers/npc-pip/?type=dialogue&amp;line=m-d02-pip#line-m-d02-pip"'
+        in (staff_client.get("/saves/demo/viewers/npc-pip/buffer/?type=dialogue").content.decode())
     )
     # A stale line id is the page with nothing selected, not an error.
-    stale = staff_client.get("/viewers/npc-pip/?line=gone")
+    stale = staff_client.get("/saves/demo/viewers/npc-pip/?line=gone")
     assert stale.status_code == 200 and 'class="selected"' not in stale.content.decode()
 
 
 def test_an_alias_row_links_to_the_lines_naming_it_and_the_twin_agrees(staff_client, demo) -> None:
-    aliases = fragment(staff_client, "/viewers/npc-pip/aliases/")
+    aliases = fragment(staff_client, "/saves/demo/viewers/npc-pip/aliases/")
     assert (
-        'href="/viewers/npc-pip/buffer/?uses=npc-sable" hx-get="/viewers/npc-pip/buffer/?uses=npc-sable"'
+        'href="/saves/demo/viewers/npc-pip/buffer/?uses=npc-sable" hx-get="/saves/demo/viewers/npc-pip/buffer/?uses=npc-sable"'
         in aliases
     )
-    body = fragment(staff_client, "/viewers/npc-pip/buffer/?uses=npc-sable")
+    body = fragment(staff_client, "/saves/demo/viewers/npc-pip/buffer/?uses=npc-sable")
     lines = re.findall(r'<span class="line">([^<]+)</span>', body)
-    api = staff_client.get("/api/viewers/npc-pip/buffer?uses=npc-sable").json()
+    api = staff_client.get("/api/saves/demo/viewers/npc-pip/buffer?uses=npc-sable").json()
     assert len(lines) == len(api["items"]) == 5
     assert all("the tall one in grey" in line.casefold() for line in lines)
     assert all("npc-sable" in (i["actor_id"], *i["target_ids"]) for i in api["items"])
-    assert 'href="/api/viewers/npc-pip/buffer?uses=npc-sable"' in body
+    assert 'href="/api/saves/demo/viewers/npc-pip/buffer?uses=npc-sable"' in body
     assert "Lines naming <strong>Sable Quint</strong>" in body
 
 
@@ -182,8 +186,8 @@ def test_the_time_tags_say_one_format_with_iso_in_the_tooltip() -> None:
 
 
 def test_viewer_panels_read_oldest_first_with_people_times(staff_client, demo) -> None:
-    body = staff_client.get("/viewers/npc-pip/").content.decode()
-    sessions = fragment(staff_client, "/viewers/npc-pip/sessions/")
+    body = staff_client.get("/saves/demo/viewers/npc-pip/").content.decode()
+    sessions = fragment(staff_client, "/saves/demo/viewers/npc-pip/sessions/")
     assert re.findall(r'<li id="episode-(\d+)"', sessions) == ["1", "2", "3"]
     keys = re.findall(r'data-session="([^"]+)"', sessions)
     assert keys == [
@@ -203,12 +207,12 @@ def test_viewer_panels_read_oldest_first_with_people_times(staff_client, demo) -
     assert len(gutter) == 19 and gutter == sorted(gutter)
     assert body.count("oldest first") == 3  # the page's note, the buffer, the sessions
     # The JSON twins keep ISO and their own documented order.
-    api = staff_client.get("/api/viewers/npc-pip/episodes").json()["items"]
+    api = staff_client.get("/api/saves/demo/viewers/npc-pip/episodes").json()["items"]
     assert [e["ordinal"] for e in api] == [3, 2, 1] and api[0]["first_at"].endswith("Z")
 
 
 def test_projection_status_says_the_watermark_as_a_time(staff_client, demo) -> None:
-    body = staff_client.get("/").content.decode()
+    body = staff_client.get("/saves/demo/").content.decode()
     watermarks = re.findall(r'<td class="watermark">(.*?)</td>', body)
     assert len(watermarks) == 4
     for cell in watermarks:
@@ -227,7 +231,7 @@ def test_a_selected_line_keeps_its_aliases_in_the_window(staff_client, demo, mon
     monkeypatch.setattr(viewer, "ALIASES_SHOWN", 1)
     monkeypatch.setattr(viewer, "STRANGERS_SHOWN", 0)
     WorldObject.objects.filter(id="npc-pip").update(aliases_json="[]")  # both are strangers now
-    body = staff_client.get("/viewers/npc-pip/?line=m-d02-pip").content.decode()
+    body = staff_client.get("/saves/demo/viewers/npc-pip/?line=m-d02-pip").content.decode()
     assert "more entities this viewer has no name for." in body
     assert sorted(
         re.findall(r'<tr id="alias-[^"]+" data-target="([^"]+)" class="selected"', body)

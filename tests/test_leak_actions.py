@@ -40,12 +40,14 @@ def editor_client(client, django_user_model):
 
 
 def states(client, query: str = "") -> list[tuple[str, str, str, int, str]]:
-    items = client.get(f"/leaks.json{query}").json()["items"]
+    items = client.get(f"/saves/millbrook/leaks.json{query}").json()["items"]
     return [(f["viewer_id"], f["kind"], f["text"], f["count"], f["state"]) for f in items]
 
 
 def test_accept_with_htmx_answers_the_table_and_records_it(editor_client, millbrook) -> None:
-    r = editor_client.post("/leaks/accept/", {**HALE, "reason": "a famous tanner"}, headers=HX)
+    r = editor_client.post(
+        "/saves/millbrook/leaks/accept/", {**HALE, "reason": "a famous tanner"}, headers=HX
+    )
     body = r.content.decode().strip()
     assert r.status_code == 200 and body.startswith('<section id="leak-table"')
     assert '<h2 id="leak-title">3 findings in millbrook</h2>' in body  # the filter kept
@@ -73,45 +75,49 @@ def test_accept_with_htmx_answers_the_table_and_records_it(editor_client, millbr
         ("hale", "system_id", "the-tannery", 1, "open"),
     ]
     # The overview counts open findings only.
-    overview = editor_client.get("/").content.decode()
+    overview = editor_client.get("/saves/millbrook/").content.decode()
     ida = overview.split('<tr data-viewer="ida">')[1].split("</tr>")[0]
     assert "<td>1</td><td>0</td><td>0</td>" in ida
 
 
 def test_accept_without_js_redirects_back_with_the_filters(editor_client, millbrook) -> None:
-    r = editor_client.post("/leaks/accept/", {**HALE, "reason": "fine"})
-    assert (r.status_code, r.url) == (302, "/leaks/?world=millbrook")
-    r = editor_client.post("/leaks/reopen/", HALE)
-    assert (r.status_code, r.url) == (302, "/leaks/?world=millbrook")
+    r = editor_client.post("/saves/millbrook/leaks/accept/", {**HALE, "reason": "fine"})
+    assert (r.status_code, r.url) == (302, "/saves/millbrook/leaks/?world=millbrook")
+    r = editor_client.post("/saves/millbrook/leaks/reopen/", HALE)
+    assert (r.status_code, r.url) == (302, "/saves/millbrook/leaks/?world=millbrook")
     assert LeakAcceptance.objects.count() == 0
     assert AuditLog.objects.filter(action="leak.reopen").count() == 1
 
 
 def test_accept_without_a_reason_is_refused_beside_its_row(editor_client, millbrook) -> None:
-    r = editor_client.post("/leaks/accept/", {**HALE, "reason": "  "})
+    r = editor_client.post("/saves/millbrook/leaks/accept/", {**HALE, "reason": "  "})
     assert r.status_code == 400
     body = r.content.decode()
     assert '<p class="error" role="alert">a reason is required to accept a finding</p>' in body
     assert LeakAcceptance.objects.count() == 0 and not AuditLog.objects.exists()
-    r = editor_client.post("/leaks/accept/", {**HALE, "text": "Nobody", "reason": "x"}, headers=HX)
+    r = editor_client.post(
+        "/saves/millbrook/leaks/accept/", {**HALE, "text": "Nobody", "reason": "x"}, headers=HX
+    )
     assert r.status_code == 200 and LeakAcceptance.objects.count() == 0
     assert "no unknown_name finding &#x27;Nobody&#x27;" in r.content.decode()
 
 
 def test_readers_cannot_accept_or_add_aliases(client, django_user_model, millbrook) -> None:
     client.force_login(django_user_model.objects.create_user("reader", password="pw"))
-    assert client.post("/leaks/accept/", {**HALE, "reason": "x"}).status_code == 403
+    assert client.post("/saves/millbrook/leaks/accept/", {**HALE, "reason": "x"}).status_code == 403
     alias = {"viewer_id": "ida", "target_id": "hale", "label": "Hale Morrow"}
-    assert client.post("/leaks/alias/", alias).status_code == 403
-    page = client.get("/leaks/").content.decode()
+    assert client.post("/saves/millbrook/leaks/alias/", alias).status_code == 403
+    page = client.get("/saves/millbrook/leaks/").content.decode()
     assert "Accept as expected" not in page and "Add alias" not in page
-    assert client.get("/leaks/accept/").status_code == 405
+    assert client.get("/saves/millbrook/leaks/accept/").status_code == 405
     assert not LeakAcceptance.objects.exists() and not AliasChange.objects.exists()
 
 
 def test_add_alias_from_the_report_goes_through_the_alias_service(editor_client, millbrook):
     alias = {"viewer_id": "ida", "target_id": "hale", "label": "Hale Morrow"}
-    r = editor_client.post("/leaks/alias/", {**alias, "filter_viewer": "ida"}, headers=HX)
+    r = editor_client.post(
+        "/saves/millbrook/leaks/alias/", {**alias, "filter_viewer": "ida"}, headers=HX
+    )
     body = r.content.decode()
     assert r.status_code == 200 and '<h2 id="leak-title">1 finding for Ida</h2>' in body
     assert 'data-kind="unknown_name"' not in body  # she knows the name now
@@ -124,26 +130,40 @@ def test_add_alias_from_the_report_goes_through_the_alias_service(editor_client,
     assert AuditLog.objects.filter(action="alias.set").count() == 1
     # A label the alias service refuses comes back beside the row; nothing written.
     r = editor_client.post(
-        "/leaks/alias/", {"viewer_id": "ida", "target_id": "hale", "label": "the-tannery"}
+        "/saves/millbrook/leaks/alias/",
+        {"viewer_id": "ida", "target_id": "hale", "label": "the-tannery"},
     )
     assert r.status_code == 400
     assert '<p class="error" role="alert">' in r.content.decode()
     assert AliasChange.objects.count() == 1
-    assert editor_client.post("/leaks/alias/", {**alias, "viewer_id": "nobody"}).status_code == 404
+    assert (
+        editor_client.post(
+            "/saves/millbrook/leaks/alias/", {**alias, "viewer_id": "nobody"}
+        ).status_code
+        == 404
+    )
 
 
 def test_the_report_lists_names_first_with_links(editor_client, millbrook) -> None:
-    body = editor_client.get("/leaks/?world=millbrook").content.decode()
+    body = editor_client.get("/saves/millbrook/leaks/?world=millbrook").content.decode()
     row = body.split('data-kind="unknown_name"')[1].split("</tr>")[0]
-    assert '<a href="/viewers/ida/">Ida</a>' in row
+    assert '<a href="/saves/millbrook/viewers/ida/">Ida</a>' in row
     assert 'Hale Morrow <code class="id-hint">hale</code>' in row
-    assert '<a class="to-source" href="/viewers/ida/entries/ida-1/">source row</a>' in row
-    assert '<a class="to-source more" href="/viewers/ida/entries/ida-3/">row 3</a>' in row
+    assert (
+        '<a class="to-source" href="/saves/millbrook/viewers/ida/entries/ida-1/">source row</a>'
+        in row
+    )
+    assert (
+        '<a class="to-source more" href="/saves/millbrook/viewers/ida/entries/ida-3/">row 3</a>'
+        in row
+    )
     assert '<td data-label="world" class="world">millbrook</td>' in row
     assert '<td data-label="×" class="count">3</td>' in row
     assert "the tanner&#x27;s widow waves; <mark>Hale</mark> is busy" in row
-    prompt = editor_client.get("/viewers/ida/prompt/").content.decode()
-    anchor = row.split('class="to-prompt" href="/viewers/ida/prompt/#')[1].split('"')[0]
+    prompt = editor_client.get("/saves/millbrook/viewers/ida/prompt/").content.decode()
+    anchor = row.split('class="to-prompt" href="/saves/millbrook/viewers/ida/prompt/#')[1].split(
+        '"'
+    )[0]
     assert f'<mark id="{anchor}"' in prompt
     # the place id is no entity: no alias to give
     tannery = body.split('data-kind="system_id"')[1].split("</tr>")[0]
@@ -163,10 +183,13 @@ def test_the_api_accepts_and_reopens_with_the_same_rules(client, django_user_mod
     def post(path: str, body: dict, headers: dict):
         return client.post(path, json.dumps(body), content_type="application/json", headers=headers)
 
-    assert post("/api/leaks/accept", {**key, "reason": "x"}, as_reader).status_code == 403
-    r = post("/api/leaks/accept", {**key, "reason": ""}, as_editor)
+    assert (
+        post("/api/saves/millbrook/leaks/accept", {**key, "reason": "x"}, as_reader).status_code
+        == 403
+    )
+    r = post("/api/saves/millbrook/leaks/accept", {**key, "reason": ""}, as_editor)
     assert (r.status_code, r.json()["code"]) == (422, "invalid")
-    r = post("/api/leaks/accept", {**key, "reason": "famous"}, as_editor)
+    r = post("/api/saves/millbrook/leaks/accept", {**key, "reason": "famous"}, as_editor)
     assert r.status_code == 200
     body = r.json()
     assert {k: body[k] for k in ("viewer_id", "text", "reason", "accepted_by")} == {
@@ -175,13 +198,20 @@ def test_the_api_accepts_and_reopens_with_the_same_rules(client, django_user_mod
         "reason": "famous",
         "accepted_by": "eddie",
     }
-    assert post("/api/leaks/accept", {**key, "reason": "again"}, as_editor).status_code == 409
-    gone = post("/api/leaks/accept", {**key, "text": "Nobody", "reason": "x"}, as_editor)
+    assert (
+        post("/api/saves/millbrook/leaks/accept", {**key, "reason": "again"}, as_editor).status_code
+        == 409
+    )
+    gone = post(
+        "/api/saves/millbrook/leaks/accept", {**key, "text": "Nobody", "reason": "x"}, as_editor
+    )
     assert (gone.status_code, gone.json()["field"]) == (404, "text")
-    items = client.get("/api/leaks?viewer=ida&state=accepted", headers=as_reader).json()["items"]
+    items = client.get(
+        "/api/saves/millbrook/leaks?viewer=ida&state=accepted", headers=as_reader
+    ).json()["items"]
     assert [(f["text"], f["state"], f["accepted_reason"]) for f in items] == [
         ("Hale", "accepted", "famous")
     ]
-    assert post("/api/leaks/reopen", key, as_editor).status_code == 204
-    assert post("/api/leaks/reopen", key, as_editor).status_code == 404
+    assert post("/api/saves/millbrook/leaks/reopen", key, as_editor).status_code == 204
+    assert post("/api/saves/millbrook/leaks/reopen", key, as_editor).status_code == 404
     assert LeakAcceptance.objects.count() == 0

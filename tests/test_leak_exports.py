@@ -24,7 +24,9 @@ def test_every_formula_leader_is_neutralised_and_nothing_else_changes():
 
 
 @pytest.mark.django_db
-def test_the_leak_csv_export_neutralises_hostile_cells(client, django_user_model, monkeypatch):
+def test_the_leak_csv_export_neutralises_hostile_cells(
+    client, django_user_model, monkeypatch, cast
+):
     from memory.web.selectors import leaks
 
     hostile = {
@@ -39,7 +41,7 @@ def test_the_leak_csv_export_neutralises_hostile_cells(client, django_user_model
     }
     monkeypatch.setattr(leaks, "leak_findings", lambda **_: [hostile])
     client.force_login(django_user_model.objects.create_user("qa", password="pw"))
-    response = client.get("/leaks/?format=csv")
+    response = client.get("/saves/cast/leaks/?format=csv")
     assert response.status_code == 200
     assert response.content.decode() == (
         "world_id,viewer_id,section,kind,text,count,start,end,entity_id,reason,source_id,"
@@ -54,9 +56,9 @@ def test_the_leak_report_of_an_unknown_viewer_is_a_404_in_each_format(
     cast, client, django_user_model
 ):
     client.force_login(django_user_model.objects.create_user("qa", password="pw"))
-    assert client.get("/leaks/?viewer=nobody").status_code == 404
-    assert client.get("/leaks.csv?viewer=nobody").status_code == 404
-    answer = client.get("/leaks/?viewer=nobody&format=json")
+    assert client.get("/saves/cast/leaks/?viewer=nobody").status_code == 404
+    assert client.get("/saves/cast/leaks.csv?viewer=nobody").status_code == 404
+    answer = client.get("/saves/cast/leaks/?viewer=nobody&format=json")
     assert (answer.status_code, answer.json()) == (
         404,
         {"detail": "no entity with id 'nobody'", "code": "not_found", "field": "viewer"},

@@ -18,7 +18,7 @@ def crowd(cast):
         WorldObject.objects.create(
             id=f"sailor-{n:02d}",
             type="entity",
-            world=cast.world,
+            world_id=cast.world.id,
             aliases_json=json.dumps([["alice", "Alice"]] if n == 7 else []),
         )
         Attribute.objects.create(
@@ -55,7 +55,7 @@ def test_matrix_window_filters_by_id_or_name_and_stays_bounded(crowd, django_ass
     assert [v.id for v in window.viewers] == ["sailor-07"]
     assert [t.id for t in window.targets] == ["bob"]  # Gareth is bob's (private) true name
     for n in range(60, 400):
-        WorldObject.objects.create(id=f"sailor-{n:03d}", type="entity", world=crowd.world)
+        WorldObject.objects.create(id=f"sailor-{n:03d}", type="entity", world_id=crowd.world.id)
     with django_assert_num_queries(5):
         bigger = matrix_window(crowd.world, row_start=100)
     assert bigger.entities == 403
@@ -64,16 +64,18 @@ def test_matrix_window_filters_by_id_or_name_and_stays_bounded(crowd, django_ass
 
 def test_overview_draws_a_window_with_links_to_the_next(client, crowd, django_user_model):
     client.force_login(django_user_model.objects.create_user("ann", password="pw"))
-    body = client.get("/").content.decode()
+    body = client.get("/saves/cast/").content.decode()
     assert "Viewers 1–25 of 63" in body
     # 50 viewers scanned afresh for the page, 13 left to the next cycle; no zero rows listed
     assert "No leak in the prompt of any of the 50 viewers scanned." in body
     assert "13 viewers not scanned since their memories or world changed" in body
     assert "50 of 63 shown: search to narrow" in body
-    assert 'href="/?mw=tavern&amp;mr=25&amp;mc=0#matrix-tavern"' in body
-    body = client.get("/?mw=tavern&mr=25&mrq=sailor").content.decode()
+    assert 'href="/saves/cast/?mw=tavern&amp;mr=25&amp;mc=0#matrix-tavern"' in body
+    body = client.get("/saves/cast/?mw=tavern&mr=25&mrq=sailor").content.decode()
     assert "Viewers 26–50 of 60" in body
     assert 'data-viewer="sailor-25" data-target="alice"' in body
     assert 'data-viewer="sailor-24" data-target=' not in body
-    body = client.get("/?mw=tavern&mr=x&mc=-3").content.decode()  # junk offsets: the start
+    body = client.get(
+        "/saves/cast/?mw=tavern&mr=x&mc=-3"
+    ).content.decode()  # junk offsets: the start
     assert "Viewers 1–25 of 63" in body

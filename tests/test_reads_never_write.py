@@ -8,6 +8,7 @@ from django.db import connection
 
 from memory.engine.projections import run_cycle
 from memory.engine.write_door import remember
+from memory.models import WorldObject
 from memory.web.auth import issue_token
 
 
@@ -81,44 +82,47 @@ def test_reading_the_long_term_prompt_and_leak_pages_writes_nothing(client, demo
     before = snapshot()
     pages = [
         "/",
-        "/viewers/npc-tobiah/",
-        "/viewers/npc-tobiah/faces/",
-        "/viewers/npc-tobiah/faces/?include_shadowed=1",
-        "/viewers/npc-tobiah/sessions/",
-        "/viewers/npc-tobiah/entries/ltm-tobiah-01/",
-        "/viewers/npc-tobiah/entries/abs-tobiah-signal-nights/",
-        "/viewers/npc-tobiah/entries/m-b11-tobiah/",
-        "/viewers/npc-pip/prompt/",
-        "/leaks/",
-        "/leaks/?viewer=npc-pip&kind=unknown_name",
-        "/leaks/?format=csv",
-        "/leaks/?format=json",
-        "/leaks.csv",
-        "/leaks.json",
+        "/saves/demo/viewers/npc-tobiah/",
+        "/saves/demo/viewers/npc-tobiah/faces/",
+        "/saves/demo/viewers/npc-tobiah/faces/?include_shadowed=1",
+        "/saves/demo/viewers/npc-tobiah/sessions/",
+        "/saves/demo/viewers/npc-tobiah/entries/ltm-tobiah-01/",
+        "/saves/demo/viewers/npc-tobiah/entries/abs-tobiah-signal-nights/",
+        "/saves/demo/viewers/npc-tobiah/entries/m-b11-tobiah/",
+        "/saves/demo/viewers/npc-pip/prompt/",
+        "/saves/demo/leaks/",
+        "/saves/demo/leaks/?viewer=npc-pip&kind=unknown_name",
+        "/saves/demo/leaks/?format=csv",
+        "/saves/demo/leaks/?format=json",
+        "/saves/demo/leaks.csv",
+        "/saves/demo/leaks.json",
     ]
     for url in pages:
         assert client.get(url).status_code == 200, url
         assert client.get(url, headers={"HX-Request": "true"}).status_code == 200, url
     api = [
-        "/api/viewers/npc-pip/sessions",
-        "/api/viewers/npc-pip/digest",
-        "/api/viewers/npc-pip/digest?known_hash=abc",
-        "/api/viewers/npc-pip/episodes",
-        "/api/viewers/npc-tobiah/faces",
-        "/api/viewers/npc-tobiah/faces?include_shadowed=true",
-        "/api/viewers/npc-tobiah/long-term/ltm-tobiah-01",
-        "/api/viewers/npc-tobiah/search?q=signal&include_shadowed=true",
-        "/api/viewers/npc-oswin/resolve?slug=oswin/the-lighthouse",
-        "/api/viewers/npc-pip/prompt",
-        "/api/leaks",
-        "/api/leaks?viewer=npc-pip&kind=unknown_name",
+        "/api/saves/demo/viewers/npc-pip/sessions",
+        "/api/saves/demo/viewers/npc-pip/digest",
+        "/api/saves/demo/viewers/npc-pip/digest?known_hash=abc",
+        "/api/saves/demo/viewers/npc-pip/episodes",
+        "/api/saves/demo/viewers/npc-tobiah/faces",
+        "/api/saves/demo/viewers/npc-tobiah/faces?include_shadowed=true",
+        "/api/saves/demo/viewers/npc-tobiah/long-term/ltm-tobiah-01",
+        "/api/saves/demo/viewers/npc-tobiah/search?q=signal&include_shadowed=true",
+        "/api/saves/demo/viewers/npc-oswin/resolve?slug=oswin/the-lighthouse",
+        "/api/saves/demo/viewers/npc-pip/prompt",
+        "/api/saves/demo/leaks",
+        "/api/saves/demo/leaks?viewer=npc-pip&kind=unknown_name",
     ]
     for url in api:
         assert client.get(url).status_code == 200, url
         assert client.get(url, headers={"Authorization": f"Bearer {raw}"}).status_code == 200, url
     # verify is a POST door, but it only compares: it must not write either
-    assert client.post("/api/projections/verify").status_code == 200
-    assert client.post("/projections/verify/", headers={"HX-Request": "true"}).status_code == 200
+    assert client.post("/api/saves/demo/projections/verify").status_code == 200
+    assert (
+        client.post("/saves/demo/projections/verify/", headers={"HX-Request": "true"}).status_code
+        == 200
+    )
     assert snapshot() == before
 
 
@@ -130,33 +134,40 @@ def test_reading_every_page_and_api_read_writes_nothing(client, world) -> None:
     pages = [
         "/",
         "/?q=a",  # several matches: one would redirect to its viewer
-        "/viewers/alice/",
-        "/viewers/bob/",
-        "/viewers/alice/aliases/",
-        "/viewers/alice/buffer/",
-        "/viewers/alice/buffer/?qa=1&type=action&q=waved",
-        "/viewers/alice/buffer/?uses=bob",
-        f"/viewers/alice/?line={entry.id}",
-        "/viewers/alice/sessions/",
-        "/viewers/alice/faces/",
-        f"/viewers/alice/entries/{entry.id}/",
+        "/saves/cast/",
+        "/saves/cast/?q=a",
+        "/saves/cast/delete/",  # the confirm page only reads
+        "/saves/cast/viewers/alice/",
+        "/saves/cast/viewers/bob/",
+        "/saves/cast/viewers/alice/aliases/",
+        "/saves/cast/viewers/alice/buffer/",
+        "/saves/cast/viewers/alice/buffer/?qa=1&type=action&q=waved",
+        "/saves/cast/viewers/alice/buffer/?uses=bob",
+        f"/saves/cast/viewers/alice/?line={entry.id}",
+        "/saves/cast/viewers/alice/sessions/",
+        "/saves/cast/viewers/alice/faces/",
+        f"/saves/cast/viewers/alice/entries/{entry.id}/",
         "/admin/",
         "/admin/memory/entity/",
-        "/admin/memory/entity/alice/change/",
+        f"/admin/memory/entity/{WorldObject.objects.get(id='alice').uid}/change/",
         "/admin/memory/bufferentry/",
-        f"/admin/memory/bufferentry/{entry.id}/change/",
+        f"/admin/memory/bufferentry/{entry.uid}/change/",
         "/admin/memory/aliaschange/",
         "/admin/memory/auditlog/",
     ]
     for url in pages:
         assert client.get(url).status_code == 200, url
         assert client.get(url, headers={"HX-Request": "true"}).status_code == 200, url
+    # An old URL is a redirect into the save that holds the id: it reads only.
+    assert client.get("/viewers/alice/").url == "/saves/cast/viewers/alice/"
     api = [
-        "/api/entities",
-        "/api/viewers/alice/aliases",
-        "/api/viewers/alice/buffer",
-        "/api/viewers/alice/buffer?type=dialogue&q=hi&limit=1",
-        f"/api/viewers/alice/entries/{entry.id}",
+        "/api/saves",
+        "/api/saves/cast",
+        "/api/saves/cast/entities",
+        "/api/saves/cast/viewers/alice/aliases",
+        "/api/saves/cast/viewers/alice/buffer",
+        "/api/saves/cast/viewers/alice/buffer?type=dialogue&q=hi&limit=1",
+        f"/api/saves/cast/viewers/alice/entries/{entry.id}",
         "/api/openapi.json",
     ]
     for url in api:

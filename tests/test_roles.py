@@ -156,31 +156,31 @@ def test_admin_site_refuses_anonymous(client, db):
 
 def test_reader_reads_every_read_route_but_cannot_write(client, chest, reader):
     auth = bearer(reader)
-    assert client.get("/api/entities", **auth).status_code == 200
-    assert client.get("/api/viewers/alice/buffer", **auth).status_code == 200
+    assert client.get("/api/saves/cast/entities", **auth).status_code == 200
+    assert client.get("/api/saves/cast/viewers/alice/buffer", **auth).status_code == 200
     writes = [
         client.post(
-            "/api/viewers/alice/memories",
+            "/api/saves/cast/viewers/alice/memories",
             {"intent": CHEST},
             content_type="application/json",
             **auth,
         ),
         client.put(
-            "/api/viewers/alice/aliases/bob",
+            "/api/saves/cast/viewers/alice/aliases/bob",
             {"label": "the stranger"},
             content_type="application/json",
             **auth,
         ),
-        client.delete("/api/viewers/alice/aliases/bob", **auth),
-        client.post(f"/api/memories/{chest.id}/retract", **auth),
-        client.post("/api/projections/cycle", **auth),
-        client.post("/api/projections/rebuild", **auth),
+        client.delete("/api/saves/cast/viewers/alice/aliases/bob", **auth),
+        client.post(f"/api/saves/cast/memories/{chest.id}/retract", **auth),
+        client.post("/api/saves/cast/projections/cycle", **auth),
+        client.post("/api/saves/cast/projections/rebuild", **auth),
     ]
     assert [w.status_code for w in writes] == [403] * len(writes)
     assert {w.json()["code"] for w in writes} == {"forbidden"}
     client.force_login(reader)
-    assert client.get("/viewers/alice/").status_code == 200
-    page = client.post("/viewers/alice/aliases/bob/", {"label": "the stranger"})
+    assert client.get("/saves/cast/viewers/alice/").status_code == 200
+    page = client.post("/saves/cast/viewers/alice/aliases/bob/", {"label": "the stranger"})
     assert page.status_code == 403
     assert AuditLog.objects.count() == 0
 
@@ -189,27 +189,30 @@ def test_editor_writes_and_each_write_is_one_audit_row(client, chest, editor):
     auth = bearer(editor)
     before = AuditLog.objects.count()
     r = client.post(
-        "/api/viewers/alice/memories", {"intent": CHEST}, content_type="application/json", **auth
+        "/api/saves/cast/viewers/alice/memories",
+        {"intent": CHEST},
+        content_type="application/json",
+        **auth,
     )
     assert r.status_code == 201, r.content
     assert AuditLog.objects.count() == before + 1
     r = client.put(
-        "/api/viewers/alice/aliases/bob",
+        "/api/saves/cast/viewers/alice/aliases/bob",
         {"label": "the stranger"},
         content_type="application/json",
         **auth,
     )
     assert r.status_code == 200, r.content
     assert AuditLog.objects.count() == before + 2
-    r = client.post(f"/api/memories/{chest.id}/retract", **auth)
+    r = client.post(f"/api/saves/cast/memories/{chest.id}/retract", **auth)
     assert r.status_code == 200, r.content
     assert AuditLog.objects.count() == before + 3
-    r = client.delete("/api/viewers/alice/aliases/bob", **auth)
+    r = client.delete("/api/saves/cast/viewers/alice/aliases/bob", **auth)
     assert r.status_code == 200, r.content
     assert AuditLog.objects.count() == before + 4
-    assert client.post("/api/projections/cycle", **auth).status_code == 200
+    assert client.post("/api/saves/cast/projections/cycle", **auth).status_code == 200
     # Rebuild is the admins' door.
-    refused = client.post("/api/projections/rebuild", **auth)
+    refused = client.post("/api/saves/cast/projections/rebuild", **auth)
     assert refused.status_code == 403
     assert refused.json()["detail"] == "a rebuild needs the admin role"
     writes = AuditLog.objects.filter(
@@ -218,21 +221,23 @@ def test_editor_writes_and_each_write_is_one_audit_row(client, chest, editor):
     assert writes.count() == 4
     assert set(writes.values_list("actor__username", flat=True)) == {"eddie"}
     client.force_login(editor)
-    page = client.post("/viewers/alice/aliases/charlie/", {"label": "the barkeep"})
+    page = client.post("/saves/cast/viewers/alice/aliases/charlie/", {"label": "the barkeep"})
     assert page.status_code == 302, page.content
-    assert page["Location"] == "/viewers/alice/aliases/"
+    assert page["Location"] == "/saves/cast/viewers/alice/aliases/"
     assert 'value="the barkeep"' in client.get(page["Location"]).content.decode()
     assert AuditLog.objects.filter(action="alias.set", target="alice->charlie").count() == 1
 
 
 def test_admin_may_rebuild(client, chest, admin_user):
-    assert client.post("/api/projections/rebuild", **bearer(admin_user)).status_code == 200
+    assert (
+        client.post("/api/saves/cast/projections/rebuild", **bearer(admin_user)).status_code == 200
+    )
 
 
 def test_staff_still_writes(client, chest, django_user_model):
     staff = user_in(django_user_model, "stan", is_staff=True)
     r = client.post(
-        "/api/viewers/alice/memories",
+        "/api/saves/cast/viewers/alice/memories",
         {"intent": CHEST},
         content_type="application/json",
         **bearer(staff),
@@ -253,9 +258,16 @@ def test_header_names_the_role_not_staff(client, cast, reader, editor, django_us
 def test_csrf_is_enforced_on_form_posts_and_session_api_writes(chest, editor):
     browser = Client(enforce_csrf_checks=True)
     browser.force_login(editor)
-    assert browser.post("/viewers/alice/aliases/bob/", {"label": "the stranger"}).status_code == 403
+    assert (
+        browser.post(
+            "/saves/cast/viewers/alice/aliases/bob/", {"label": "the stranger"}
+        ).status_code
+        == 403
+    )
     r = browser.put(
-        "/api/viewers/alice/aliases/bob", {"label": "the stranger"}, content_type="application/json"
+        "/api/saves/cast/viewers/alice/aliases/bob",
+        {"label": "the stranger"},
+        content_type="application/json",
     )
     assert r.status_code == 403
     assert AuditLog.objects.count() == 0

@@ -50,11 +50,12 @@ def staff_client(client, staff):
 
 PAGES = [
     "/",
-    "/viewers/alice/",
-    "/viewers/alice/aliases/",
-    "/viewers/alice/buffer/",
-    "/viewers/alice/sessions/",
-    "/viewers/alice/faces/",
+    "/saves/cast/",
+    "/saves/cast/viewers/alice/",
+    "/saves/cast/viewers/alice/aliases/",
+    "/saves/cast/viewers/alice/buffer/",
+    "/saves/cast/viewers/alice/sessions/",
+    "/saves/cast/viewers/alice/faces/",
 ]
 
 
@@ -100,7 +101,9 @@ def csp_directives(header: str) -> dict[str, str]:
     return dict(part.strip().split(" ", 1) for part in header.split(";"))
 
 
-@pytest.mark.parametrize("url", ["/accounts/login/", "/viewers/alice/", "/api/entities"])
+@pytest.mark.parametrize(
+    "url", ["/accounts/login/", "/saves/cast/viewers/alice/", "/api/saves/cast/entities"]
+)
 def test_csp_allows_no_inline_script_and_no_external_origin(staff_client, chest, url) -> None:
     r = staff_client.get(url)
     assert r.status_code == 200
@@ -114,22 +117,25 @@ def test_csp_leaves_the_api_docs_page_its_own_bundle(staff_client) -> None:
 
 
 def test_viewer_page_shows_rendered_line_and_all_panels(staff_client, chest) -> None:
-    body = staff_client.get("/viewers/alice/").content.decode()
+    body = staff_client.get("/saves/cast/viewers/alice/").content.decode()
     assert CHEST_LINE in body
     for panel in ("aliases-panel", "buffer-panel", "sessions-panel", "faces-panel"):
         assert f'id="{panel}"' in body
-    assert '<link rel="alternate" type="application/json" href="/api/viewers/alice/buffer">' in body
+    assert (
+        '<link rel="alternate" type="application/json" href="/api/saves/cast/viewers/alice/buffer">'
+        in body
+    )
 
 
 @pytest.mark.parametrize(
     ("url", "dom_id"),
     [
-        ("/viewers/alice/", "viewer-panels"),
-        ("/viewers/alice/aliases/", "aliases-panel"),
-        ("/viewers/alice/buffer/", "buffer-panel"),
-        ("/viewers/alice/sessions/", "sessions-panel"),
-        ("/viewers/alice/faces/", "faces-panel"),
-        ("/", "viewer-list"),
+        ("/saves/cast/viewers/alice/", "viewer-panels"),
+        ("/saves/cast/viewers/alice/aliases/", "aliases-panel"),
+        ("/saves/cast/viewers/alice/buffer/", "buffer-panel"),
+        ("/saves/cast/viewers/alice/sessions/", "sessions-panel"),
+        ("/saves/cast/viewers/alice/faces/", "faces-panel"),
+        ("/saves/cast/", "viewer-list"),
     ],
 )
 def test_htmx_request_returns_only_the_fragment(staff_client, chest, url, dom_id) -> None:
@@ -151,21 +157,22 @@ def test_htmx_request_returns_only_the_fragment(staff_client, chest, url, dom_id
 
 def test_history_restore_request_gets_the_full_page(staff_client, chest) -> None:
     r = staff_client.get(
-        "/viewers/alice/", headers={"HX-Request": "true", "HX-History-Restore-Request": "true"}
+        "/saves/cast/viewers/alice/",
+        headers={"HX-Request": "true", "HX-History-Restore-Request": "true"},
     )
     assert r.content.decode().startswith("<!doctype html>")
 
 
 def test_buffer_fragment_contains_the_seed_line(staff_client, chest) -> None:
     body = staff_client.get(
-        "/viewers/alice/buffer/", headers={"HX-Request": "true"}
+        "/saves/cast/viewers/alice/buffer/", headers={"HX-Request": "true"}
     ).content.decode()
     assert f'<span class="line">{CHEST_LINE}</span>' in body
     assert 'class="qa-ids"' not in body  # ids are shown only with the QA toggle
 
 
 def test_buffer_qa_toggle_shows_ids_and_raw_intent(staff_client, chest) -> None:
-    body = staff_client.get("/viewers/alice/buffer/?qa=1").content.decode()
+    body = staff_client.get("/saves/cast/viewers/alice/buffer/?qa=1").content.decode()
     assert chest.id in body
     assert "actor <code>bob</code>" in body
     assert "&quot;description&quot;:&quot;opened the wooden chest&quot;" in body
@@ -177,9 +184,9 @@ def test_buffer_filters_by_type_and_text(staff_client, cast, chest) -> None:
         v1("Hello there", "charlie", ["alice"], type_="dialogue"),
         timestamp="2026-07-06T12:04:00.000Z",
     )
-    body = staff_client.get("/viewers/alice/buffer/?type=dialogue").content.decode()
+    body = staff_client.get("/saves/cast/viewers/alice/buffer/?type=dialogue").content.decode()
     assert "the bartender" in body and CHEST_LINE not in body
-    body = staff_client.get("/viewers/alice/buffer/?q=wooden").content.decode()
+    body = staff_client.get("/saves/cast/viewers/alice/buffer/?q=wooden").content.decode()
     assert CHEST_LINE in body and "Hello there" not in body
 
 
@@ -189,7 +196,7 @@ def test_buffer_pages_by_cursor(staff_client, cast, settings) -> None:
         remember(
             "alice", v1(f"waved {minute}", "bob"), timestamp=f"2026-07-06T12:0{minute}:00.000Z"
         )
-    body = staff_client.get("/viewers/alice/buffer/").content.decode()
+    body = staff_client.get("/saves/cast/viewers/alice/buffer/").content.decode()
     assert "waved 4" in body and "waved 3" in body and "waved 2" not in body
     older = body.split('rel="prev" href="', 1)[1].split('"', 1)[0].replace("&amp;", "&")
     body = staff_client.get(older).content.decode()
@@ -198,31 +205,31 @@ def test_buffer_pages_by_cursor(staff_client, cast, settings) -> None:
 
 
 def test_buffer_bad_cursor_is_shown_not_a_500(staff_client, chest) -> None:
-    r = staff_client.get("/viewers/alice/buffer/?before=garbage")
+    r = staff_client.get("/saves/cast/viewers/alice/buffer/?before=garbage")
     assert r.status_code == 200
     assert "cursor is not one this inspector handed out" in r.content.decode()
 
 
 def test_unknown_viewer_is_404(staff_client, cast) -> None:
-    assert staff_client.get("/viewers/nobody/").status_code == 404
-    assert staff_client.get("/viewers/nobody/buffer/").status_code == 404
+    assert staff_client.get("/saves/cast/viewers/nobody/").status_code == 404
+    assert staff_client.get("/saves/cast/viewers/nobody/buffer/").status_code == 404
 
 
 def test_script_in_a_description_is_escaped(staff_client, cast) -> None:
     remember("alice", v1("<script>alert(1)</script>", "bob"), timestamp="2026-07-06T12:05:00.000Z")
-    body = staff_client.get("/viewers/alice/?qa=1").content.decode()
+    body = staff_client.get("/saves/cast/viewers/alice/?qa=1").content.decode()
     assert "<script>alert(1)</script>" not in body
     assert "the hooded figure &lt;script&gt;alert(1)&lt;/script&gt;" in body
 
 
 def test_script_in_an_alias_is_escaped_on_the_overview(staff_client, cast) -> None:
     WorldObject.objects.filter(id="alice").update(aliases_json=json.dumps([["bob", "<b>bold</b>"]]))
-    body = staff_client.get("/").content.decode()
+    body = staff_client.get("/saves/cast/").content.decode()
     assert "&lt;b&gt;bold&lt;/b&gt;" in body and "<b>bold</b>" not in body
 
 
 def test_overview_matrix_and_search(staff_client, cast) -> None:
-    body = staff_client.get("/").content.decode()
+    body = staff_client.get("/saves/cast/").content.decode()
     assert (
         'class="state-descriptor" data-viewer="alice" data-target="bob" title="descriptor">'
         "the hooded figure</td>" in body
@@ -235,17 +242,19 @@ def test_overview_matrix_and_search(staff_client, cast) -> None:
         'class="state-unknown" data-viewer="bob" data-target="charlie" title="unknown">—</td>'
         in body
     )
-    body = staff_client.get("/?q=gareth", headers={"HX-Request": "true"}).content.decode()
+    body = staff_client.get(
+        "/saves/cast/?q=gareth", headers={"HX-Request": "true"}
+    ).content.decode()
     assert (
-        '<a href="/viewers/bob/">Gareth</a><br><span class="muted small">'
+        '<a href="/saves/cast/viewers/bob/">Gareth</a><br><span class="muted small">'
         '<code class="id-hint">bob</code> · tavern</span>' in body
     )
-    assert '<a href="/viewers/alice/">' not in body
+    assert '<a href="/saves/cast/viewers/alice/">' not in body
 
 
 def test_aliases_panel_shows_state_true_name_and_suggestion(staff_client, cast) -> None:
     body = staff_client.get(
-        "/viewers/alice/aliases/", headers={"HX-Request": "true"}
+        "/saves/cast/viewers/alice/aliases/", headers={"HX-Request": "true"}
     ).content.decode()
     assert 'value="the hooded figure"' in body
     assert (
@@ -259,7 +268,7 @@ def test_aliases_panel_shows_state_true_name_and_suggestion(staff_client, cast) 
 
 def test_alias_inline_edit_changes_buffer_and_history(staff_client, staff, chest) -> None:
     r = staff_client.post(
-        "/viewers/alice/aliases/bob/",
+        "/saves/cast/viewers/alice/aliases/bob/",
         {"label": "Gareth", "action": "set"},
         headers={"HX-Request": "true"},
     )
@@ -280,21 +289,23 @@ def test_alias_inline_edit_changes_buffer_and_history(staff_client, staff, chest
         "inspector",
     )
     assert AuditLog.objects.filter(action="alias.set").count() == 1
-    buffer = staff_client.get("/viewers/alice/buffer/").content.decode()
+    buffer = staff_client.get("/saves/cast/viewers/alice/buffer/").content.decode()
     assert "[12:03:00 PM] Gareth opened the wooden chest (Outcome: Succeeded)" in buffer
 
 
 def test_alias_edit_without_js_redirects(staff_client, chest) -> None:
-    r = staff_client.post("/viewers/alice/aliases/bob/", {"label": "the stranger", "action": "set"})
-    assert r.status_code == 302 and r.url == "/viewers/alice/aliases/"
+    r = staff_client.post(
+        "/saves/cast/viewers/alice/aliases/bob/", {"label": "the stranger", "action": "set"}
+    )
+    assert r.status_code == 302 and r.url == "/saves/cast/viewers/alice/aliases/"
 
 
 def test_alias_delete(staff_client, chest) -> None:
-    staff_client.post("/viewers/alice/aliases/bob/", {"action": "delete"})
+    staff_client.post("/saves/cast/viewers/alice/aliases/bob/", {"action": "delete"})
     assert json.loads(WorldObject.objects.get(id="alice").aliases_json) == [
         ["charlie", "the bartender"]
     ]
-    buffer = staff_client.get("/viewers/alice/buffer/").content.decode()
+    buffer = staff_client.get("/saves/cast/viewers/alice/buffer/").content.decode()
     assert (
         "[12:03:00 PM] an unfamiliar figure opened the wooden chest (Outcome: Succeeded)" in buffer
     )
@@ -314,7 +325,7 @@ def test_alias_delete(staff_client, chest) -> None:
 def test_alias_edit_validation_inline(staff_client, cast, target, label, error) -> None:
     before = WorldObject.objects.get(id="alice").aliases_json
     r = staff_client.post(
-        f"/viewers/alice/aliases/{target}/",
+        f"/saves/cast/viewers/alice/aliases/{target}/",
         {"label": label, "action": "set"},
         headers={"HX-Request": "true"},
     )
@@ -323,13 +334,15 @@ def test_alias_edit_validation_inline(staff_client, cast, target, label, error) 
     assert error in r.content.decode()
     assert WorldObject.objects.get(id="alice").aliases_json == before
     assert not AliasChange.objects.exists()
-    r = staff_client.post(f"/viewers/alice/aliases/{target}/", {"label": label, "action": "set"})
+    r = staff_client.post(
+        f"/saves/cast/viewers/alice/aliases/{target}/", {"label": label, "action": "set"}
+    )
     assert r.status_code == 400 and error in r.content.decode()
 
 
 def test_alias_warning_for_label_with_another_id(staff_client, cast) -> None:
     r = staff_client.post(
-        "/viewers/alice/aliases/bob/",
+        "/saves/cast/viewers/alice/aliases/bob/",
         {"label": "charlie's friend", "action": "set"},
         headers={"HX-Request": "true"},
     )
@@ -338,24 +351,24 @@ def test_alias_warning_for_label_with_another_id(staff_client, cast) -> None:
 
 def test_alias_edit_forbidden_for_readers(client, reader, cast) -> None:
     client.force_login(reader)
-    assert client.post("/viewers/alice/aliases/bob/", {"label": "x"}).status_code == 403
-    body = client.get("/viewers/alice/aliases/").content.decode()
+    assert client.post("/saves/cast/viewers/alice/aliases/bob/", {"label": "x"}).status_code == 403
+    body = client.get("/saves/cast/viewers/alice/aliases/").content.decode()
     assert 'class="alias-form"' not in body
 
 
 def test_viewer_switch_links_are_permalinks_with_htmx(staff_client, cast) -> None:
-    body = staff_client.get("/viewers/alice/").content.decode()
+    body = staff_client.get("/saves/cast/viewers/alice/").content.decode()
     assert (
-        '<a href="/viewers/bob/" hx-get="/viewers/bob/" hx-target="#viewer-panels" '
+        '<a href="/saves/cast/viewers/bob/" hx-get="/saves/cast/viewers/bob/" hx-target="#viewer-panels" '
         'hx-swap="outerHTML" hx-push-url="true" data-viewer-id="bob">Gareth '
         '<code class="id-hint">bob</code></a>' in body
     )
 
 
 def test_entry_page(staff_client, chest) -> None:
-    r = staff_client.get(f"/viewers/alice/entries/{chest.id}/")
+    r = staff_client.get(f"/saves/cast/viewers/alice/entries/{chest.id}/")
     assert r.status_code == 200 and CHEST_LINE in r.content.decode()
-    assert staff_client.get("/viewers/alice/entries/nope/").status_code == 404
+    assert staff_client.get("/saves/cast/viewers/alice/entries/nope/").status_code == 404
 
 
 # --- long-term faces, entry notes, prompt highlights, leak report, projections ---------------
@@ -368,7 +381,7 @@ def fragment(client, url: str) -> str:
 
 
 def test_faces_panel_default_face_hides_shadowed_and_superseded(staff_client, demo) -> None:
-    body = fragment(staff_client, "/viewers/npc-tobiah/faces/")
+    body = fragment(staff_client, "/saves/demo/viewers/npc-tobiah/faces/")
     assert body.startswith('<section id="faces-panel"')
     ids = [part.split('"')[0] for part in body.split('data-entry-id="')[1:]]
     assert ids == [
@@ -379,13 +392,13 @@ def test_faces_panel_default_face_hides_shadowed_and_superseded(staff_client, de
         "lore-signal",
     ]
     assert "shadowed by" not in body and "superseded by" not in body
-    assert 'href="/viewers/npc-tobiah/faces/?include_shadowed=1"' in body
+    assert 'href="/saves/demo/viewers/npc-tobiah/faces/?include_shadowed=1"' in body
     # A link's state is in its words (aria-pressed belongs to buttons: axe flags it on a link).
     assert 'data-state="off">Shadowed &amp; superseded: hidden</a>' in body
 
 
 def test_faces_panel_include_shadowed_tags_and_groups_under_rollup(staff_client, demo) -> None:
-    body = fragment(staff_client, "/viewers/npc-tobiah/faces/?include_shadowed=1")
+    body = fragment(staff_client, "/saves/demo/viewers/npc-tobiah/faces/?include_shadowed=1")
     ids = [part.split('"')[0] for part in body.split('data-entry-id="')[1:]]
     # the superseded member sits inside the rollup that absorbed it, the shadowed entry inside
     # the home entry whose name retires it
@@ -403,12 +416,12 @@ def test_faces_panel_include_shadowed_tags_and_groups_under_rollup(staff_client,
         "(faction) entry of the same name.</p>"
     ) in body
     assert (
-        '<p class="face-replaces">Replaces <a href="/viewers/npc-tobiah/entries/lore-gullwing/">'
+        '<p class="face-replaces">Replaces <a href="/saves/demo/viewers/npc-tobiah/entries/lore-gullwing/">'
         "“The Gullwing”</a> in Smugglers&#x27; lore (faction): the viewer reads this one "
         "instead.</p>"
     ) in body
     assert (
-        '<p class="face-reason">Rolled up into <a href="/viewers/npc-tobiah/entries/'
+        '<p class="face-reason">Rolled up into <a href="/saves/demo/viewers/npc-tobiah/entries/'
         'abs-tobiah-signal-nights/">“Signal Nights”</a>: the viewer reads the rollup '
         "instead.</p>"
     ) in body
@@ -417,25 +430,27 @@ def test_faces_panel_include_shadowed_tags_and_groups_under_rollup(staff_client,
     assert '<ul class="shadowed-under" aria-label="Shadowed by The Gullwing">' in body
     assert (
         "Withheld (retracted or flagged; delivered by id only): "
-        '<a href="/viewers/npc-tobiah/entries/ltm-tobiah-02/">“Brandy Route”</a>'
+        '<a href="/saves/demo/viewers/npc-tobiah/entries/ltm-tobiah-02/">“Brandy Route”</a>'
     ) in body
     # five on top, whatever is shown beneath them
     assert "5 entries on top · 1 shadowed and 1 superseded shown beneath what replaces them" in body
-    assert 'href="/viewers/npc-tobiah/faces/"' in body  # the toggle back is a permalink too
+    assert (
+        'href="/saves/demo/viewers/npc-tobiah/faces/"' in body
+    )  # the toggle back is a permalink too
     # the full page keeps the toggle state
-    page = staff_client.get("/viewers/npc-tobiah/?include_shadowed=1").content.decode()
+    page = staff_client.get("/saves/demo/viewers/npc-tobiah/?include_shadowed=1").content.decode()
     assert "replaces the Smugglers&#x27; lore (faction) entry" in page
-    hidden = fragment(staff_client, "/viewers/npc-tobiah/faces/")
+    hidden = fragment(staff_client, "/saves/demo/viewers/npc-tobiah/faces/")
     assert "5 entries on top · 1 shadowed and 1 superseded hidden" in hidden
     assert 'data-entry-id="lore-gullwing"' not in hidden
     assert "“The Gullwing”</a> in Smugglers&#x27; lore (faction)" in hidden
 
 
 def test_faces_panel_warns_of_two_entries_on_top_under_one_name(staff_client, demo) -> None:
-    body = fragment(staff_client, "/viewers/npc-oswin/faces/")
+    body = fragment(staff_client, "/saves/demo/viewers/npc-oswin/faces/")
     warning = (
         '<p class="face-same-name" role="note"><strong>Same name:</strong> '
-        '<a href="/viewers/npc-oswin/entries/ltm-oswin-02/">“The Lighthouse”</a> (your own '
+        '<a href="/saves/demo/viewers/npc-oswin/entries/ltm-oswin-02/">“The Lighthouse”</a> (your own '
         "notes, <code>oswin/lighthouse-repairs</code>) is also on top under this name"
     )
     assert warning in body
@@ -444,7 +459,7 @@ def test_faces_panel_warns_of_two_entries_on_top_under_one_name(staff_client, de
 
 
 def test_entry_page_long_term_member_names_its_rollup(staff_client, demo) -> None:
-    r = staff_client.get("/viewers/npc-tobiah/entries/ltm-tobiah-01/")
+    r = staff_client.get("/saves/demo/viewers/npc-tobiah/entries/ltm-tobiah-01/")
     body = r.content.decode()
     assert r.status_code == 200
     assert '<h1>The Signal <code class="id-hint">ltm-tobiah-01</code></h1>' in body
@@ -453,18 +468,18 @@ def test_entry_page_long_term_member_names_its_rollup(staff_client, demo) -> Non
         "delivered by id as evidence</code></li>"
     ) in body
     assert (
-        '<p>Rolled up into <a href="/viewers/npc-tobiah/entries/abs-tobiah-signal-nights/">'
+        '<p>Rolled up into <a href="/saves/demo/viewers/npc-tobiah/entries/abs-tobiah-signal-nights/">'
         "“Signal Nights”</a>.</p>"
     ) in body
     assert (
-        '<link rel="alternate" type="application/json" href="/api/viewers/npc-tobiah/long-term/ltm-tobiah-01">'
+        '<link rel="alternate" type="application/json" href="/api/saves/demo/viewers/npc-tobiah/long-term/ltm-tobiah-01">'
         in body
     )
 
 
 def test_entry_page_rollup_lists_members_and_shadowed_note(staff_client, demo) -> None:
     body = staff_client.get(
-        "/viewers/npc-tobiah/entries/abs-tobiah-signal-nights/"
+        "/saves/demo/viewers/npc-tobiah/entries/abs-tobiah-signal-nights/"
     ).content.decode()
     members = body.split('<ul class="members">')[1].split("</ul>")[0]
     assert [p.split("/")[0] for p in members.split("/entries/")[1:]] == [
@@ -475,32 +490,38 @@ def test_entry_page_rollup_lists_members_and_shadowed_note(staff_client, demo) -
     # members by title: a long-term entry by its name, a buffer memory by the line it reads
     assert '/entries/ltm-tobiah-01/">The Signal</a>' in members
     assert '/entries/m-d01-tobiah/">I hope the brass-buttoned woman doesn&#x27;t look' in members
-    shadowed = staff_client.get("/viewers/npc-tobiah/entries/lore-gullwing/").content.decode()
+    shadowed = staff_client.get(
+        "/saves/demo/viewers/npc-tobiah/entries/lore-gullwing/"
+    ).content.decode()
     assert (
-        '<li>Off the default face: your own note <a href="/viewers/npc-tobiah/entries/'
+        '<li>Off the default face: your own note <a href="/saves/demo/viewers/npc-tobiah/entries/'
         'ltm-tobiah-03/">“The Gullwing”</a> replaces this Smugglers&#x27; lore (faction) entry '
         "of the same name.</li>"
     ) in shadowed
     assert '<ul class="notes"><li><code>[shadowed]' in shadowed
-    carrier = staff_client.get("/viewers/npc-tobiah/entries/ltm-tobiah-03/").content.decode()
+    carrier = staff_client.get(
+        "/saves/demo/viewers/npc-tobiah/entries/ltm-tobiah-03/"
+    ).content.decode()
     assert (
-        '<li>Replaces <a href="/viewers/npc-tobiah/entries/lore-gullwing/">“The Gullwing”</a> '
+        '<li>Replaces <a href="/saves/demo/viewers/npc-tobiah/entries/lore-gullwing/">“The Gullwing”</a> '
         "in Smugglers&#x27; lore (faction): Tobiah Crane reads this one instead.</li>"
     ) in carrier
     assert "nothing shadows or supersedes it" not in carrier
-    assert staff_client.get("/viewers/npc-tobiah/entries/nothing-here/").status_code == 404
+    assert (
+        staff_client.get("/saves/demo/viewers/npc-tobiah/entries/nothing-here/").status_code == 404
+    )
 
 
 def test_entry_page_names_people_and_pretty_prints_the_intent(staff_client, demo) -> None:
-    body = staff_client.get("/viewers/npc-tobiah/entries/m-b11-tobiah/").content.decode()
+    body = staff_client.get("/saves/demo/viewers/npc-tobiah/entries/m-b11-tobiah/").content.decode()
     assert "<title>Memory m-b11-tobiah — Tobiah Crane — Omnia Memory Inspector</title>" in body
     assert (
-        '<dt>actor</dt><dd><a href="/viewers/npc-sable/">Sable Quint</a> '
+        '<dt>actor</dt><dd><a href="/saves/demo/viewers/npc-sable/">Sable Quint</a> '
         '<code class="id-hint">npc-sable</code>'
     ) in body
     assert '<pre class="qa-intent entry-json">{\n  &quot;type&quot;: &quot;dialogue&quot;,' in body
     assert (
-        '<dt>rolled up into</dt><dd><a href="/viewers/npc-tobiah/entries/'
+        '<dt>rolled up into</dt><dd><a href="/saves/demo/viewers/npc-tobiah/entries/'
         'abs-tobiah-signal-nights/">“Signal Nights”</a></dd>'
     ) in body
 
@@ -528,7 +549,7 @@ def test_highlight_cuts_at_offsets_and_skips_overlaps() -> None:
 
 
 def test_prompt_page_highlights_the_planted_leak(staff_client, demo) -> None:
-    r = staff_client.get("/viewers/npc-pip/prompt/")
+    r = staff_client.get("/saves/demo/viewers/npc-pip/prompt/")
     body = r.content.decode()
     assert r.status_code == 200
     assert body.count("<mark ") == 1
@@ -548,15 +569,16 @@ def test_prompt_page_highlights_the_planted_leak(staff_client, demo) -> None:
     )
     assert "<script>" not in body.split('<main id="main"')[1]  # no inline script
     assert (
-        '<link rel="alternate" type="application/json" href="/api/viewers/npc-pip/prompt">' in body
+        '<link rel="alternate" type="application/json" href="/api/saves/demo/viewers/npc-pip/prompt">'
+        in body
     )
-    frag = fragment(staff_client, "/viewers/npc-pip/prompt/")
+    frag = fragment(staff_client, "/saves/demo/viewers/npc-pip/prompt/")
     assert frag.startswith('<section id="prompt-panel"') and "<html" not in frag
 
 
 def test_prompt_page_escapes_the_text_around_marks(staff_client, cast) -> None:
     remember("alice", v1("<script>alert(1)</script> chalked on a shutter", "bob"))
-    body = staff_client.get("/viewers/alice/prompt/").content.decode()
+    body = staff_client.get("/saves/cast/viewers/alice/prompt/").content.decode()
     text = body.split('<pre id="prompt-text" class="prompt-text">')[1].split("</pre>")[0]
     assert "&lt;script&gt;alert(1)&lt;/script&gt; chalked on a shutter" in text
     assert "<script>" not in text
@@ -569,7 +591,7 @@ DEMO_CSV_HEADER = (
 
 
 def test_leak_report_lists_filters_and_exports(staff_client, demo) -> None:
-    body = staff_client.get("/leaks/").content.decode()
+    body = staff_client.get("/saves/demo/leaks/").content.decode()
     assert '<h2 id="leak-title">4 findings</h2>' in body
     rows = body.split("<tbody>")[1].split("</tbody>")[0]
     assert [r.split('data-kind="')[1].split('"')[0] for r in rows.split("<tr ")[1:]] == [
@@ -578,13 +600,13 @@ def test_leak_report_lists_filters_and_exports(staff_client, demo) -> None:
         "system_id",
         "unknown_name",
     ]
-    pip = fragment(staff_client, "/leaks/?viewer=npc-pip")
+    pip = fragment(staff_client, "/saves/demo/leaks/?viewer=npc-pip")
     assert pip.startswith('<section id="leak-table"')
     assert '<h2 id="leak-title">1 finding for Pip Dunn</h2>' in pip
     assert "<mark>Sable Quint</mark>" in pip
-    kind = staff_client.get("/leaks/?kind=system_id").content.decode()
+    kind = staff_client.get("/saves/demo/leaks/?kind=system_id").content.decode()
     assert '<h2 id="leak-title">2 findings of kind system_id</h2>' in kind
-    data = staff_client.get("/leaks/?format=json&viewer=npc-pip").json()
+    data = staff_client.get("/saves/demo/leaks/?format=json&viewer=npc-pip").json()
     assert data["count"] == 1
     (finding,) = data["items"]
     assert {k: finding[k] for k in ("viewer_id", "section", "kind", "text", "entity_id")} == {
@@ -594,38 +616,45 @@ def test_leak_report_lists_filters_and_exports(staff_client, demo) -> None:
         "text": "Sable Quint",
         "entity_id": "npc-sable",
     }
-    csv_r = staff_client.get("/leaks/?format=csv&kind=private_attribute")
+    csv_r = staff_client.get("/saves/demo/leaks/?format=csv&kind=private_attribute")
     assert csv_r["Content-Type"] == "text/csv; charset=utf-8"
     lines = csv_r.content.decode().splitlines()
     assert lines[0] == DEMO_CSV_HEADER
     assert len(lines) == 2 and ",private_attribute," in lines[1] and "signal_code" in lines[1]
     assert lines[1].endswith(",open,")
-    assert staff_client.get("/leaks.csv").content == staff_client.get("/leaks/?format=csv").content
-    assert staff_client.get("/leaks.json").json()["count"] == 4
-    assert staff_client.get("/leaks/?format=xml").status_code == 400
+    assert (
+        staff_client.get("/saves/demo/leaks.csv").content
+        == staff_client.get("/saves/demo/leaks/?format=csv").content
+    )
+    assert staff_client.get("/saves/demo/leaks.json").json()["count"] == 4
+    assert staff_client.get("/saves/demo/leaks/?format=xml").status_code == 400
 
 
 def test_overview_shows_leak_counts_and_projection_status(staff_client, demo) -> None:
-    body = staff_client.get("/").content.decode()
+    body = staff_client.get("/saves/demo/").content.decode()
     row = body.split('<tr data-viewer="npc-pip">')[1].split("</tr>")[0]
     assert "<td>0</td><td>1</td><td>0</td>" in row  # system_id, unknown_name, private_attribute
     assert '<strong class="lag-rows">0</strong> rows written but not yet folded' in body
     assert body.count('<tr><th scope="row">') >= 4  # one row per shard
-    assert 'action="/projections/cycle/"' in body and 'action="/projections/verify/"' in body
+    assert (
+        'action="/saves/demo/projections/cycle/"' in body
+        and 'action="/saves/demo/projections/verify/"' in body
+    )
 
 
 def test_projection_buttons_run_a_cycle_and_verify(staff_client, demo) -> None:
     remember("npc-pip", v1("counted gulls", "npc-pip"))
     assert (
-        '<strong class="lag-rows">1</strong> row written' in staff_client.get("/").content.decode()
+        '<strong class="lag-rows">1</strong> row written'
+        in staff_client.get("/saves/demo/").content.decode()
     )
-    r = staff_client.post("/projections/cycle/")
-    assert r.status_code == 302 and r.url == "/"
-    page = staff_client.get("/").content.decode()
+    r = staff_client.post("/saves/demo/projections/cycle/")
+    assert r.status_code == 302 and r.url == "/saves/demo/"
+    page = staff_client.get("/saves/demo/").content.decode()
     assert "Cycle done: 1 rows folded, 1 sessions written, 3 rows visited." in page
     assert '<strong class="lag-rows">0</strong>' in page
     frag = (
-        staff_client.post("/projections/verify/", headers={"HX-Request": "true"})
+        staff_client.post("/saves/demo/projections/verify/", headers={"HX-Request": "true"})
         .content.decode()
         .strip()
     )
@@ -638,26 +667,26 @@ def test_projection_buttons_run_a_cycle_and_verify(staff_client, demo) -> None:
 
 def test_projection_buttons_need_the_editor_role_and_post(client, reader, demo) -> None:
     client.force_login(reader)
-    assert client.post("/projections/cycle/").status_code == 403
-    assert "Run a cycle" not in client.get("/").content.decode()
-    assert client.get("/projections/cycle/").status_code == 405
+    assert client.post("/saves/demo/projections/cycle/").status_code == 403
+    assert "Run a cycle" not in client.get("/saves/demo/").content.decode()
+    assert client.get("/saves/demo/projections/cycle/").status_code == 405
 
 
 def test_aliases_panel_caps_strangers_and_links_show_all(staff_client, cast, monkeypatch) -> None:
     from memory.web.views import viewer
 
     monkeypatch.setattr(viewer, "ALIASES_SHOWN", 1)
-    body = fragment(staff_client, "/viewers/alice/aliases/")
+    body = fragment(staff_client, "/saves/cast/viewers/alice/aliases/")
     # alice names both bob and charlie, so both stay; nothing is hidden
     assert 'data-target="bob"' in body and 'data-target="charlie"' in body
     assert "Show all" not in body
     WorldObject.objects.create(id="dora", type="entity", world_id="tavern", aliases_json="[]")
     WorldObject.objects.create(id="eve", type="entity", world_id="tavern", aliases_json="[]")
-    body = fragment(staff_client, "/viewers/alice/aliases/")
+    body = fragment(staff_client, "/saves/cast/viewers/alice/aliases/")
     assert 'data-target="dora"' not in body and 'data-target="eve"' not in body
     assert "2 more entities this viewer has no name for." in body
-    assert 'href="/viewers/alice/aliases/?all_aliases=1"' in body
-    every = fragment(staff_client, "/viewers/alice/aliases/?all_aliases=1")
+    assert 'href="/saves/cast/viewers/alice/aliases/?all_aliases=1"' in body
+    every = fragment(staff_client, "/saves/cast/viewers/alice/aliases/?all_aliases=1")
     assert 'data-target="dora"' in every and 'data-target="eve"' in every
 
 
@@ -674,20 +703,20 @@ def test_viewer_switch_shows_a_window_around_the_viewer(staff_client, cast, monk
     monkeypatch.setattr(viewer, "VIEWERS_SHOWN", 4)
 
     def switch(viewer_id: str) -> tuple[list[str], str | None, str]:
-        body = staff_client.get(f"/viewers/{viewer_id}/").content.decode()
+        body = staff_client.get(f"/saves/cast/viewers/{viewer_id}/").content.decode()
         nav = body[
             body.index('<nav class="viewer-switch"') : body.index(
                 "</nav>", body.index('<nav class="viewer-switch"')
             )
         ]
-        links = re.findall(r'<a href="/viewers/([^/]+)/"', nav)
-        current = re.search(r'<a href="/viewers/([^/]+)/"[^>]*aria-current="page"', nav)
+        links = re.findall(r'<a href="/saves/cast/viewers/([^/]+)/"', nav)
+        current = re.search(r'<a href="/saves/cast/viewers/([^/]+)/"[^>]*aria-current="page"', nav)
         return links, current.group(1) if current else None, nav
 
     links, current, nav = switch("npc-2")
     assert links == ["npc-0", "npc-1", "npc-2", "npc-3"]  # two before, then the viewer
     assert current == "npc-2"
-    assert "5 more of 9" in nav and 'href="/"' in nav
+    assert "5 more of 9" in nav and 'href="/saves/cast/"' in nav
     assert switch("alice")[0] == ["alice", "bob", "charlie", "npc-0"]  # clamped at the start
     assert switch("npc-5")[0] == ["npc-2", "npc-3", "npc-4", "npc-5"]  # and at the end
     monkeypatch.setattr(viewer, "VIEWERS_SHOWN", 50)
@@ -711,7 +740,7 @@ def test_alias_suggestions_are_derived_only_for_the_rows_shown(
     monkeypatch.setattr(
         viewers, "derive_descriptor", lambda *a, **k: derived.append(1) or real(*a, **k)
     )
-    body = fragment(staff_client, "/viewers/alice/aliases/")
+    body = fragment(staff_client, "/saves/cast/viewers/alice/aliases/")
     # alice names bob and charlie; one stranger fills the third place; four are hidden.
     assert "4 more entities this viewer has no name for." in body
     assert len(derived) == 3
@@ -720,13 +749,13 @@ def test_alias_suggestions_are_derived_only_for_the_rows_shown(
 @pytest.mark.parametrize(
     ("url", "status"),
     [
-        ("/viewers/al%00ice/", 404),
-        ("/viewers/al%00ice/buffer/", 404),
-        ("/viewers/alice/entries/x%00/", 404),
-        ("/viewers/?viewer=al%00ice", 400),
+        ("/saves/cast/viewers/al%00ice/", 404),
+        ("/saves/cast/viewers/al%00ice/buffer/", 404),
+        ("/saves/cast/viewers/alice/entries/x%00/", 404),
+        ("/saves/cast/viewers/?viewer=al%00ice", 400),
         ("/?q=a%00", 400),
-        ("/leaks/?viewer=a%00", 400),
-        ("/viewers/alice/buffer/?q=a%00", 400),
+        ("/saves/cast/leaks/?viewer=a%00", 400),
+        ("/saves/cast/viewers/alice/buffer/?q=a%00", 400),
     ],
 )
 def test_nul_in_a_page_url_is_a_4xx_on_every_backend(staff_client, cast, url, status) -> None:
@@ -734,10 +763,15 @@ def test_nul_in_a_page_url_is_a_4xx_on_every_backend(staff_client, cast, url, st
 
 
 def test_nul_in_an_alias_edit_is_refused_before_the_database(staff_client, cast) -> None:
-    r = staff_client.post("/viewers/alice/aliases/bob/", {"label": "a\x00b", "action": "set"})
+    r = staff_client.post(
+        "/saves/cast/viewers/alice/aliases/bob/", {"label": "a\x00b", "action": "set"}
+    )
     assert r.status_code == 400
     assert "label contains control characters" in r.content.decode()
-    assert staff_client.post("/viewers/alice/aliases/b%00b/", {"label": "x"}).status_code == 404
+    assert (
+        staff_client.post("/saves/cast/viewers/alice/aliases/b%00b/", {"label": "x"}).status_code
+        == 404
+    )
     assert not AliasChange.objects.exists()
 
 
@@ -756,7 +790,7 @@ def test_aliases_first_paint_shows_every_label_and_a_few_strangers(
         WorldObject.objects.create(
             id=f"npc-{i}", type="entity", world_id="tavern", aliases_json="[]"
         )
-    body = fragment(staff_client, "/viewers/alice/aliases/")
+    body = fragment(staff_client, "/saves/cast/viewers/alice/aliases/")
     # alice names bob and charlie (kept, in id order with the strangers); then npc-0, npc-1
     assert re.findall(r'<tr id="alias-[^"]+" data-target="([^"]+)"', body) == [
         "bob",
@@ -765,7 +799,7 @@ def test_aliases_first_paint_shows_every_label_and_a_few_strangers(
         "npc-1",
     ]
     assert "3 more entities this viewer has no name for." in body
-    every = fragment(staff_client, "/viewers/alice/aliases/?all_aliases=1")
+    every = fragment(staff_client, "/saves/cast/viewers/alice/aliases/?all_aliases=1")
     assert len(re.findall(r'<tr id="alias-', every)) == 7
     assert "more entit" not in every
 
@@ -778,12 +812,18 @@ def test_alias_edit_urls_spliced_once_match_reverse(target) -> None:
 
     from django.urls import resolve, reverse
 
+    from memory.models import Save
+    from memory.web.saves import bound
     from memory.web.views.viewer import _reverse_each
 
-    urls = _reverse_each("memory:alias_edit", ["al/ice%"], [target])
-    assert urls == {target: reverse("memory:alias_edit", args=["al/ice%", target])}
+    with bound(Save(name="s1")):
+        urls = _reverse_each("memory:alias_edit", ["al/ice%"], [target])
+        viewer_urls = _reverse_each("memory:viewer", [], [target])
+    assert urls == {target: reverse("memory:alias_edit", args=["s1", "al/ice%", target])}
     # the server unquotes the path once before resolving it
-    assert resolve(unquote(urls[target])).kwargs == {"viewer_id": "al/ice%", "target_id": target}
-    assert _reverse_each("memory:viewer", [], [target]) == {
-        target: reverse("memory:viewer", args=[target])
+    assert resolve(unquote(urls[target])).kwargs == {
+        "save": "s1",
+        "viewer_id": "al/ice%",
+        "target_id": target,
     }
+    assert viewer_urls == {target: reverse("memory:viewer", args=["s1", target])}

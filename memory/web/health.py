@@ -20,6 +20,7 @@ from django.views.decorators.http import require_GET
 
 from memory.engine.projections.problems import problem_count
 from memory.engine.projections.worker import projection_status
+from memory.engine.saves import each_save
 from memory.engine.shards import shard_count, stored_layout
 
 logger = logging.getLogger(__name__)
@@ -33,9 +34,8 @@ def healthz(request: HttpRequest) -> JsonResponse:
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
             cursor.fetchone()
-        status = projection_status()
-        problems = problem_count()
-        layout = stored_layout()
+        # Every save's workers: the lag and problems summed, each shard merged across saves.
+        per_save = [status for _save, status in each_save(_save_status)]
     except DatabaseError as exc:
         logger.warning("healthz: database unavailable: %s", exc)
         # Drop the broken connection so the next request opens a fresh one: recovery
@@ -53,7 +53,10 @@ def healthz(request: HttpRequest) -> JsonResponse:
             status=503,
         )
     configured = shard_count()
-    degraded = problems > 0 or (layout not in (0, configured))
+    problems = sum(s["problems"] for s in per_save)
+    layouts = {s["layout"] for s in per_save} - {0}
+    degraded = problems > 0 or bool(layouts - {configured})
+    layout = next(iter(layouts - {configured}), 0) if layouts - {configured} else configured
     return JsonResponse(
         {
             "status": "degraded" if degraded else "ok",
@@ -62,12 +65,42 @@ def healthz(request: HttpRequest) -> JsonResponse:
                 "vendor": connection.vendor,
                 "latency_ms": round((time.perf_counter() - started) * 1000, 2),
             },
-            "projection_lag_rows": status["lag_rows"],
+            "projection_lag_rows": sum(s["lag_rows"] for s in per_save),
             "problems": problems,
+            "saves": len(per_save),
             "shard_count": {"configured": configured, "stored": layout or configured},
-            "shards": [public_shard(shard) for shard in status["shards"]],
+            "shards": _merged_shards(per_save),
         }
     )
+
+
+def _save_status(_save) -> dict:
+    status = projection_status()
+    return {
+        "lag_rows": status["lag_rows"],
+        "shards": status["shards"],
+        "problems": problem_count(),
+        "layout": stored_layout(),
+    }
+
+
+def _merged_shards(per_save: list[dict]) -> list[dict]:
+    """One line per shard over every save: counts summed, times the oldest (the laggard)."""
+    merged: dict[object, dict] = {}
+    for status in per_save:
+        for shard in status["shards"]:
+            shown = public_shard(shard)
+            into = merged.setdefault(shown.get("shard"), dict(shown))
+            if into is shown or into == shown:
+                continue
+            for key, value in shown.items():
+                if key == "shard":
+                    continue
+                if isinstance(value, int) and not isinstance(value, bool):
+                    into[key] = (into.get(key) or 0) + value
+                elif isinstance(value, str) and (into.get(key) is None or value < into[key]):
+                    into[key] = value
+    return [merged[k] for k in sorted(merged, key=str)]
 
 
 def public_shard(shard: dict) -> dict:

@@ -366,3 +366,31 @@ class VerifyOut(Schema):
     problems: dict[str, Any] = Field(
         default={}, description="rows the fold cannot fold, recorded, drift between the two"
     )
+
+
+class SaveOut(Schema):
+    """A save and where its rows came from (provenance), as the overview shows it."""
+
+    name: str
+    kind: str
+    era: str
+    title: str
+    source_name: str
+    source_size: int | None
+    source_sha256: str
+    world_ids: list[str]
+    counts: dict[str, int]  # rows per table at import
+    command: str
+    imported_at: str  # ISO 8601, UTC
+    imported_by: str
+
+
+class SaveListOut(Schema):
+    items: list[SaveOut]
+    count: int
+
+
+class SaveDeletedOut(Schema):
+    name: str
+    rows_deleted: dict[str, int]  # table -> rows removed
+    total: int

@@ -1,14 +1,26 @@
 from __future__ import annotations
 
-from django.urls import path
+from django.urls import include, path
 
 from memory.web import converters  # noqa: F401  (registers the "oid" path converter)
-from memory.web.views import entries, leaks, overview, projections, viewer
+from memory.web.saves import in_save
+from memory.web.views import (
+    compare,
+    entries,
+    leaks,
+    moved,
+    overview,
+    projections,
+    save_page,
+    viewer,
+)
 
 app_name = "memory"
 
-urlpatterns = [
-    path("", overview.overview, name="overview"),
+# Everything one save holds lives under /saves/<save>/: the view runs inside that save.
+in_one_save = [
+    path("", save_page.save_page, name="save"),
+    path("delete/", save_page.delete_save, name="save_delete"),
     path("leaks/", leaks.leaks_page, name="leaks"),
     path("leaks.csv", leaks.leaks_page, {"fmt": "csv"}, name="leaks_csv"),
     path("leaks.json", leaks.leaks_page, {"fmt": "json"}, name="leaks_json"),
@@ -25,4 +37,18 @@ urlpatterns = [
     path("viewers/<oid:viewer_id>/faces/", viewer.faces_panel, name="faces_panel"),
     path("viewers/<oid:viewer_id>/prompt/", leaks.prompt_page, name="prompt"),
     path("viewers/<oid:viewer_id>/entries/<oid:entry_id>/", entries.entry_page, name="entry"),
+]
+for pattern in in_one_save:
+    pattern.callback = in_save(pattern.callback)
+
+urlpatterns = [
+    path("", overview.overview, name="overview"),
+    path("compare/", compare.compare_page, name="compare"),
+    path("saves/<str:save>/", include(in_one_save)),
+    # The URLs from before saves: to the save holding the id, or a page to choose one.
+    path("viewers/", moved.moved, name="moved_pick"),
+    path("viewers/<path:rest>", moved.moved, name="moved_viewer"),
+    path("leaks/", moved.moved, name="moved_leaks"),
+    path("leaks<path:rest>", moved.moved, name="moved_leaks_more"),
+    path("projections/<path:rest>", moved.moved, name="moved_projections"),
 ]

@@ -14,6 +14,7 @@ from memory.web import inputs, services
 from memory.web.api import access
 from memory.web.api.errors import READ_ERRORS, WRITE_ERRORS, ApiError
 from memory.web.auth import user_of
+from memory.web.saves import SaveName
 from memory.web.schemas import (
     BufferEntryOut,
     BufferPageOut,
@@ -61,6 +62,7 @@ def _json_or_text(raw: str | None) -> Any:
 )
 def buffer(
     request: HttpRequest,
+    save: SaveName,
     viewer_id: str,
     before: str | None = None,
     after: str | None = None,
@@ -106,7 +108,7 @@ def buffer(
     response={200: EntryOut, **READ_ERRORS},
     url_name="entry",
 )
-def entry(request: HttpRequest, viewer_id: str, entry_id: str):
+def entry(request: HttpRequest, save: SaveName, viewer_id: str, entry_id: str):
     """One memory as its owner reads it, with the raw intent and outcome."""
     viewer = access.viewer(request, viewer_id)
     e = buffer_reads.get_entry(viewer, inputs.path_id(entry_id, "entry_id"))
@@ -120,7 +122,7 @@ def entry(request: HttpRequest, viewer_id: str, entry_id: str):
     response={201: MemoryOut, **WRITE_ERRORS},
     url_name="remember",
 )
-def remember(request: HttpRequest, viewer_id: str, payload: MemoryIn):
+def remember(request: HttpRequest, save: SaveName, viewer_id: str, payload: MemoryIn):
     """Write one memory for the viewer through the engine's write door."""
     access.require_editor(request)
     inputs.payload(payload)
@@ -150,7 +152,7 @@ def remember(request: HttpRequest, viewer_id: str, payload: MemoryIn):
     response={200: MemoryOut, **WRITE_ERRORS},
     url_name="retract",
 )
-def retract(request: HttpRequest, entry_id: str):
+def retract(request: HttpRequest, save: SaveName, entry_id: str):
     """Mark a memory retracted; the row stays (it still happened)."""
     access.require_editor(request)
     e, changed = services.retract_memory(

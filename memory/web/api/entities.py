@@ -9,6 +9,7 @@ from memory.web import inputs, services
 from memory.web.api import access
 from memory.web.api.errors import READ_ERRORS, WRITE_ERRORS
 from memory.web.auth import user_of
+from memory.web.saves import SaveName
 from memory.web.schemas import (
     AliasChangeOut,
     AliasIn,
@@ -23,7 +24,9 @@ router = Router()
 
 
 @router.get("/entities", response={200: EntityListOut, **READ_ERRORS}, url_name="entities")
-def list_entities(request: HttpRequest, q: str | None = None, world_id: str | None = None):
+def list_entities(
+    request: HttpRequest, save: SaveName, q: str | None = None, world_id: str | None = None
+):
     """Every entity (a possible viewer), optionally searched by id or attribute value, with
     the name pages show it by (its true name, else its id)."""
     access.require_reader(request)
@@ -48,7 +51,7 @@ def list_entities(request: HttpRequest, q: str | None = None, world_id: str | No
     response={200: AliasListOut, **READ_ERRORS},
     url_name="aliases",
 )
-def list_aliases(request: HttpRequest, viewer_id: str):
+def list_aliases(request: HttpRequest, save: SaveName, viewer_id: str):
     """The viewer's alias for every other entity of its world, with state and a suggestion."""
     viewer = access.viewer(request, viewer_id)
     items = [
@@ -71,7 +74,9 @@ def list_aliases(request: HttpRequest, viewer_id: str):
     response={200: AliasChangeOut, **WRITE_ERRORS},
     url_name="alias_set",
 )
-def set_alias(request: HttpRequest, viewer_id: str, target_id: str, payload: AliasIn):
+def set_alias(
+    request: HttpRequest, save: SaveName, viewer_id: str, target_id: str, payload: AliasIn
+):
     """Set what the viewer calls the target. Refused: unknown target, self, system/generated ids."""
     access.require_editor(request)
     viewer = access.viewer(request, viewer_id)
@@ -91,7 +96,7 @@ def set_alias(request: HttpRequest, viewer_id: str, target_id: str, payload: Ali
     response={200: AliasChangeOut, **WRITE_ERRORS},
     url_name="alias_delete",
 )
-def delete_alias(request: HttpRequest, viewer_id: str, target_id: str):
+def delete_alias(request: HttpRequest, save: SaveName, viewer_id: str, target_id: str):
     """Forget the viewer's alias for the target (it reads as "an unfamiliar figure" again)."""
     access.require_editor(request)
     viewer = access.viewer(request, viewer_id)

@@ -9,6 +9,7 @@ from memory.web import inputs, services
 from memory.web.api import access
 from memory.web.api.errors import READ_ERRORS, WRITE_ERRORS, ErrorOut
 from memory.web.auth import user_of
+from memory.web.saves import SaveName
 from memory.web.schemas import (
     LeakAcceptanceOut,
     LeakAcceptIn,
@@ -24,7 +25,7 @@ router = Router()
 @router.get(
     "/viewers/{oid:viewer_id}/prompt", response={200: PromptOut, **READ_ERRORS}, url_name="prompt"
 )
-def prompt(request: HttpRequest, viewer_id: str):
+def prompt(request: HttpRequest, save: SaveName, viewer_id: str):
     """The viewer's prompt context and the leak findings in it (offsets into `text`)."""
     viewer = access.viewer(request, viewer_id)
     view = leak_reads.prompt_view(viewer)
@@ -39,6 +40,7 @@ def prompt(request: HttpRequest, viewer_id: str):
 @router.get("/leaks", response={200: LeaksOut, **READ_ERRORS}, url_name="leaks")
 def leaks(
     request: HttpRequest,
+    save: SaveName,
     viewer: str | None = None,
     kind: str | None = None,
     world: str | None = None,
@@ -65,7 +67,7 @@ def leaks(
     response={200: LeakAcceptanceOut, 409: ErrorOut, **WRITE_ERRORS},
     url_name="leak_accept",
 )
-def accept(request: HttpRequest, payload: LeakAcceptIn):
+def accept(request: HttpRequest, save: SaveName, payload: LeakAcceptIn):
     """Accept one current finding as expected (editors; a reason is required). It stays
     accepted across rescans while its viewer, section, kind and text are unchanged, and
     `scan_leaks --fail-on-leak` ignores it."""
@@ -92,7 +94,7 @@ def accept(request: HttpRequest, payload: LeakAcceptIn):
 
 
 @router.post("/leaks/reopen", response={204: None, **WRITE_ERRORS}, url_name="leak_reopen")
-def reopen(request: HttpRequest, payload: LeakKeyIn):
+def reopen(request: HttpRequest, save: SaveName, payload: LeakKeyIn):
     """Withdraw an acceptance: the finding counts as a leak again (editors)."""
     access.require_editor(request)
     viewer = access.viewer(request, payload.viewer_id)

@@ -16,6 +16,7 @@ from memory.web import inputs, services
 from memory.web.api import access
 from memory.web.api.errors import READ_ERRORS, WRITE_ERRORS
 from memory.web.auth import user_of
+from memory.web.saves import SaveName
 from memory.web.schemas import (
     AbstractIn,
     AbstractOut,
@@ -48,7 +49,7 @@ def _face_out(
 @router.get(
     "/viewers/{oid:viewer_id}/faces", response={200: FacesOut, **READ_ERRORS}, url_name="faces"
 )
-def faces(request: HttpRequest, viewer_id: str, include_shadowed: bool = False):
+def faces(request: HttpRequest, save: SaveName, viewer_id: str, include_shadowed: bool = False):
     """The viewer's long-term listing: the default face, or with shadowed and superseded
     entries brought back (tagged) when `include_shadowed`."""
     viewer = access.viewer(request, viewer_id)
@@ -73,7 +74,7 @@ def faces(request: HttpRequest, viewer_id: str, include_shadowed: bool = False):
     response={200: LongTermEntryOut, **READ_ERRORS},
     url_name="long_term_entry",
 )
-def long_term_entry(request: HttpRequest, viewer_id: str, entry_id: str):
+def long_term_entry(request: HttpRequest, save: SaveName, viewer_id: str, entry_id: str):
     """One long-term entry by id: always delivered, with notes naming what shadows or
     supersedes it, and its provenance (its rollup, or the members it absorbed)."""
     viewer = access.viewer(request, viewer_id)
@@ -92,7 +93,9 @@ def long_term_entry(request: HttpRequest, viewer_id: str, entry_id: str):
 @router.get(
     "/viewers/{oid:viewer_id}/search", response={200: SearchOut, **READ_ERRORS}, url_name="search"
 )
-def search(request: HttpRequest, viewer_id: str, q: str, include_shadowed: bool = False):
+def search(
+    request: HttpRequest, save: SaveName, viewer_id: str, q: str, include_shadowed: bool = False
+):
     """Search the viewer's long-term memory (default face unless `include_shadowed`)."""
     viewer = access.viewer(request, viewer_id)
     items = longterm.search_long_term(
@@ -112,7 +115,9 @@ def search(request: HttpRequest, viewer_id: str, q: str, include_shadowed: bool 
     response={200: SlugOut, **READ_ERRORS},
     url_name="slug",
 )
-def resolve_slug(request: HttpRequest, viewer_id: str, slug: str, include_shadowed: bool = False):
+def resolve_slug(
+    request: HttpRequest, save: SaveName, viewer_id: str, slug: str, include_shadowed: bool = False
+):
     """Resolve a bare slug the way the viewer's prompt would (shadowed entries lose)."""
     viewer = access.viewer(request, viewer_id)
     item = longterm.resolve_slug(
@@ -132,7 +137,7 @@ def resolve_slug(request: HttpRequest, viewer_id: str, slug: str, include_shadow
     response={201: AbstractOut, 409: ErrorOut, **WRITE_ERRORS},
     url_name="abstract",
 )
-def abstract(request: HttpRequest, viewer_id: str, payload: AbstractIn):
+def abstract(request: HttpRequest, save: SaveName, viewer_id: str, payload: AbstractIn):
     """Roll members up into one long-term entry, pinned to `expected_generation`: a stale
     generation or an already-absorbed member is a 409 and nothing lands."""
     access.require_editor(request)

@@ -10,6 +10,7 @@ from ninja import Router, Schema
 from memory.web import inputs
 from memory.web.api import access
 from memory.web.api.errors import READ_ERRORS
+from memory.web.saves import SaveName
 from memory.web.selectors.problems import problem_list
 
 router = Router()
@@ -30,7 +31,7 @@ class ProblemListOut(Schema):
 
 
 @router.get("/problems", response={200: ProblemListOut, **READ_ERRORS}, url_name="problems")
-def problems(request: HttpRequest, limit: int = 50, world: str | None = None):
+def problems(request: HttpRequest, save: SaveName, limit: int = 50, world: str | None = None):
     """Rows the projection fold quarantined (skipped, its watermark moved on), oldest first;
     `count` is every recorded problem, `items` at most `limit` of them."""
     access.require_reader(request)

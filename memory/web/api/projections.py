@@ -11,6 +11,7 @@ from memory.web import inputs, services
 from memory.web.api import access
 from memory.web.api.errors import READ_ERRORS, WRITE_ERRORS
 from memory.web.auth import user_of
+from memory.web.saves import SaveName
 from memory.web.schemas import (
     CycleOut,
     DigestOut,
@@ -28,7 +29,9 @@ router = Router()
     response={200: SessionPageOut, **READ_ERRORS},
     url_name="sessions",
 )
-def sessions(request: HttpRequest, viewer_id: str, limit: int = 50, before: str | None = None):
+def sessions(
+    request: HttpRequest, save: SaveName, viewer_id: str, limit: int = 50, before: str | None = None
+):
     """The viewer's session projections, newest first; live counts are computed at read time."""
     viewer = access.viewer(request, viewer_id)
     page = doors.sessions(
@@ -45,7 +48,7 @@ def sessions(request: HttpRequest, viewer_id: str, limit: int = 50, before: str 
 @router.get(
     "/viewers/{oid:viewer_id}/digest", response={200: DigestOut, **READ_ERRORS}, url_name="digest"
 )
-def digest(request: HttpRequest, viewer_id: str, known_hash: str | None = None):
+def digest(request: HttpRequest, save: SaveName, viewer_id: str, known_hash: str | None = None):
     """Viewer-relative lines naming its sessions, and their hash; pass `known_hash` to be told
     `unchanged` (and handed no lines) when nothing moved."""
     viewer = access.viewer(request, viewer_id)
@@ -64,7 +67,9 @@ def digest(request: HttpRequest, viewer_id: str, known_hash: str | None = None):
     response={200: EpisodePageOut, **READ_ERRORS},
     url_name="episodes",
 )
-def episodes(request: HttpRequest, viewer_id: str, limit: int = 50, before: str | None = None):
+def episodes(
+    request: HttpRequest, save: SaveName, viewer_id: str, limit: int = 50, before: str | None = None
+):
     """The viewer's episodes, newest first; the open one (if any) leads."""
     viewer = access.viewer(request, viewer_id)
     page = doors.episodes(
@@ -79,21 +84,21 @@ def episodes(request: HttpRequest, viewer_id: str, limit: int = 50, before: str 
 
 
 @router.post("/projections/cycle", response={200: CycleOut, **WRITE_ERRORS}, url_name="run_cycle")
-def run_cycle(request: HttpRequest):
+def run_cycle(request: HttpRequest, save: SaveName):
     """Fold every row written since each shard's watermark (the incremental cycle)."""
     access.require_editor(request)
     return services.run_cycle(user=user_of(request))
 
 
 @router.post("/projections/rebuild", response={200: RebuildOut, **WRITE_ERRORS}, url_name="rebuild")
-def rebuild(request: HttpRequest):
+def rebuild(request: HttpRequest, save: SaveName):
     """Re-fold every session and episode from the buffer (admins only; never on a timer)."""
     access.require_admin(request)
     return services.rebuild_projections(user=user_of(request))
 
 
 @router.post("/projections/verify", response={200: VerifyOut, **WRITE_ERRORS}, url_name="verify")
-def verify(request: HttpRequest):
+def verify(request: HttpRequest, save: SaveName):
     """Fold everything afresh in memory and compare with the stored rows; writes nothing."""
     access.require_editor(request)
     return services.verify_projections()

@@ -25,7 +25,14 @@ from memory.engine.knowledge import (
     world_knowledge,
     world_objects,
 )
-from memory.models import AliasChange, ObjectType, WorldObject
+from memory.models import AliasChange, Attribute, ObjectType, WorldObject
+
+
+def _search(qs, q: str):
+    """Entities whose id or any attribute value holds `q` (attributes join by id within the
+    active save: a subquery, since the composite keys leave no relation to follow)."""
+    holding = Attribute.objects.filter(value__icontains=q).values("object_id")
+    return qs.filter(Q(id__icontains=q) | Q(id__in=holding))
 
 
 def _entities(world_id: str | None):
@@ -36,7 +43,7 @@ def _entities(world_id: str | None):
 def list_viewers(*, world_id: str | None = None, q: str | None = None) -> list[WorldObject]:
     qs = _entities(world_id)
     if q:
-        qs = qs.filter(Q(id__icontains=q) | Q(attributes__value__icontains=q)).distinct()
+        qs = _search(qs, q)
     return list(qs.order_by("world_id", "id"))
 
 
@@ -90,7 +97,7 @@ def entity_list(
     the first `limit` of them, and how many match: the overview's list and /api/entities."""
     qs = _entities(world_id)
     if q:
-        qs = qs.filter(Q(id__icontains=q) | Q(attributes__value__icontains=q)).distinct()
+        qs = _search(qs, q)
     qs = qs.order_by("world_id", "id")
     objs = list(qs if limit is None else qs[:limit])
     total = len(objs) if limit is None or len(objs) < limit else qs.count()
@@ -333,7 +340,7 @@ class MatrixWindow:
 def _matching(world_id: str, q: str | None):
     qs = _entities(world_id)
     if q:
-        qs = qs.filter(Q(id__icontains=q) | Q(attributes__value__icontains=q)).distinct()
+        qs = _search(qs, q)
     return qs.order_by("id")
 
 

@@ -7,12 +7,12 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
-from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from memory.engine.errors import NotFound
 from memory.engine.knowledge import Viewer, true_names
 from memory.models import ObjectType, WorldObject
+from memory.web.saves import reverse
 from memory.web.selectors import buffer as buffer_reads
 from memory.web.selectors import faces as face_reads
 from memory.web.views._common import get_viewer_for_user, path_id, render_page

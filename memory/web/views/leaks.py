@@ -10,7 +10,6 @@ from urllib.parse import urlencode
 from django.contrib.auth.decorators import login_required, permission_required
 from django.core.exceptions import BadRequest
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
-from django.urls import reverse
 from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_POST
 
@@ -18,6 +17,7 @@ from memory.engine.errors import Conflict, InvalidInput, NotFound
 from memory.engine.leaks.world_scan import CSV_HEADER, FINDING_STATES
 from memory.web import inputs, services
 from memory.web.roles import EDIT_PERMISSION, READ_PERMISSION
+from memory.web.saves import reverse
 from memory.web.selectors import leaks as leak_reads
 from memory.web.selectors import viewers as viewer_reads
 from memory.web.spreadsheet import safe_row

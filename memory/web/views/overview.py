@@ -1,5 +1,5 @@
-"""The overview: every viewer, each world's knowledge matrix, leak counts and projection
-status, and the header picker's no-JS path."""
+"""The overview (one section per save), and what a save's page shares with it: each world's
+knowledge matrix window, the leak counts and projection panel, the header picker's no-JS path."""
 
 from __future__ import annotations
 
@@ -12,16 +12,18 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from memory.web.roles import EDIT_PERMISSION, READ_PERMISSION
+from memory.active_save import use
+from memory.web import saves
+from memory.web.roles import ADMIN_PERMISSION, EDIT_PERMISSION, READ_PERMISSION
 from memory.web.selectors import leaks as leak_reads
 from memory.web.selectors import projections as projection_reads
+from memory.web.selectors import saves as save_reads
 from memory.web.selectors import viewers as viewer_reads
 from memory.web.selectors.problems import problem_list
 from memory.web.views._common import (
     get_viewer_for_user,
     query_text,
     render_page,
-    wants_fragment,
 )
 
 
@@ -29,24 +31,27 @@ from memory.web.views._common import (
 @login_required
 @permission_required(READ_PERMISSION, raise_exception=True)
 def overview(request: HttpRequest) -> HttpResponse:
+    """One section per save: its provenance, viewers, open leaks, projection lag, and links
+    to its page and leak report. ?q= finds viewers in every save (one match opens it)."""
     q = query_text(request, "q")
-    entities, viewer_total = viewer_reads.viewer_window(q=q, limit=VIEWERS_LISTED)
-    if q and viewer_total == 1 and not wants_fragment(request):
-        # A search that finds one entity opens it (the live list, typed into, never jumps).
-        return redirect("memory:viewer", viewer_id=entities[0].id)
-    worlds = [_matrix(request, world) for world in viewer_reads.list_worlds()]
+    sections = []
+    for summary in save_reads.summaries():
+        found: list = []
+        found_total = 0
+        if q:
+            with use(summary.save):
+                found, found_total = viewer_reads.viewer_window(q=q, limit=VIEWERS_LISTED)
+        sections.append({"s": summary, "found": found, "found_total": found_total})
+    if q and sum(x["found_total"] for x in sections) == 1:
+        only = next(x for x in sections if x["found_total"])
+        return redirect("memory:viewer", save=only["s"].save.name, viewer_id=only["found"][0].id)
     context = {
-        **projection_context(request),
         "q": q or "",
-        "viewers": [e for e in entities if e.agent],
-        # is_agent=0: things the save keeps as entities that never think (a crate, a door).
-        "non_agents": [e for e in entities if not e.agent],
-        "viewer_total": viewer_total,
-        "listed": len(entities),
-        "worlds": worlds,
-        "json_twin": reverse("api:entities") + (f"?{urlencode({'q': q})}" if q else ""),
+        "sections": sections,
+        "can_delete": request.user.has_perm(ADMIN_PERMISSION),
+        "json_twin": reverse("api:saves"),
     }
-    return render_page(request, "memory/overview.html", "viewer-list", context)
+    return render_page(request, "memory/overview.html", None, context)
 
 
 # The overview lists this many viewers (search narrows the rest) and this many leak rows.
@@ -63,7 +68,7 @@ def _offset(request: HttpRequest, name: str) -> int:
     return int(raw) if raw.isdigit() and len(raw) < 9 else 0
 
 
-def _matrix(request: HttpRequest, world) -> dict[str, Any]:
+def matrix(request: HttpRequest, world) -> dict[str, Any]:
     """One world's matrix window: the filters and offsets in the query string apply to the
     world they name (?mw=), so each world keeps its own permalink."""
     mine = request.GET.get("mw") == world.id
@@ -76,7 +81,7 @@ def _matrix(request: HttpRequest, world) -> dict[str, Any]:
         row_start=_offset(request, "mr") if mine else 0,
         col_start=_offset(request, "mc") if mine else 0,
     )
-    base = reverse("memory:overview")
+    base = saves.reverse("memory:save")
 
     def url(**moved: int) -> str:
         params = {"mw": world.id, "mrq": row_q or "", "mcq": col_q or ""}
@@ -133,6 +138,6 @@ def pick_viewer(request: HttpRequest) -> HttpResponse:
     """The header picker's no-JS path: a GET form that lands on the chosen viewer."""
     viewer_id = query_text(request, "viewer")
     if not viewer_id:
-        return redirect("memory:overview")
+        return redirect(saves.reverse("memory:save"))
     viewer = get_viewer_for_user(request, viewer_id)
-    return redirect("memory:viewer", viewer_id=viewer.id)
+    return redirect(saves.reverse("memory:viewer", kwargs={"viewer_id": viewer.id}))

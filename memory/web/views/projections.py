@@ -8,7 +8,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
-from memory.web import services
+from memory.web import saves, services
 from memory.web.roles import EDIT_PERMISSION
 from memory.web.views._common import render_page, wants_fragment
 from memory.web.views.overview import projection_context
@@ -37,7 +37,7 @@ def projection_action(request: HttpRequest, action: str) -> HttpResponse:
         (messages.success if action == "cycle" or not result["drift"] else messages.warning)(
             request, text
         )
-        return redirect("memory:overview")
+        return redirect(saves.reverse("memory:save"))
     context = projection_context(request)
     context["projection_result"] = {"action": action, "text": text, "result": result}
-    return render_page(request, "memory/overview.html", "projection-panel", context)
+    return render_page(request, "memory/save.html", "projection-panel", context)

@@ -11,7 +11,6 @@ from urllib.parse import quote, urlencode
 from django.contrib.auth.decorators import login_required, permission_required
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.middleware.csrf import get_token
-from django.urls import reverse
 from django.utils.functional import SimpleLazyObject
 from django.utils.html import format_html
 from django.utils.http import RFC3986_SUBDELIMS
@@ -25,6 +24,7 @@ from memory.engine.knowledge import Viewer, get_viewer
 from memory.web import services
 from memory.web.converters import IdConverter
 from memory.web.roles import EDIT_PERMISSION
+from memory.web.saves import reverse
 from memory.web.selectors import buffer as buffer_reads
 from memory.web.selectors import faces as face_reads
 from memory.web.selectors import projections as projection_reads

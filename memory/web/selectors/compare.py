@@ -1,0 +1,57 @@
+"""The compare page and its JSON twin read the same thing: the query's parameters checked
+once here, then the engine's comparison (memory/engine/compare.py) as a dict.
+
+The parameters are the command's: `a` and `b` are two saves (with `viewer`, one viewer;
+without, every viewer both hold), or, with `save`, two viewers in that save. A page never
+writes, so nothing is folded or rescanned here: a save with unfolded rows is said so, and
+a viewer whose stored findings are behind is scanned in memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from memory.engine.compare import compare_saves, compare_viewers
+from memory.engine.errors import InvalidInput
+from memory.engine.saves import live_saves
+from memory.web import inputs
+
+PARAMS = ("a", "b", "viewer", "save")
+# Longer than any id or save name people type; a longer value names nothing.
+MAX_PARAM = 1000
+
+
+def params_of(query: Mapping[str, Any]) -> dict[str, str]:
+    """The non-empty parameters, stripped; InvalidInput (naming the field) for NUL or a
+    value no save or id could be."""
+    found: dict[str, str] = {}
+    for name in PARAMS:
+        raw = query.get(name)
+        value = (inputs.text(raw if isinstance(raw, str) else None, name) or "").strip()
+        if len(value) > MAX_PARAM:
+            raise InvalidInput(f"{name} is longer than {MAX_PARAM} characters", field=name)
+        if value:
+            found[name] = value
+    return found
+
+
+def comparison(params: Mapping[str, str]) -> dict[str, Any]:
+    """The comparison the parameters ask for, as the engine's `as_dict()`."""
+    for name in ("a", "b"):
+        if not params.get(name):
+            what = "viewer" if params.get("save") else "save"
+            raise InvalidInput(f"{name} is required: the {what} to compare", field=name)
+    if params.get("save"):
+        if params.get("viewer"):
+            raise InvalidInput(
+                "viewer compares two saves; with save, a and b are the two viewers",
+                field="viewer",
+            )
+        return compare_viewers(params["save"], params["a"], params["b"]).as_dict()
+    return compare_saves(params["a"], params["b"], params.get("viewer")).as_dict()
+
+
+def save_names() -> list[str]:
+    """The saves the form offers."""
+    return [s.name for s in live_saves()]

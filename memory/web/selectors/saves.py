@@ -1,0 +1,90 @@
+"""The saves this inspector holds: each one's provenance, and the one-line summary the
+overview gives it (worlds, viewers, open leaks, projection lag)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from memory.active_save import use
+from memory.engine.saves import live_saves
+from memory.models import ObjectType, Save, WorldObject
+from memory.web.selectors import leaks as leak_reads
+from memory.web.selectors import projections as projection_reads
+
+
+def _loads(text: str, default: Any) -> Any:
+    try:
+        value = json.loads(text or "")
+    except ValueError:
+        return default
+    return value if isinstance(value, type(default)) else default
+
+
+def provenance(save: Save) -> dict[str, Any]:
+    """Where a save's rows came from: the file, its hash, who brought it and how."""
+    return {
+        "name": save.name,
+        "kind": save.kind,
+        "era": save.era,
+        "title": save.title,
+        "source_name": save.source_name,
+        "source_size": save.source_size,
+        "source_sha256": save.source_sha256,
+        "world_ids": [str(w) for w in _loads(save.world_ids_json, [])],
+        "counts": {str(k): v for k, v in _loads(save.counts_json, {}).items()},
+        "command": save.command,
+        "imported_at": save.imported_at,
+        "imported_by": save.imported_by,
+    }
+
+
+@dataclass
+class SaveSummary:
+    save: Save
+    provenance: dict[str, Any]
+    viewers: int = 0
+    leaks_open: int = 0
+    leak_viewers: int = 0  # viewers with at least one open finding
+    leak_pending: int = 0
+    lag_rows: int = 0
+    worlds: list[str] = field(default_factory=list)
+
+
+def summary(save: Save) -> SaveSummary:
+    """One save's line on the overview (inside that save)."""
+    with use(save):
+        report = leak_reads.leak_report()
+        counts = leak_reads.leak_counts(report)
+        per_viewer = [sum(per_kind.values()) for per_kind in counts.values()]
+        return SaveSummary(
+            save=save,
+            provenance=provenance(save),
+            viewers=WorldObject.objects.filter(type=ObjectType.ENTITY, is_agent=1).count(),
+            leaks_open=sum(per_viewer),
+            leak_viewers=sum(1 for n in per_viewer if n),
+            leak_pending=len(report.pending),
+            lag_rows=projection_reads.projection_status()["lag_rows"],
+            worlds=list(
+                WorldObject.objects.filter(type=ObjectType.WORLD)
+                .order_by("id")
+                .values_list("id", flat=True)
+            ),
+        )
+
+
+def summaries() -> list[SaveSummary]:
+    return [summary(save) for save in live_saves()]
+
+
+def live_row_counts() -> dict[str, int]:
+    """The active save's rows per table, as they stand now (what a delete would remove)."""
+    from memory.engine.saves import save_scoped_models  # noqa: PLC0415
+
+    counts = {}
+    for model in sorted(save_scoped_models(), key=lambda m: m._meta.db_table):
+        n = model.objects.count()
+        if n:
+            counts[model._meta.db_table] = n
+    return counts

@@ -1,0 +1,71 @@
+"""One save's page: where it came from (provenance), its viewers, knowledge matrix, leak
+counts, projection status and problems; and the admins' delete, behind a confirm page."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required, permission_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods
+
+from memory.engine import saves as engine_saves
+from memory.web import saves
+from memory.web.roles import ADMIN_PERMISSION, READ_PERMISSION
+from memory.web.selectors import saves as save_reads
+from memory.web.selectors import viewers as viewer_reads
+from memory.web.views._common import query_text, render_page, wants_fragment
+from memory.web.views.overview import VIEWERS_LISTED, matrix, projection_context
+
+
+@require_GET
+@login_required
+@permission_required(READ_PERMISSION, raise_exception=True)
+def save_page(request: HttpRequest) -> HttpResponse:
+    q = query_text(request, "q")
+    entities, viewer_total = viewer_reads.viewer_window(q=q, limit=VIEWERS_LISTED)
+    if q and viewer_total == 1 and not wants_fragment(request):
+        # A search that finds one entity opens it (the live list, typed into, never jumps).
+        return redirect(saves.reverse("memory:viewer", kwargs={"viewer_id": entities[0].id}))
+    save = saves.current()
+    context = {
+        **projection_context(request),
+        "save": save,
+        "provenance": save_reads.provenance(save),
+        "q": q or "",
+        "viewers": [e for e in entities if e.agent],
+        # is_agent=0: things the save keeps as entities that never think (a crate, a door).
+        "non_agents": [e for e in entities if not e.agent],
+        "viewer_total": viewer_total,
+        "listed": len(entities),
+        "worlds": [matrix(request, world) for world in viewer_reads.list_worlds()],
+        "json_twin": saves.reverse("api:entities") + (f"?{urlencode({'q': q})}" if q else ""),
+        "can_delete": request.user.has_perm(ADMIN_PERMISSION),
+    }
+    return render_page(request, "memory/save.html", "viewer-list", context)
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+@permission_required(ADMIN_PERMISSION, raise_exception=True)
+def delete_save(request: HttpRequest) -> HttpResponse:
+    """GET: the confirm page naming the save and what it holds; POST with confirm=<name>:
+    the save and every row under it removed (audited), back to the overview."""
+    save = saves.current()
+    if request.method == "POST" and request.POST.get("confirm") == save.name:
+        deleted = engine_saves.delete_save(save.name, actor=request.user)
+        messages.success(request, f"Deleted save {deleted.name!r}: {deleted.total} rows removed.")
+        return redirect("memory:overview")
+    rows = save_reads.live_row_counts()
+    context = {
+        "save": save,
+        "provenance": save_reads.provenance(save),
+        "rows": rows,
+        "row_total": sum(rows.values()),
+        "mistyped": request.method == "POST",
+    }
+    return render(
+        request, "memory/save_delete.html", context, status=400 if request.method == "POST" else 200
+    )
