@@ -46,10 +46,10 @@ def populate(entries: int) -> None:
 
     world = WorldObject.objects.create(id="bench-world", type="world")
     aliases = json.dumps([["bench-other", "the stranger"]], separators=(",", ":"))
-    WorldObject.objects.create(id=VIEWER, type="entity", world=world, aliases_json=aliases)
-    WorldObject.objects.create(id="bench-other", type="entity", world=world)
+    WorldObject.objects.create(id=VIEWER, type="entity", world_id=world.id, aliases_json=aliases)
+    WorldObject.objects.create(id="bench-other", type="entity", world_id=world.id)
     for i in range(LAYERS):
-        Layer.objects.create(id=f"bench-layer-{i}", world=world, title=f"Layer {i}")
+        Layer.objects.create(id=f"bench-layer-{i}", world_id=world.id, title=f"Layer {i}")
         LayerSubscription.objects.create(entity_id=VIEWER, layer_id=f"bench-layer-{i}", position=i)
     per_scope = entries // (LAYERS + 1)
     home_count = entries - per_scope * LAYERS
@@ -111,15 +111,18 @@ def populate(entries: int) -> None:
 
 
 def plain_listing(scopes: list[str]) -> int:
-    """The floor: one ordered SELECT of the same columns, every row fetched."""
+    """The floor: one ordered SELECT of the same columns, every row fetched (of the active
+    save, as every reader of the inspector filters)."""
     from django.db import connection
+
+    from memory.active_save import current_id
 
     marks = ", ".join(["%s"] * len(scopes))
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT {', '.join(COLUMNS)} FROM ledger_entries WHERE scope_id IN ({marks}) "
-            "ORDER BY scope_id, id",
-            scopes,
+            f"SELECT {', '.join(COLUMNS)} FROM ledger_entries "
+            f"WHERE game_save_id = %s AND scope_id IN ({marks}) ORDER BY scope_id, id",
+            [current_id(), *scopes],
         )
         return len(cursor.fetchall())
 
@@ -132,9 +135,13 @@ def child(entries: int) -> dict:
     django.setup()
     from django.core.management import call_command
 
+    from memory.active_save import activate
     from memory.engine.longterm.reader import viewer_faces
+    from memory.models import Save
 
     call_command("migrate", verbosity=0)
+    # Every row belongs to a save (issue 16): the generated store is one, active throughout.
+    activate(Save.objects.create(name="bench-faces", kind="scenario", era="v2"))
     started = time.perf_counter()
     populate(entries)
     populate_s = time.perf_counter() - started

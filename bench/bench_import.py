@@ -2,10 +2,16 @@
 
     .venv/bin/python bench/bench_import.py --rows 1000000      # the figure in bench/README.md
     .venv/bin/python bench/bench_import.py --smoke             # CI: seconds
+    .venv/bin/python bench/bench_import.py --rows 1000000 --saves 3   # issue 16: 3rd vs 1st save
 
 The world file is generated at run time in a temporary directory (never committed). Each
 measured step runs in its own child process so its peak RSS (ru_maxrss) is its own: an
 import that streams keeps the same peak at 100k rows as at 1M.
+
+Every import lands in a save (issue 16). With `--saves N` the same file is imported N times
+into one inspector database, as saves `bench-1` … `bench-N` (`as_name`), and the N-th import
+(N - 1 saves of the same world already present) is reported as a ratio to the first, in the
+same run; only the --rows size is measured then.
 """
 
 from __future__ import annotations
@@ -99,7 +105,7 @@ def child_copy(source: str, target: str) -> dict:
     return {"seconds": time.perf_counter() - started}
 
 
-def child_import(source: str) -> dict:
+def child_import(source: str, saves: str = "1") -> dict:
     import django
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "omnia_site.settings")
@@ -110,9 +116,14 @@ def child_import(source: str) -> dict:
     from memory.worlds.omnia_import import import_omnia
 
     call_command("migrate", verbosity=0)
-    started = time.perf_counter()
-    report = import_omnia(source)
-    return {"seconds": time.perf_counter() - started, "rows": report.counts["buffer_entries"]}
+    seconds, rows = [], []
+    for n in range(1, int(saves) + 1):
+        started = time.perf_counter()
+        # The same file under a new name each time: a save beside the others, not a no-op.
+        report = import_omnia(source, as_name=f"bench-{n}")
+        seconds.append(time.perf_counter() - started)
+        rows.append(report.counts["buffer_entries"])
+    return {"seconds": seconds[0], "rows": rows[0], "each_s": seconds, "each_rows": rows}
 
 
 def run_child(kind: str, *args: str, env: dict | None = None) -> dict:
@@ -127,15 +138,15 @@ def run_child(kind: str, *args: str, env: dict | None = None) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def measure(rows: int, tmp: Path, database_url: str | None) -> dict:
+def measure(rows: int, tmp: Path, database_url: str | None, saves: int = 1) -> dict:
     world = tmp / f"world-{rows}.sqlite"
     generate_world(world, rows)
     copy = run_child("copy", str(world), str(tmp / f"copy-{rows}.sqlite"))
     env = {"DATABASE_URL": database_url or f"sqlite:///{tmp / f'inspector-{rows}.sqlite3'}"}
     if database_url:
         _reset_postgres(database_url)
-    imported = run_child("import", str(world), env=env)
-    return {
+    imported = run_child("import", str(world), str(saves), env=env)
+    result = {
         "rows": rows,
         "copy_s": round(copy["seconds"], 3),
         "import_s": round(imported["seconds"], 3),
@@ -145,6 +156,13 @@ def measure(rows: int, tmp: Path, database_url: str | None) -> dict:
         "import_validator_peak_rss_mb": imported["helper_peak_rss_mb"],
         "copy_peak_rss_mb": copy["peak_rss_mb"],
     }
+    if saves > 1:
+        each = imported["each_s"]
+        assert imported["each_rows"] == [rows] * saves, imported["each_rows"]
+        result["saves"] = saves
+        result["import_each_s"] = [round(x, 3) for x in each]
+        result["last_vs_first"] = round(each[-1] / each[0], 3)
+    return result
 
 
 def _reset_postgres(url: str) -> None:
@@ -164,6 +182,12 @@ def main() -> None:
     parser.add_argument(
         "--database-url", help="import into this PostgreSQL instead of a temp SQLite"
     )
+    parser.add_argument(
+        "--saves",
+        type=int,
+        default=1,
+        help="import the same file as saves 1..N into one database; report the N-th vs the first",
+    )
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -176,6 +200,20 @@ def main() -> None:
             resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1
         )
         print(json.dumps(result))
+        return
+    if args.smoke:
+        args.rows = 20_000
+    if args.saves > 1:
+        with tempfile.TemporaryDirectory(prefix="omnia-bench-") as tmp:
+            result = measure(args.rows, Path(tmp), args.database_url, args.saves)
+        print(json.dumps(result))
+        each = result["import_each_s"]
+        print(
+            f"import {result['rows']:,} rows as save 1: {each[0]} s; as save {args.saves} "
+            f"({args.saves - 1} saves of the same world present): {each[-1]} s -> "
+            f"ratio {result['last_vs_first']} (all: {each}); peak RSS "
+            f"{result['import_peak_rss_mb']} MB"
+        )
         return
     sizes = [2_000, 20_000] if args.smoke else [args.rows // 10, args.rows]
     with tempfile.TemporaryDirectory(prefix="omnia-bench-") as tmp:

@@ -40,6 +40,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PG = os.environ.get("PG_ADMIN_URL", "postgres://postgres@127.0.0.1:5432/postgres")
 FIXTURE = ROOT / "tests" / "fixtures" / "omnia" / "omnia-head-tavern.sqlite"
+# The save the fixture is imported as (issue 16): every page and API route is under it.
+SAVE = "load"
 
 # --- the locust side ------------------------------------------------------------------------------
 
@@ -47,6 +49,7 @@ if "locust" in sys.modules:
     from locust import FastHttpUser, between, constant_throughput, events, task
 
     VIEWERS = os.environ.get("BENCH_VIEWERS", "").split(",")
+    IN_SAVE = f"/saves/{os.environ.get('BENCH_SAVE', SAVE)}"
     READER_TOKEN = os.environ.get("BENCH_READER_TOKEN", "")
     WRITER_TOKEN = os.environ.get("BENCH_WRITER_TOKEN", "")
     WRITERS = int(os.environ.get("BENCH_WRITERS", "20"))
@@ -89,28 +92,32 @@ if "locust" in sys.modules:
         @task(3)
         def viewer_page(self) -> None:
             self.client.get(
-                f"/viewers/{random.choice(VIEWERS)}/", headers=self.page, name="/viewers/[id]/"
+                f"{IN_SAVE}/viewers/{random.choice(VIEWERS)}/",
+                headers=self.page,
+                name="/saves/[save]/viewers/[id]/",
             )
 
         @task(3)
         def buffer_api(self) -> None:
             self.client.get(
-                f"/api/viewers/{random.choice(VIEWERS)}/buffer",
+                f"/api{IN_SAVE}/viewers/{random.choice(VIEWERS)}/buffer",
                 headers=self.api,
-                name="/api/viewers/[id]/buffer",
+                name="/api/saves/[save]/viewers/[id]/buffer",
             )
 
         @task(2)
         def sessions_api(self) -> None:
             self.client.get(
-                f"/api/viewers/{random.choice(VIEWERS)}/sessions",
+                f"/api{IN_SAVE}/viewers/{random.choice(VIEWERS)}/sessions",
                 headers=self.api,
-                name="/api/viewers/[id]/sessions",
+                name="/api/saves/[save]/viewers/[id]/sessions",
             )
 
         @task(1)
         def entities_api(self) -> None:
-            self.client.get("/api/entities", headers=self.api, name="/api/entities")
+            self.client.get(
+                f"/api{IN_SAVE}/entities", headers=self.api, name="/api/saves/[save]/entities"
+            )
 
     class Writer(FastHttpUser):
         """The game's CI: remembers rows through the API at a fixed total rate, spread over
@@ -131,10 +138,10 @@ if "locust" in sys.modules:
                 "targetIds": [],
             }
             with self.client.post(
-                f"/api/viewers/{owner}/memories",
+                f"/api{IN_SAVE}/viewers/{owner}/memories",
                 json={"intent": intent, "conversation_id": f"load-{random.randrange(20)}"},
                 headers={"Authorization": f"Bearer {WRITER_TOKEN}"},
-                name="POST /api/viewers/[id]/memories",
+                name="POST /api/saves/[save]/viewers/[id]/memories",
                 catch_response=True,
             ) as response:
                 if response.status_code == 201:
@@ -153,8 +160,12 @@ if "locust" in sys.modules:
 
 # --- the orchestrator -------------------------------------------------------------------------------
 
+# The shell snippets run inside the one save the database holds (`SOLE`), as a command
+# without --save does.
 SETUP = """
 import json
+from memory.active_save import SOLE, activate
+activate(SOLE)
 from django.contrib.auth.models import Group, User
 from memory.web.auth import issue_token
 from memory.models import BufferEntry, ObjectType, WorldObject
@@ -186,12 +197,14 @@ print(json.dumps({
 
 CHECK = """
 import json, sys
+from memory.active_save import SOLE, activate
+activate(SOLE)
 from memory.models import BufferEntry, MemorySession
 from memory.engine.projections.worker import projection_status
 ids = [line for line in open(sys.argv[1]).read().split() if line]
 present = set()
 for start in range(0, len(ids), 1000):
-    present |= set(BufferEntry.objects.filter(pk__in=ids[start:start + 1000]).values_list("pk", flat=True))
+    present |= set(BufferEntry.objects.filter(id__in=ids[start:start + 1000]).values_list("id", flat=True))
 total = BufferEntry.objects.count()
 counted = sum(MemorySession.objects.values_list("memory_count", flat=True))
 print(json.dumps({"written": len(ids), "present": len(present), "rows_total": total,
@@ -238,7 +251,7 @@ def wait_lag_zero(env: dict[str, str], seconds: float = 120) -> float:
             env,
             "shell",
             "-c",
-            "from memory.engine.projections.worker import projection_status as p; print(p()['lag_rows'])",
+            "from memory.engine.projections.worker import lag_every_save; print(lag_every_save())",
         )
         if out.stdout.strip().splitlines()[-1] == "0":
             return time.monotonic() - started
@@ -322,7 +335,7 @@ def main() -> None:
     env.pop("OMNIA_TESTING", None)
     manage(env, "migrate", "--no-input", "-v0")
     manage(env, "collectstatic", "--no-input", "-v0")
-    manage(env, "import_omnia", str(FIXTURE))
+    manage(env, "import_omnia", str(FIXTURE), "--as", SAVE)
     setup = json.loads(manage(env, "shell", "-c", SETUP).stdout.strip().splitlines()[-1])
     manage(env, "run_projections")  # fold the imported rows: the lag starts at zero
 
@@ -377,6 +390,7 @@ def main() -> None:
         locust_env.update(
             {
                 "BENCH_VIEWERS": ",".join(setup["viewers"]),
+                "BENCH_SAVE": SAVE,
                 "BENCH_READER_TOKEN": setup["reader_token"],
                 "BENCH_WRITER_TOKEN": setup["writer_token"],
                 "BENCH_WRITERS": str(args.writers),

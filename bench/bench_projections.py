@@ -47,6 +47,8 @@ NEW_ROWS = 1000
 WORLD = "bench-world"
 BASE_US = 1_700_000_000_000_000
 T0 = 1_783_339_200  # 2026-07-06T12:00:00Z
+# The save every generated row belongs to (issue 16): raw SQL must name it, as the engine's does.
+SAVE: list[int] = []
 
 
 def rss_kb() -> int:
@@ -101,25 +103,27 @@ class Store:
     def world(self) -> None:
         with connection.cursor() as c:
             c.execute(
-                "INSERT INTO objects (id, type, clock_iso) VALUES (%s, 'world', %s)",
-                (WORLD, "2026-07-06T12:00:00.000Z"),
+                "INSERT INTO objects (game_save_id, id, type, clock_iso) VALUES (%s, %s, 'world', %s)",
+                (SAVE[0], WORLD, "2026-07-06T12:00:00.000Z"),
             )
             c.executemany(
-                "INSERT INTO objects (id, type, world_id) VALUES (%s, 'location', %s)",
-                [(f"room-{i}", WORLD) for i in range(LOCATIONS)],
+                "INSERT INTO objects (game_save_id, id, type, world_id) "
+                "VALUES (%s, %s, 'location', %s)",
+                [(SAVE[0], f"room-{i}", WORLD) for i in range(LOCATIONS)],
             )
             c.executemany(
-                "INSERT INTO attributes (object_id, name, value, visibility) "
-                "VALUES (%s, %s, %s, 'PUBLIC')",
+                "INSERT INTO attributes (game_save_id, object_id, name, value, visibility) "
+                "VALUES (%s, %s, %s, %s, 'PUBLIC')",
                 [
-                    (f"room-{i}", "description", f"a smoky room number {i}")
+                    (SAVE[0], f"room-{i}", "description", f"a smoky room number {i}")
                     for i in range(LOCATIONS)
                 ],
             )
             c.executemany(
-                "INSERT INTO objects (id, type, world_id, location_id, aliases_json, is_agent) "
-                "VALUES (%s, 'entity', %s, %s, '[]', 1)",
-                [(o, WORLD, "room-0") for o in self.owner_ids],
+                "INSERT INTO objects "
+                "(game_save_id, id, type, world_id, location_id, aliases_json, is_agent) "
+                "VALUES (%s, %s, 'entity', %s, %s, '[]', 1)",
+                [(SAVE[0], o, WORLD, "room-0") for o in self.owner_ids],
             )
 
     def _row(self) -> tuple:
@@ -146,6 +150,7 @@ class Store:
         self.count += 1
         n = self.count
         return (
+            SAVE[0],
             f"m{n:09d}",
             owner,
             ts,
@@ -159,9 +164,9 @@ class Store:
 
     def add(self, rows: int) -> None:
         sql = (
-            "INSERT INTO buffer_entries (id, owner_id, timestamp, location_id, intent_json, "
-            "outcome_json, created_at, shard, conversation_id) "
-            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
+            "INSERT INTO buffer_entries (game_save_id, id, owner_id, timestamp, location_id, "
+            "intent_json, outcome_json, created_at, shard, conversation_id) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
         )
         done = 0
         while done < rows:
@@ -171,7 +176,8 @@ class Store:
             done += len(chunk)
         with connection.cursor() as c:
             c.execute(
-                "UPDATE memory_projection_shards SET last_assigned_at = %s", (BASE_US + self.count,)
+                "UPDATE memory_projection_shards SET last_assigned_at = %s WHERE game_save_id = %s",
+                (BASE_US + self.count, SAVE[0]),
             )
         if connection.vendor == "sqlite":
             with connection.cursor() as c:
@@ -192,12 +198,20 @@ def plain_read(order: str) -> float:
 
         with transaction.atomic(), connection.connection.cursor(name="plain_read") as c:
             c.itersize = 10000
-            c.execute(f"SELECT {FOLD_COLUMNS} FROM buffer_entries ORDER BY {order}")
+            c.execute(
+                f"SELECT {FOLD_COLUMNS} FROM buffer_entries WHERE game_save_id = %s "
+                f"ORDER BY {order}",
+                SAVE,
+            )
             for row in c:
                 json.loads(row[5])
     else:
         with connection.cursor() as c:
-            c.execute(f"SELECT {FOLD_COLUMNS} FROM buffer_entries ORDER BY {order}")
+            c.execute(
+                f"SELECT {FOLD_COLUMNS} FROM buffer_entries WHERE game_save_id = %s "
+                f"ORDER BY {order}",
+                SAVE,
+            )
             while rows := c.fetchmany(10000):
                 for row in rows:
                     json.loads(row[5])
@@ -311,7 +325,14 @@ def main() -> None:
         settings_dict["NAME"] = name
     try:
         call_command("migrate", verbosity=0)
+        from memory.active_save import activate
         from memory.engine.shards import ensure_shards
+        from memory.models import Save
+
+        # One save holds the generated store, active for the whole run (as `--save` would be).
+        save = Save.objects.create(name="bench-projections", kind="scenario", era="v2")
+        SAVE.append(save.pk)
+        activate(save)
 
         ensure_shards()
         store = Store()

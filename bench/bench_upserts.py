@@ -70,7 +70,7 @@ def orm_sessions(states: list, upsert: bool) -> None:
         MemorySession.objects.bulk_create(
             rows,
             update_conflicts=True,
-            unique_fields=["owner", "session_key"],
+            unique_fields=["game_save", "owner_id", "session_key"],
             update_fields=list(sessions.SESSION_COLUMNS[2:]),
         )
     else:
@@ -93,7 +93,7 @@ def orm_episodes(states: list, upsert: bool) -> None:
         Episode.objects.bulk_create(
             rows,
             update_conflicts=True,
-            unique_fields=["owner", "ordinal"],
+            unique_fields=["game_save", "owner_id", "ordinal"],
             update_fields=list(columns[2:]),
         )
     else:
@@ -201,7 +201,12 @@ def main() -> None:
         settings_dict["NAME"] = name
     try:
         call_command("migrate", verbosity=0)
-        run(n, repeat)
+        from memory.active_save import use
+        from memory.models import Save
+
+        # The projections are save-scoped (issue 16): both ways write into one save.
+        with use(Save.objects.create(name="bench-upserts", kind="scenario", era="v2")):
+            run(n, repeat)
     finally:
         connection.close()
         if tmpdir:

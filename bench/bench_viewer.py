@@ -3,6 +3,7 @@
     .venv/bin/python bench/bench_viewer.py                 # 1,000,000 rows, the viewer holds 100,000
     .venv/bin/python bench/bench_viewer.py --smoke         # 10,000 rows / 1,000, < 30 s
     .venv/bin/python bench/bench_viewer.py --rows 1000000 --viewer-rows 100000 --repeat 7
+    .venv/bin/python bench/bench_viewer.py --saves 3       # issue 16: 1 save vs 3 saves present
 
 One temporary SQLite file is generated at run time (bulk executemany into the omnia tables,
 after `migrate`, so every index the inspector relies on exists). Three servers are then
@@ -19,6 +20,13 @@ For each URL: one warm-up request, then the median of --repeat time-to-first-byt
 inspector's viewer page and its buffer panel (the htmx fragment) over the Django admin
 changelist of the same viewer's rows (`?owner__id__exact=`) and over the Datasette table page
 filtered the same way (`?owner_id=`). Nothing is written to the repository.
+
+Every row belongs to a save (issue 16): the store is generated as save `bench-1` and every
+inspector page is read under `/saves/bench-1/`. With `--saves N` (N > 1), once every page has
+been timed, the same world is generated again as saves `bench-2` … `bench-N` (same seed, same
+ids, each folded and scanned as a loaded save is) and the viewer page and its buffer fragment
+in `bench-1` are timed again on the same server: the ratio N saves / 1 save is the cost the
+other playthroughs put on a reader of one.
 """
 
 from __future__ import annotations
@@ -92,8 +100,9 @@ def wait_for(port: int, proc: subprocess.Popen, what: str, timeout: float = 60) 
 # --- the store ------------------------------------------------------------------------------------
 
 
-def build_store(rows: int, viewer_rows: int, owners: int, seed: int = 11) -> None:
-    """World, entities, and `rows` buffer rows of which `viewer_rows` belong to the viewer."""
+def build_store(rows: int, viewer_rows: int, owners: int, save_id: int, seed: int = 11) -> None:
+    """World, entities, and `rows` buffer rows of which `viewer_rows` belong to the viewer,
+    all in the save `save_id` (the same seed gives every save the same rows)."""
     from django.db import connection
 
     from memory.engine.shards import shard_of
@@ -102,30 +111,34 @@ def build_store(rows: int, viewer_rows: int, owners: int, seed: int = 11) -> Non
     others = [f"npc-{i:04d}" for i in range(owners)]
     with connection.cursor() as c:
         c.execute(
-            "INSERT INTO objects (id, type, clock_iso) VALUES (%s, 'world', %s)",
-            (WORLD, "2026-07-06T12:00:00.000Z"),
+            "INSERT INTO objects (game_save_id, id, type, clock_iso) VALUES (%s, %s, 'world', %s)",
+            (save_id, WORLD, "2026-07-06T12:00:00.000Z"),
         )
         c.execute(
-            "INSERT INTO objects (id, type, world_id) VALUES ('room-0', 'location', %s)", (WORLD,)
+            "INSERT INTO objects (game_save_id, id, type, world_id) "
+            "VALUES (%s, 'room-0', 'location', %s)",
+            (save_id, WORLD),
         )
         aliases = [[o, f"the sailor with {i} rings"] for i, o in enumerate(others[:50])]
         c.executemany(
-            "INSERT INTO objects (id, type, world_id, location_id, aliases_json, is_agent) "
-            "VALUES (%s, 'entity', %s, 'room-0', %s, 1)",
-            [(VIEWER, WORLD, json.dumps(aliases))] + [(o, WORLD, "[]") for o in others],
+            "INSERT INTO objects "
+            "(game_save_id, id, type, world_id, location_id, aliases_json, is_agent) "
+            "VALUES (%s, %s, 'entity', %s, 'room-0', %s, 1)",
+            [(save_id, VIEWER, WORLD, json.dumps(aliases))]
+            + [(save_id, o, WORLD, "[]") for o in others],
         )
         c.executemany(
-            "INSERT INTO attributes (object_id, name, value, visibility) "
-            "VALUES (%s, 'name', %s, 'PUBLIC')",
-            [(o, f"Sailor {o[4:]}") for o in [VIEWER, *others]],
+            "INSERT INTO attributes (game_save_id, object_id, name, value, visibility) "
+            "VALUES (%s, %s, 'name', %s, 'PUBLIC')",
+            [(save_id, o, f"Sailor {o[4:]}") for o in [VIEWER, *others]],
         )
     shards = {o: shard_of(o) for o in [VIEWER, *others]}
     # The viewer's rows are spread evenly through the write order, as play would spread them.
     every = rows / viewer_rows
     sql = (
-        "INSERT INTO buffer_entries (id, owner_id, timestamp, location_id, intent_json, "
-        "outcome_json, created_at, shard, conversation_id) "
-        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
+        "INSERT INTO buffer_entries (game_save_id, id, owner_id, timestamp, location_id, "
+        "intent_json, outcome_json, created_at, shard, conversation_id) "
+        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
     )
     chunk: list[tuple] = []
     next_viewer = 0.0
@@ -149,7 +162,18 @@ def build_store(rows: int, viewer_rows: int, owners: int, seed: int = 11) -> Non
         )
         ts = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(T0 + n + 1))
         chunk.append(
-            (f"m{n:09d}", owner, ts, "room-0", intent, None, BASE_US + n, shards[owner], None)
+            (
+                save_id,
+                f"m{n:09d}",
+                owner,
+                ts,
+                "room-0",
+                intent,
+                None,
+                BASE_US + n,
+                shards[owner],
+                None,
+            )
         )
         if len(chunk) == 20000:
             with connection.cursor() as c:
@@ -195,7 +219,7 @@ def first_upkeep() -> dict:
 
     owners = list(
         WorldObject.objects.filter(type="entity")
-        .exclude(pk=VIEWER)
+        .exclude(id=VIEWER)
         .values_list("id", flat=True)[:100]
     )
     for n in range(1000):
@@ -231,6 +255,25 @@ def first_upkeep() -> dict:
     }
 
 
+def new_save(n: int):
+    """Save `bench-<n>`: the generated rows are one playthrough, under a name, as an import's are."""
+    from memory.models import Save
+
+    return Save.objects.create(name=f"bench-{n}", kind="scenario", era="v2")
+
+
+def run_upkeep_of_loaded_save() -> None:
+    """What a save added after the first pays before people read it: its first fold and leak
+    scan (so the extra saves hold projections and findings too, as loaded saves do)."""
+    from django.db import connection
+
+    from memory.engine.upkeep import run_upkeep
+
+    run_upkeep()
+    with connection.cursor() as c:
+        c.execute("ANALYZE")
+
+
 def session_cookie() -> str:
     from django.conf import settings
     from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
@@ -257,9 +300,17 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--smoke", action="store_true", help="10,000 rows, 1,000 for the viewer")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument(
+        "--saves",
+        type=int,
+        default=1,
+        help="then add saves 2..N of the same world and time the viewer page and its buffer "
+        "fragment again (issue 16)",
+    )
     args = parser.parse_args()
     if args.smoke:
-        args.rows, args.viewer_rows, args.owners, args.repeat = 10_000, 1_000, 99, 3
+        args.rows, args.viewer_rows, args.owners = 10_000, 1_000, 99
+        args.repeat = min(args.repeat, 3)
 
     workdir = Path(tempfile.mkdtemp(prefix="bench_viewer_"))
     db_file = workdir / "omnia.sqlite3"
@@ -278,13 +329,17 @@ def main() -> None:
     django.setup()
     from django.core.management import call_command
 
+    from memory.active_save import use
+
     procs: list[subprocess.Popen] = []
     try:
         started = time.perf_counter()
         call_command("migrate", verbosity=0)
-        build_store(args.rows, args.viewer_rows, args.owners)
-        built = time.perf_counter() - started
-        upkeep = first_upkeep()
+        first_save = new_save(1)
+        with use(first_save):
+            build_store(args.rows, args.viewer_rows, args.owners, first_save.pk)
+            built = time.perf_counter() - started
+            upkeep = first_upkeep()
         cookie = session_cookie()
         from django.db import connection
 
@@ -339,36 +394,41 @@ def main() -> None:
             )
 
         auth = {"Cookie": cookie}
+        fragment = {**auth, "HX-Request": "true"}
         plain: dict[str, str] = {}
         r = args.repeat
+        page = f"/saves/{first_save.name}"  # every page of one save lives under its name
+        api = f"/api/saves/{first_save.name}"
         figures = {
-            "viewer_page": measure(servers["django"], f"/viewers/{VIEWER}/", auth, r),
+            "viewer_page": measure(servers["django"], f"{page}/viewers/{VIEWER}/", auth, r),
             "buffer_panel": measure(
-                servers["django"], f"/viewers/{VIEWER}/buffer/", {**auth, "HX-Request": "true"}, r
+                servers["django"], f"{page}/viewers/{VIEWER}/buffer/", fragment, r
             ),
-            "buffer_panel_page": measure(servers["django"], f"/viewers/{VIEWER}/buffer/", auth, r),
+            "buffer_panel_page": measure(
+                servers["django"], f"{page}/viewers/{VIEWER}/buffer/", auth, r
+            ),
             "admin_changelist": measure(
                 servers["django"],
-                f"/admin/memory/bufferentry/?owner__id__exact={VIEWER}",
+                f"/admin/memory/bufferentry/?owner_id__exact={VIEWER}"
+                f"&game_save__id__exact={first_save.pk}",
                 auth,
                 r,
             ),
         }
         # Every other page a user opens, and the API twins.
-        fragment = {**auth, "HX-Request": "true"}
         for name, path, headers in (
             ("overview", "/", auth),
-            ("leaks_page", "/leaks/", auth),
-            ("aliases_panel", f"/viewers/{VIEWER}/aliases/", fragment),
-            ("sessions_panel", f"/viewers/{VIEWER}/sessions/", fragment),
-            ("faces_panel", f"/viewers/{VIEWER}/faces/", fragment),
-            ("prompt_page", f"/viewers/{VIEWER}/prompt/", auth),
-            ("entry_page", f"/viewers/{VIEWER}/entries/{upkeep['viewer_entry']}/", auth),
-            ("api_buffer", f"/api/viewers/{VIEWER}/buffer", auth),
-            ("api_aliases", f"/api/viewers/{VIEWER}/aliases", auth),
-            ("api_sessions", f"/api/viewers/{VIEWER}/sessions", auth),
-            ("api_leaks", "/api/leaks", auth),
-            ("api_prompt", f"/api/viewers/{VIEWER}/prompt", auth),
+            ("leaks_page", f"{page}/leaks/", auth),
+            ("aliases_panel", f"{page}/viewers/{VIEWER}/aliases/", fragment),
+            ("sessions_panel", f"{page}/viewers/{VIEWER}/sessions/", fragment),
+            ("faces_panel", f"{page}/viewers/{VIEWER}/faces/", fragment),
+            ("prompt_page", f"{page}/viewers/{VIEWER}/prompt/", auth),
+            ("entry_page", f"{page}/viewers/{VIEWER}/entries/{upkeep['viewer_entry']}/", auth),
+            ("api_buffer", f"{api}/viewers/{VIEWER}/buffer", auth),
+            ("api_aliases", f"{api}/viewers/{VIEWER}/aliases", auth),
+            ("api_sessions", f"{api}/viewers/{VIEWER}/sessions", auth),
+            ("api_leaks", f"{api}/leaks", auth),
+            ("api_prompt", f"{api}/viewers/{VIEWER}/prompt", auth),
         ):
             figures[name] = measure(servers["django"], path, headers, r)
         if have_datasette:
@@ -381,6 +441,26 @@ def main() -> None:
                 plain,
                 r,
             )
+        # Issue 16: the same world again as saves 2..N, then the reader of save 1 timed again.
+        more_saves: dict = {}
+        one_save_mb = round(db_file.stat().st_size / 2**20, 1)
+        if args.saves > 1:
+            from django.db import connection
+
+            started = time.perf_counter()
+            for n in range(2, args.saves + 1):
+                other = new_save(n)
+                with use(other):
+                    build_store(args.rows, args.viewer_rows, args.owners, other.pk)
+                    run_upkeep_of_loaded_save()
+            connection.close()
+            more_saves["saves"] = args.saves
+            more_saves["added_in_s"] = round(time.perf_counter() - started, 1)
+            for name, path, headers in (
+                ("viewer_page", f"{page}/viewers/{VIEWER}/", auth),
+                ("buffer_panel", f"{page}/viewers/{VIEWER}/buffer/", fragment),
+            ):
+                figures[f"{name}_{args.saves}_saves"] = measure(servers["django"], path, headers, r)
         bad = {k: v["status"] for k, v in figures.items() if v["status"] != 200}
         if bad:
             raise RuntimeError(f"non-200 answers: {bad}")
@@ -395,6 +475,11 @@ def main() -> None:
             if b in figures
         }
         ratios["viewer_page / buffer_panel"] = ratio("viewer_page", "buffer_panel")
+        if more_saves:
+            for name in ("viewer_page", "buffer_panel"):
+                ratios[f"{name}: {args.saves} saves / 1 save"] = ratio(
+                    f"{name}_{args.saves}_saves", name
+                )
         report = {
             "rows": args.rows,
             "viewer_rows": args.viewer_rows,
@@ -402,11 +487,14 @@ def main() -> None:
             "store_built_s": round(built, 1),
             "entities": args.owners + 1,
             "first_upkeep": {k: v for k, v in upkeep.items() if k != "viewer_entry"},
-            "db_file_mb": round(db_file.stat().st_size / 2**20, 1),
+            "db_file_mb": one_save_mb,
             "datasette": have_datasette,
             "ttfb_ms": {k: round(v["median_ms"], 2) for k, v in figures.items()},
             "ratios": {k: round(v, 3) for k, v in ratios.items()},
         }
+        if more_saves:
+            more_saves["db_file_mb"] = round(db_file.stat().st_size / 2**20, 1)
+            report["more_saves"] = more_saves
         if args.json:
             print(json.dumps(report, indent=2))
         else:
@@ -418,6 +506,8 @@ def main() -> None:
             print(f"  first upkeep after the load: {json.dumps(report['first_upkeep'])}")
             for name, ms in report["ttfb_ms"].items():
                 print(f"  TTFB {name:<20} {ms:10.2f} ms   {figures[name]['path']}")
+            if more_saves:
+                print(f"  with {args.saves} saves of the same world: {json.dumps(more_saves)}")
             for name, value in report["ratios"].items():
                 print(f"  ratio {name:<40} {value:8.3f}")
             if not have_datasette:

@@ -77,16 +77,22 @@ def main() -> None:
     import django
 
     django.setup()
-    from bench_projections import Store
+    from bench_projections import SAVE, Store
     from django.core.management import call_command
     from django.db import connection
 
+    from memory.active_save import activate
     from memory.engine.projections import verify
     from memory.engine.projections.worker import projection_status
     from memory.engine.shards import ensure_shards, shard_count
-    from memory.models import Episode, MemorySession
+    from memory.models import Episode, MemorySession, Save
 
     call_command("migrate", verbosity=0)
+    # The backlog is one save, active here; the workers are started without --save, so they
+    # fold every save in turn, as a deployment runs them.
+    save = Save.objects.create(name="bench-workers", kind="scenario", era="v2")
+    SAVE.append(save.pk)
+    activate(save)
     ensure_shards()
     store = Store()
     store.world()
