@@ -128,7 +128,7 @@ def test_admin_buffer_entry_shows_rendered_line_beside_raw_intent(admin_client_c
         timestamp="2026-07-06T12:03:00.000Z",
         outcome={"isValid": True, "reason": "r"},
     )
-    r = admin_client_cast.get("/admin/memory/bufferentry/?owner__id__exact=alice")
+    r = admin_client_cast.get("/admin/memory/bufferentry/?owner_id__exact=alice")
     assert (
         "[12:03:00 PM] the hooded figure opened the wooden chest (Outcome: Succeeded)"
         in r.content.decode()

@@ -156,12 +156,15 @@ def test_expired_session_answers_htmx_with_hx_redirect_to_login(client, cast) ->
     assert r["HX-Redirect"] == "/accounts/login/?next=%2Fviewers%2Falice%2F%3Fqa%3D1"
     assert r.content == b""
     post = client.post("/saves/cast/viewers/alice/aliases/bob/", {"label": "x"}, headers=HX)
-    assert post["HX-Redirect"] == "/accounts/login/?next=%2Fviewers%2Falice%2Faliases%2Fbob%2F"
+    assert (
+        post["HX-Redirect"]
+        == "/accounts/login/?next=%2Fsaves%2Fcast%2Fviewers%2Falice%2Faliases%2Fbob%2F"
+    )
     # Another site's address is never trusted as the way back.
     evil = client.get(
         "/saves/cast/viewers/alice/", headers={**HX, "HX-Current-URL": "https://evil.example/x"}
     )
-    assert evil["HX-Redirect"] == "/accounts/login/?next=%2Fviewers%2Falice%2F"
+    assert evil["HX-Redirect"] == "/accounts/login/?next=%2Fsaves%2Fcast%2Fviewers%2Falice%2F"
     # Without htmx it stays the ordinary redirect.
     plain = client.get("/saves/cast/viewers/alice/")
     assert plain.status_code == 302 and "HX-Redirect" not in plain

@@ -10,6 +10,7 @@ section per backend) always counts all of them.
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import shutil
 import sqlite3
@@ -108,9 +109,18 @@ class Outcome:
     line: str
 
 
+_CASE = itertools.count(1)
+
+
 def run_command(name: str, path: Path) -> Outcome:
+    # Each hostile file under a save name of its own: a refusal must come from the file,
+    # never from a name an earlier case took. (Ids of other saves are no conflict since saves:
+    # the cross-world cases that used to be refused are two playthroughs side by side now.)
     try:
-        call_command(name, str(path), stdout=io.StringIO(), stderr=io.StringIO())
+        call_command(
+            name, str(path), "--as", f"case-{next(_CASE)}", stdout=io.StringIO(),
+            stderr=io.StringIO(),
+        )  # fmt: skip
     except CommandError as exc:
         line = str(exc)
         return Outcome(exc.returncode == 2 and "\n" not in line, False, line)
@@ -187,9 +197,6 @@ FILE_CASES: list[tuple[str, str, Callable[[Path], Path], str]] = [
     ("file: NULL ids, columns, duplicates", "duplicate buffer id", sqlite_case(*without_primary_key("buffer_entries", f"INSERT INTO buffer_entries SELECT * FROM buffer_entries {B}")), f"{BUFFER}: duplicate id"),
     ("file: NULL ids, columns, duplicates", "duplicate object id", sqlite_case(*without_primary_key("objects", "INSERT INTO objects SELECT * FROM objects WHERE id='alice'")), f"{ALICE}: duplicate id"),
     ("file: NULL ids, columns, duplicates", "duplicate ledger id", sqlite_case(*without_primary_key("ledger_entries", f"INSERT INTO ledger_entries SELECT * FROM ledger_entries WHERE id='{LEDGER_ID}'")), f"{LEDGER}: duplicate id"),
-    ("cross-world", "file reader of another world", sqlite_case("INSERT INTO attribute_acl VALUES ('alice', 'appearance', 'white-room')"), "table attribute_acl, row object_id=alice, attribute_name=appearance: entity_id 'white-room' belongs to world 'talking-room', not to 'tavern-world'"),
-    ("cross-world", "file ledger entry involving another world", sqlite_case(f"INSERT INTO ledger_involved_entities VALUES ('{LEDGER_ID}', '7c9b83b3-8cfb-4e89-8d77-626a5757d591')"), f"table ledger_involved_entities, row entry_id={LEDGER_ID}: entity_id '7c9b83b3-8cfb-4e89-8d77-626a5757d591' belongs to world 'talking-room', not to 'tavern-world'"),
-    ("cross-world", "file row id of another world", sqlite_case(f"UPDATE buffer_entries SET id='{TALKING_ROOM_MEMORY}' {B}"), f"table buffer_entries, row id={TALKING_ROOM_MEMORY}: id already belongs to"),
 ]  # fmt: skip
 
 
@@ -270,18 +277,12 @@ SCENARIO_CASES: list[tuple[str, str, Callable[[Path], Path], str]] = [
     ("scenario: structure", "lone surrogate in a name", raw_case(json.dumps(base_scenario()).replace('"Hostile"', '"Ho\\ud800stile"')), "table scenario, row name: contains a lone surrogate"),
     ("scenario: structure", "lone surrogate in intent", raw_case(json.dumps(base_scenario()).replace("waits", "wa\\udfffits")), "table scenario, row entities[0].initialMemories[0].intent.content: contains a lone surrogate"),
     ("scenario: structure", "NUL in attribute value", scenario_case(lambda d: ent(d)["attributes"][0].update(value="a\x00b")), "table scenario, row entities[0].attributes[0].value: contains a NUL character"),
-    ("scenario: structure", "rollup id of an existing entry", scenario_case(lambda d: d["abstractions"].append({"id": LEDGER_ID, "owner": "hx", "members": ["hx-m1"], "name": "n", "body": "b"})), f"table memory_abstraction_edges, row abstractions[0] (id={LEDGER_ID}): id already names another long-term entry"),
     ("scenario: structure", "rollup id of a memory in the file", scenario_case(lambda d: d["abstractions"].append({"id": "hx-m1", "owner": "hx", "members": ["hx-note"], "name": "n", "body": "b"})), "table memory_abstraction_edges, row abstractions[0] (id=hx-m1): duplicate id 'hx-m1'"),
     ("timestamps", "memory time in words", scenario_case(lambda d: mem(d).update(timestamp="yesterday evening")), f"{M0}: 'timestamp' 'yesterday evening' is not an ISO-8601 time with a zone"),
     ("timestamps", "startTime in words", scenario_case(lambda d: d.update(startTime="dawn")), "table scenario, row startTime: 'startTime' 'dawn' is not an ISO-8601 time"),
     ("timestamps", "entry date without time", scenario_case(lambda d: ent(d)["memories"][0].update(timestamp="2026-07-06")), "table ledger_entries, row entities[0].memories[0]: 'timestamp' '2026-07-06' is not an ISO-8601 time"),
     ("timestamps", "no zone", scenario_case(lambda d: mem(d).update(timestamp="2026-07-06T12:00:00")), f"{M0}: 'timestamp' '2026-07-06T12:00:00' is not an ISO-8601 time"),
     ("timestamps", "February 30", scenario_case(lambda d: mem(d).update(timestamp="2026-02-30T12:00:00.000Z")), f"{M0}: 'timestamp' '2026-02-30T12:00:00.000Z' is not an ISO-8601 time"),
-    ("cross-world", "rollup owner of another world", scenario_case(lambda d: d["abstractions"].append({"id": "r1", "owner": "alice", "members": ["mem-alice-1"], "name": "n", "body": "b"})), "table memory_abstraction_edges, row abstractions[0] (id=r1): owner 'alice' is not an entity of world 'hostile-world'"),
-    ("cross-world", "layer of another world", scenario_case(lambda d: (d.update(id="other-world"), ent(d).update(id="ox", layers=["hx-lore"]), ent(d)["attributes"][0].update(allowedEntities=[]), ent(d)["memories"][0].update(id="ox-note"), mem(d).update(id="ox-m1"), d["locations"][0].update(id="ox-hall"), ent(d).update(locationId="ox-hall"))), "table memory_layers, row id=hx-lore: layer already belongs to world 'hostile-world' in the inspector"),
-    ("cross-world", "attribute reader of another world", scenario_case(lambda d: (d.update(id="other-world", layers=[]), ent(d).update(id="ox", layers=[]), ent(d)["attributes"][0].update(allowedEntities=["alice"]), ent(d)["memories"][0].update(id="ox-note"), mem(d).update(id="ox-m1"), d["locations"][0].update(id="ox-hall"), ent(d).update(locationId="ox-hall"))), "table attribute_acl, row ox.secret: entity_id 'alice' belongs to world 'tavern-world', not to 'other-world'"),
-    ("cross-world", "entity placed in another world", scenario_case(lambda d: (d.update(id="other-world", layers=[], locations=[]), ent(d).update(id="ox", layers=[], locationId="tavern-main"), ent(d)["attributes"][0].update(allowedEntities=[]), ent(d)["memories"][0].update(id="ox-note"), mem(d).update(id="ox-m1", locationId=None))), "table objects, row id=ox: locationId 'tavern-main' belongs to world 'tavern-world', not to 'other-world'"),
-    ("cross-world", "entity id of another world", scenario_case(lambda d: (d.update(id="other-world", layers=[]), ent(d).update(layers=[]))), "table objects, row id=hx-hall: id already belongs to world 'hostile-world' in the inspector"),
 ]  # fmt: skip
 
 
@@ -304,9 +305,9 @@ API_CASES: list[tuple[str, str, str, str | bytes, str]] = [
     ("api: bodies", "intent nested x100", MEMORIES, {"intent": {**V2_INTENT, "targetIds": nested(100)}}, "intent"),
     ("api: bodies", "intent nested x1000", MEMORIES, '{"intent": {"type": "action", "content": "w", "actorId": "alice", "targetIds": ' + DEEP + "}}", "None"),  # the body as a whole: Cannot parse request body
     ("api: bodies", "boolean expected_generation", "/api/saves/omnia-head-tavern/viewers/alice/abstract", {"member_ids": ["mem-alice-1"], "name": "n", "body": "b", "expected_generation": True}, "expected_generation"),
-    ("api: bodies", "numeric alias label", "PUT /api/viewers/alice/aliases/bob", {"label": 5}, "label"),
-    ("api: bodies", "lone surrogate in alias label", "PUT /api/viewers/alice/aliases/bob", '{"label": "x\\ud800"}', "label"),
-    ("api: bodies", "NUL in alias label", "PUT /api/viewers/alice/aliases/bob", {"label": "x\x00"}, "label"),
+    ("api: bodies", "numeric alias label", "PUT /api/saves/omnia-head-tavern/viewers/alice/aliases/bob", {"label": 5}, "label"),
+    ("api: bodies", "lone surrogate in alias label", "PUT /api/saves/omnia-head-tavern/viewers/alice/aliases/bob", '{"label": "x\\ud800"}', "label"),
+    ("api: bodies", "NUL in alias label", "PUT /api/saves/omnia-head-tavern/viewers/alice/aliases/bob", {"label": "x\x00"}, "label"),
     ("api: bodies", "lone surrogate in rollup name", "/api/saves/omnia-head-tavern/viewers/alice/abstract", '{"member_ids": ["mem-alice-1"], "name": "\\udc00", "body": "b", "expected_generation": 0}', "name"),
     ("api: bodies", "lone surrogate in rollup member id", "/api/saves/omnia-head-tavern/viewers/alice/abstract", '{"member_ids": ["\\udc00"], "name": "n", "body": "b", "expected_generation": 0}', "member_ids"),
     ("timestamps", "API time in words", MEMORIES, {"intent": V2_INTENT, "timestamp": "yesterday evening"}, "timestamp"),

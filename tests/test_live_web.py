@@ -58,15 +58,15 @@ def test_a_new_row_and_a_planted_leak_reach_the_api_after_one_tick(reader, tmp_p
     game.run(20, 0)
     follower = Follower(tmp_path / "game.sqlite")
     follower.tick()
-    before = reader.get("/api/viewers/mara/buffer?limit=200").json()
-    assert reader.get("/api/leaks?viewer=mara").json()["items"] == []
+    before = reader.get("/api/saves/game/viewers/mara/buffer?limit=200").json()
+    assert reader.get("/api/saves/game/leaks?viewer=mara").json()["items"] == []
     ids = game.plant_leak()
     result = follower.tick()
     assert result.added["buffer_entries"] == len(ids)
-    after = reader.get("/api/viewers/mara/buffer?limit=200").json()
+    after = reader.get("/api/saves/game/viewers/mara/buffer?limit=200").json()
     new = [e for e in after["items"] if e["id"] not in {b["id"] for b in before["items"]}]
     assert [e["line"] for e in new] == ["I say 'They call him Tobin Reed'"]
-    leaks = reader.get("/api/leaks?viewer=mara").json()["items"]
+    leaks = reader.get("/api/saves/game/leaks?viewer=mara").json()["items"]
     assert [(f["text"], f["entity_id"]) for f in leaks] == [("Tobin Reed", "tobin")]
     game.close()
 
@@ -76,14 +76,14 @@ def test_the_marker_and_the_live_regions_are_on_the_pages(reader, tmp_path):
     game = StandIn(tmp_path / "game.sqlite", seed=3)
     game.run(10, 0)
     Follower(tmp_path / "game.sqlite").tick()
-    viewer = reader.get("/viewers/mara/").content.decode()
+    viewer = reader.get("/saves/game/viewers/mara/").content.decode()
     assert 'data-live-url="/live/"' in viewer and "memory/js/live.js" in viewer
     for panel in ("buffer-panel", "sessions-panel", "aliases-panel"):
         start = viewer.index(f'id="{panel}"')
         assert "data-live-refresh" in viewer[start : viewer.index(">", start)]
-    leaks = reader.get("/leaks/").content.decode()
+    leaks = reader.get("/saves/game/leaks/").content.decode()
     start = leaks.index('id="leak-table"')
     assert 'hx-trigger="live-changed"' in leaks[start : leaks.index(">", start)]
-    overview = reader.get("/").content.decode()
+    overview = reader.get("/saves/game/").content.decode()
     assert 'id="leak-counts"' in overview and 'id="projection-panel"' in overview
     game.close()

@@ -125,7 +125,7 @@ def test_one_poison_row_per_shard_is_quarantined_and_every_other_row_folds(cast,
         assert word not in content
 
     # The overview lists them with their reasons; the API too.
-    page = reader.get("/").content.decode()
+    page = reader.get("/saves/cast/").content.decode()
     assert 'Quarantined rows: <strong class="problem-count">4</strong>' in page
     for owner in owners:
         assert f'<span class="muted">{owner} · tavern</span>' in page
