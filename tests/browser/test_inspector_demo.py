@@ -18,11 +18,11 @@ def demo(demo, django_user_model):
 
 
 def login(page) -> None:
-    page.goto("/accounts/login/?next=/")
+    page.goto("/accounts/login/?next=/saves/demo/")
     page.fill("#id_username", "designer")
     page.fill("#id_password", "correct horse")
     page.click("button[type=submit]")
-    page.wait_for_url(re.compile(r"/$"))
+    page.wait_for_url(re.compile(r"/saves/demo/$"))
 
 
 def panels(page) -> dict[str, str]:
@@ -32,11 +32,11 @@ def panels(page) -> dict[str, str]:
 def test_picking_a_viewer_swaps_all_four_panels_and_back_restores(page, demo, screenshots) -> None:
     login(page)
     screenshots("overview-demo")
-    page.goto("/viewers/npc-pip/")
+    page.goto("/saves/demo/viewers/npc-pip/")
     page.evaluate("window.__noReload = 'still here'")
     pip = panels(page)
     page.click("nav.viewer-switch >> text=npc-tobiah")
-    page.wait_for_url(re.compile(r"/viewers/npc-tobiah/$"))
+    page.wait_for_url(re.compile(r"/saves/demo/viewers/npc-tobiah/$"))
     page.wait_for_selector("#viewer-panels[data-viewer=npc-tobiah]")
     assert page.evaluate("window.__noReload") == "still here"  # htmx swapped, nothing reloaded
     tobiah = panels(page)
@@ -44,7 +44,7 @@ def test_picking_a_viewer_swaps_all_four_panels_and_back_restores(page, demo, sc
     assert "Signal Nights" in tobiah["faces-panel"] and "Signal Nights" not in pip["faces-panel"]
     assert page.locator("#faces-panel [data-entry-id=abs-tobiah-signal-nights]").count() == 1
     page.go_back()
-    page.wait_for_url(re.compile(r"/viewers/npc-pip/$"))
+    page.wait_for_url(re.compile(r"/saves/demo/viewers/npc-pip/$"))
     page.wait_for_selector("#viewer-panels[data-viewer=npc-pip]")
     assert panels(page) == pip
     assert page.console_errors == []
@@ -55,10 +55,10 @@ def test_picking_a_viewer_swaps_all_four_panels_and_back_restores(page, demo, sc
 
 def test_faces_toggle_is_a_permalink(page, demo) -> None:
     login(page)
-    page.goto("/viewers/npc-tobiah/")
+    page.goto("/saves/demo/viewers/npc-tobiah/")
     page.evaluate("window.__noReload = 1")
     page.click("#faces-panel a.shadowed-toggle")
-    page.wait_for_url(re.compile(r"/viewers/npc-tobiah/faces/\?include_shadowed=1$"))
+    page.wait_for_url(re.compile(r"/saves/demo/viewers/npc-tobiah/faces/\?include_shadowed=1$"))
     page.wait_for_selector("#faces-panel .shadowed-under .face-shadowed")
     assert page.evaluate("window.__noReload") == 1
     text = page.locator("#faces-panel").inner_text()
@@ -72,7 +72,7 @@ def test_faces_toggle_is_a_permalink(page, demo) -> None:
 def test_prompt_page_highlights_the_planted_leak_and_copies(page, demo, screenshots) -> None:
     page.context.grant_permissions(["clipboard-read", "clipboard-write"])
     login(page)
-    page.goto("/viewers/npc-pip/prompt/")
+    page.goto("/saves/demo/viewers/npc-pip/prompt/")
     mark = page.locator("#prompt-text mark.leak")
     assert mark.count() == 1
     assert mark.inner_text() == "Sable Quint"
@@ -113,15 +113,15 @@ def test_projection_buttons_answer_in_place(page, demo) -> None:
 
 def test_leaks_and_entry_pages_render_what_they_name(page, demo, screenshots) -> None:
     login(page)
-    page.goto("/leaks/")
+    page.goto("/saves/demo/leaks/")
     title = page.locator("#leak-title").inner_text()
     assert re.fullmatch(r"[1-9]\d* findings?", title), title
     assert "Sable Quint" in page.locator("#leak-table").inner_text()
     screenshots("leaks-demo")
-    page.goto("/viewers/npc-tobiah/entries/ltm-tobiah-01/")
+    page.goto("/saves/demo/viewers/npc-tobiah/entries/ltm-tobiah-01/")
     assert page.locator("h1").inner_text() == "The Signal ltm-tobiah-01"
     screenshots("entry-longterm-demo")
-    page.goto("/viewers/npc-tobiah/entries/m-b11-tobiah/")
+    page.goto("/saves/demo/viewers/npc-tobiah/entries/m-b11-tobiah/")
     assert page.locator("h1").inner_text() == "A memory of Tobiah Crane m-b11-tobiah"
     screenshots("entry-demo")
     assert page.console_errors == []

@@ -38,7 +38,7 @@ def login(page, then: str) -> None:
 
 def test_a_new_row_and_a_new_leak_appear_without_a_reload(page, game, screenshots):
     stand_in, follower = game
-    login(page, "/viewers/mara/")
+    login(page, "/saves/browser/viewers/mara/")
     marker = page.locator(".live-marker")
     expect(marker).to_be_visible()
     expect(marker.locator("[data-live-text]")).to_have_text(
@@ -57,7 +57,7 @@ def test_a_new_row_and_a_new_leak_appear_without_a_reload(page, game, screenshot
     assert page.locator("#buffer-panel li.buffer-line").count() == lines_before + 1
     assert page.evaluate("window.__sameDocument") is True
 
-    page.goto("/leaks/")
+    page.goto("/saves/browser/leaks/")
     page.evaluate("window.__sameDocument = true")
     expect(page.locator("#leak-table tr.leak-row")).to_have_count(0)
     stand_in.plant_leak(viewer="mara", named="tobin")

@@ -30,20 +30,28 @@ def poisoned(cast, django_user_model):
     )
     with connection.cursor() as cursor:
         cursor.execute(
-            "INSERT INTO buffer_entries (id, owner_id, timestamp, intent_json, created_at, shard) "
-            "VALUES (%s, %s, %s, %s, %s, %s)",
-            ["bad-row", "bob", "2026-07-06T12:04:00.000Z", "[1, 2]", now_us(), shard_of("bob")],
+            "INSERT INTO buffer_entries (game_save_id, id, owner_id, timestamp, intent_json, "
+            "created_at, shard) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+            [
+                cast.bob.game_save_id,
+                "bad-row",
+                "bob",
+                "2026-07-06T12:04:00.000Z",
+                "[1, 2]",
+                now_us(),
+                shard_of("bob"),
+            ],  # fmt: skip
         )
     run_cycle()
     django_user_model.objects.create_user("designer", password="correct horse", is_staff=True)
 
 
 def test_the_overview_lists_a_quarantined_row_with_its_reason(page, poisoned, screenshots):
-    page.goto("/accounts/login/?next=/")
+    page.goto("/accounts/login/?next=/saves/cast/")
     page.fill("#id_username", "designer")
     page.fill("#id_password", "correct horse")
     page.click("button[type=submit]")
-    page.wait_for_url(re.compile(r"/$"))
+    page.wait_for_url(re.compile(r"/saves/cast/$"))
     panel = page.locator("#problems-panel")
     assert panel.locator(".problem-count").inner_text() == "1"
     row = panel.locator("li")
@@ -51,6 +59,6 @@ def test_the_overview_lists_a_quarantined_row_with_its_reason(page, poisoned, sc
     assert row.inner_text().splitlines()[0] == "buffer_entries bad-row bob · tavern"
     assert row.locator(".problem-reason").inner_text() == "intent_json is not a JSON object"
     screenshots("overview-problems")
-    page.goto("/viewers/bob/")
+    page.goto("/saves/cast/viewers/bob/")
     assert page.locator("h1").count() >= 1
     assert page.console_errors == []
