@@ -211,6 +211,7 @@ def test_stored_findings_equal_a_fresh_scan_after_any_sequence(demo, operations)
 )
 @pytest.mark.django_db(transaction=True)
 def test_two_workers_never_scan_or_store_a_viewer_twice(demo):
+    import contextvars
     import threading
 
     from django.db import connections
@@ -231,7 +232,10 @@ def test_two_workers_never_scan_or_store_a_viewer_twice(demo):
         finally:
             connections.close_all()
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    # A thread starts with an empty context: each runs in a copy of ours, active save and all.
+    threads = [
+        threading.Thread(target=contextvars.copy_context().run, args=(work, i)) for i in range(2)
+    ]
     for t in threads:
         t.start()
     for t in threads:

@@ -4,6 +4,7 @@ lock serialises everything); these MUST run in the PostgreSQL run."""
 
 from __future__ import annotations
 
+import contextvars
 import threading
 from collections.abc import Callable
 
@@ -36,7 +37,11 @@ def in_threads(count: int, work: Callable[[int], object]) -> list[object]:
         finally:
             connections.close_all()
 
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
+    # A thread starts with an empty context: each runs in a copy of ours, active save and all.
+    threads = [
+        threading.Thread(target=contextvars.copy_context().run, args=(run, i))
+        for i in range(count)
+    ]
     for t in threads:
         t.start()
     for t in threads:

@@ -194,7 +194,9 @@ def slow(rows, result):
         print("mid-batch", flush=True)
         time.sleep(120)
 cycle.fold_batch = slow
-cycle.run_cycle(batch_size=20, flush_rows=40)  # two chunks per committed flush
+from memory.active_save import SOLE, use
+with use(SOLE):
+    cycle.run_cycle(batch_size=20, flush_rows=40)  # two chunks per committed flush
 print("finished", flush=True)
 """
 
