@@ -103,6 +103,7 @@ def test_entities_search(client, cast, reader_token) -> None:
             }
         ],
         "count": 1,
+        "total": 1,
     }
 
 
@@ -112,6 +113,46 @@ def test_aliases_read(client, cast, reader_token) -> None:
     assert items["bob"]["label"] == "the hooded figure"
     assert items["bob"]["state"] == "descriptor"
     assert items["bob"]["true_name"] == "Gareth"
+
+
+def test_aliases_page_by_page_with_labels_outside_the_world_last(client, cast, reader_token):
+    # A label for an id the world does not hold closes the list, as on the page.
+    WorldObject.objects.filter(id="alice").update(
+        aliases_json=json.dumps([["bob", "the hooded figure"], ["ghost", "the pale one"]])
+    )
+
+    def page(query: str) -> tuple[list[tuple[str, str | None]], int]:
+        r = client.get(
+            f"/api/saves/cast/viewers/alice/aliases?{query}", headers=bearer(reader_token)
+        )
+        assert r.status_code == 200, r.content
+        return [(i["target_id"], i["label"]) for i in r.json()["items"]], r.json()["total"]
+
+    assert page("") == (
+        [("bob", "the hooded figure"), ("charlie", None), ("ghost", "the pale one")],
+        3,
+    )
+    assert page("limit=2") == ([("bob", "the hooded figure"), ("charlie", None)], 3)
+    assert page("limit=2&offset=1") == ([("charlie", None), ("ghost", "the pale one")], 3)
+    assert page("offset=2") == ([("ghost", "the pale one")], 3)
+    assert page("offset=3") == ([], 3)
+    for query, field in (("limit=0", "limit"), ("limit=501", "limit"), ("offset=-1", "offset")):
+        r = client.get(
+            f"/api/saves/cast/viewers/alice/aliases?{query}", headers=bearer(reader_token)
+        )
+        assert_error(r, 422, "invalid", field)
+
+
+def test_entities_page_by_page(client, cast, reader_token) -> None:
+    def page(query: str) -> tuple[list[str], int, int]:
+        body = client.get(f"/api/saves/cast/entities?{query}", headers=bearer(reader_token)).json()
+        return [e["id"] for e in body["items"]], body["count"], body["total"]
+
+    assert page("") == (["alice", "bob", "charlie"], 3, 3)
+    assert page("limit=2") == (["alice", "bob"], 2, 3)
+    assert page("limit=2&offset=2") == (["charlie"], 1, 3)
+    assert page("offset=5") == ([], 0, 3)
+    assert page("q=gareth&limit=1") == (["bob"], 1, 1)
 
 
 def test_buffer_read_and_entry(client, chest, reader_token) -> None:

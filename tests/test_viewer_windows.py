@@ -12,6 +12,7 @@ from memory.engine.aliases import KnownIds, derive_descriptor, descriptor_words
 from memory.engine.knowledge import FOLDS_TO_WORD, get_viewer, known_ids_among, world_knowledge
 from memory.models import Attribute, WorldObject
 from memory.web.selectors.viewers import (
+    alias_page,
     alias_rows,
     alias_targets,
     alias_window,
@@ -132,6 +133,24 @@ def test_alias_window_shows_what_reading_the_whole_world_showed(save, seed) -> N
         )
         assert window.rows == old
         assert window.total == old_total
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("seed", range(6))
+def test_alias_pages_laid_end_to_end_are_the_whole_alias_table(save, seed) -> None:
+    rng = random.Random(100 + seed)
+    ids = _random_world(rng, rng.randrange(3, 30))
+    viewer_id = rng.choice(ids)
+    pool = [*ids, "Tavern", "gone-1", "gone-2", "stranger", viewer_id]
+    labels = [[t, f"label {n}"] for n, t in enumerate(rng.sample(pool, rng.randrange(0, 8)))]
+    WorldObject.objects.filter(id=viewer_id).update(aliases_json=json.dumps(labels))
+    viewer = get_viewer(viewer_id)
+    knowledge = world_knowledge(viewer.obj.world_id)
+    whole = alias_rows(viewer, knowledge)
+    for size in (1, 3, 7, 100):
+        pages = [alias_page(viewer, offset=start, limit=size) for start in range(0, 40, size)]
+        assert [row for page in pages for row in page.rows] == whole, size
+        assert {page.total for page in pages} == {len(whole)}
 
 
 @pytest.mark.django_db

@@ -16,6 +16,8 @@ from memory.engine.errors import InvalidInput, NotFound
 
 NUL = "\x00"
 MAX_LIMIT = 500
+# Past any world this inspector holds, and inside what SQLite binds as an integer.
+MAX_OFFSET = 10**9
 
 
 def path_id(value: str, field: str) -> str:
@@ -46,4 +48,10 @@ def payload(data: Schema) -> Schema:
 def limit(value: int) -> int:
     if not 1 <= value <= MAX_LIMIT:
         raise InvalidInput(f"limit must be between 1 and {MAX_LIMIT}", field="limit")
+    return value
+
+
+def offset(value: int) -> int:
+    if not 0 <= value <= MAX_OFFSET:
+        raise InvalidInput(f"offset must be between 0 and {MAX_OFFSET}", field="offset")
     return value

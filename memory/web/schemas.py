@@ -44,7 +44,8 @@ class EntityOut(Schema):
 
 class EntityListOut(Schema):
     items: list[EntityOut]
-    count: int
+    count: int  # items on this page
+    total: int  # every match
 
 
 class AliasOut(Schema):
@@ -60,6 +61,7 @@ class AliasOut(Schema):
 class AliasListOut(Schema):
     viewer_id: str
     items: list[AliasOut]
+    total: int  # every target of the viewer's alias table; `items` is one page of them
     aliases_error: str | None = None
 
 

@@ -25,13 +25,22 @@ router = Router()
 
 @router.get("/entities", response={200: EntityListOut, **READ_ERRORS}, url_name="entities")
 def list_entities(
-    request: HttpRequest, save: SaveName, q: str | None = None, world_id: str | None = None
+    request: HttpRequest,
+    save: SaveName,
+    q: str | None = None,
+    world_id: str | None = None,
+    limit: int = 100,
+    offset: int = 0,
 ):
-    """Every entity (a possible viewer), optionally searched by id or attribute value, with
-    the name pages show it by (its true name, else its id)."""
+    """Entities (possible viewers) in (world, id) order, optionally searched by id or
+    attribute value, with the name pages show it by (its true name, else its id): `limit`
+    of them from `offset`; `total` counts every match."""
     access.require_reader(request)
-    entities, _total = viewer_reads.entity_list(
-        world_id=inputs.text(world_id, "world_id"), q=inputs.text(q, "q")
+    entities, total = viewer_reads.entity_list(
+        world_id=inputs.text(world_id, "world_id"),
+        q=inputs.text(q, "q"),
+        limit=inputs.limit(limit),
+        offset=inputs.offset(offset),
     )
     items = [
         EntityOut(
@@ -43,7 +52,7 @@ def list_entities(
         )
         for e in entities
     ]
-    return {"items": items, "count": len(items)}
+    return {"items": items, "count": len(items), "total": total}
 
 
 @router.get(
@@ -51,9 +60,14 @@ def list_entities(
     response={200: AliasListOut, **READ_ERRORS},
     url_name="aliases",
 )
-def list_aliases(request: HttpRequest, save: SaveName, viewer_id: str):
-    """The viewer's alias for every other entity of its world, with state and a suggestion."""
+def list_aliases(
+    request: HttpRequest, save: SaveName, viewer_id: str, limit: int = 100, offset: int = 0
+):
+    """The viewer's alias for every other entity of its world, with state and a suggestion:
+    `limit` rows from `offset` (the world's entities by id, then labels for ids outside it);
+    `total` counts them all."""
     viewer = access.viewer(request, viewer_id)
+    page = viewer_reads.alias_page(viewer, offset=inputs.offset(offset), limit=inputs.limit(limit))
     items = [
         AliasOut(
             target_id=r.target_id,
@@ -64,9 +78,14 @@ def list_aliases(request: HttpRequest, save: SaveName, viewer_id: str):
             suggestion=r.suggestion,
             in_world=r.in_world,
         )
-        for r in viewer_reads.alias_rows(viewer)
+        for r in page.rows
     ]
-    return {"viewer_id": viewer.id, "items": items, "aliases_error": viewer.aliases_error}
+    return {
+        "viewer_id": viewer.id,
+        "items": items,
+        "total": page.total,
+        "aliases_error": viewer.aliases_error,
+    }
 
 
 @router.put(

@@ -91,16 +91,17 @@ def entities_named(objs: Iterable[WorldObject]) -> list[Entity]:
 
 
 def entity_list(
-    *, q: str | None = None, world_id: str | None = None, limit: int | None = None
+    *, q: str | None = None, world_id: str | None = None, limit: int | None = None, offset: int = 0
 ) -> tuple[list[Entity], int]:
     """Entities matching `q` (id or any attribute, so a true name finds its entity), named,
-    the first `limit` of them, and how many match: the overview's list and /api/entities."""
+    `limit` of them from `offset`, and how many match: the overview's list and /api/entities."""
     qs = _entities(world_id)
     if q:
         qs = _search(qs, q)
     qs = qs.order_by("world_id", "id")
-    objs = list(qs if limit is None else qs[:limit])
-    total = len(objs) if limit is None or len(objs) < limit else qs.count()
+    objs = list(qs[offset:] if limit is None else qs[offset : offset + limit])
+    complete = objs and (limit is None or len(objs) < limit)
+    total = offset + len(objs) if complete or (not objs and offset == 0) else qs.count()
     return entities_named(objs), total
 
 
@@ -210,24 +211,11 @@ def alias_window(
     viewer's labels), not by the world: the world's 2,000 objects are counted, never read.
     """
     world_id = viewer.obj.world_id
-    objects = world_objects(world_id)
-    entities = objects.filter(type=ObjectType.ENTITY).exclude(id=viewer.id)
+    entities = _alias_entities(viewer)
     pinned = set(pinned)
     asked = [t for t in dict.fromkeys([*viewer.aliases, *pinned]) if t != viewer.id]
-    # What each labelled or pinned id is in this world (absent: not of it). By id alone, the
-    # world checked here: the OR of two indexes that `objects` is costs a lookup per row.
-    kinds = {
-        i: kind
-        for i, kind, world in (
-            WorldObject.objects.filter(id__in=asked).values_list("id", "type", "world_id")
-            if asked
-            else ()
-        )
-        if world_id is None or world_id in (i, world)
-    }
-    # Labels for ids the world does not hold close the list (alias_targets); a label for one
-    # of its objects that is no entity names no target.
-    outside = [t for t in viewer.aliases if t not in kinds and t != viewer.id]
+    kinds = _kinds(world_id, asked)
+    outside = _outside(viewer, kinds)
     # Counted on the (world, type) index alone; the viewer is one of them.
     in_world = max(_entities(world_id).count() - 1, 0)
     total = in_world + len(outside)
@@ -245,6 +233,51 @@ def alias_window(
             first_strangers = entities.exclude(id__in=keep).order_by("id").values("id")[:more]
             window = entities.filter(Q(id__in=keep) | Q(id__in=first_strangers))
         shown_world = list(window.order_by("id").values_list("id", flat=True))
+    return AliasWindow(rows=_rows_shown(viewer, shown_world, outside), total=total)
+
+
+def alias_page(viewer: Viewer, *, offset: int, limit: int) -> AliasWindow:
+    """`limit` alias rows from `offset`, in alias_targets order (the world's entities by id,
+    then labels for ids outside it): the API's pages, each read in queries bounded by it."""
+    world_id = viewer.obj.world_id
+    outside = _outside(viewer, _kinds(world_id, [t for t in viewer.aliases if t != viewer.id]))
+    in_world = max(_entities(world_id).count() - 1, 0)
+    ids = _alias_entities(viewer).order_by("id").values_list("id", flat=True)
+    shown_world = list(ids[offset : offset + limit]) if offset < in_world else []
+    start = max(offset - in_world, 0)
+    shown_outside = outside[start : start + limit - len(shown_world)]
+    return AliasWindow(
+        rows=_rows_shown(viewer, shown_world, shown_outside), total=in_world + len(outside)
+    )
+
+
+def _alias_entities(viewer: Viewer):
+    return world_objects(viewer.obj.world_id).filter(type=ObjectType.ENTITY).exclude(id=viewer.id)
+
+
+def _kinds(world_id: str | None, ids: list[str]) -> dict[str, str]:
+    """What each of these ids is in this world (absent: not of it). By id alone, the world
+    checked here: the OR of two indexes that `world_objects` is costs a lookup per row."""
+    if not ids:
+        return {}
+    return {
+        i: kind
+        for i, kind, world in WorldObject.objects.filter(id__in=ids).values_list(
+            "id", "type", "world_id"
+        )
+        if world_id is None or world_id in (i, world)
+    }
+
+
+def _outside(viewer: Viewer, kinds: dict[str, str]) -> list[str]:
+    """Labels for ids the world does not hold close the list (alias_targets); a label for
+    one of its objects that is no entity names no target."""
+    return [t for t in viewer.aliases if t not in kinds and t != viewer.id]
+
+
+def _rows_shown(viewer: Viewer, shown_world: list[str], outside: list[str]) -> list[AliasRow]:
+    """The rows of these targets, reading the attributes of these alone."""
+    world_id = viewer.obj.world_id
     shown = shown_world + outside
     knowledge = WorldKnowledge(
         world_id=world_id,
@@ -259,7 +292,7 @@ def alias_window(
         *(descriptor_words(knowledge.visible_attributes(viewer.id, t)) for t in shown)
     )
     known = known_ids_among(world_id, words)
-    return AliasWindow(rows=alias_rows(viewer, knowledge, targets=shown, known=known), total=total)
+    return alias_rows(viewer, knowledge, targets=shown, known=known)
 
 
 @dataclass(frozen=True)
