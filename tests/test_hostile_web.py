@@ -48,6 +48,10 @@ HOSTILE = {
         )
     ],
 }
+# In a path an encoded cursor is one more unknown id: the path parameters take every other
+# category, and the two cursor values that read as numbers (a path converter could parse
+# one), not all sixteen: the run is a third shorter for the same coverage.
+PATH_VALUES = {"-1", "9" * 40}
 # Every query parameter a page or operation reads.
 QUERY_NAMES = (
     "q", "viewer", "kind", "before", "after", "type", "limit", "include_shadowed",
@@ -196,7 +200,7 @@ def test_no_route_answers_5xx_to_hostile_input(client, hostile_world) -> None:
             for category, values in HOSTILE.items():
                 for value in values:
                     # Each path parameter hostile in turn (reversed and raw).
-                    for name in params:
+                    for name in params if category != "cursor" or value in PATH_VALUES else ():
                         filled = {n: VALID.get(n, "x") for n in params}
                         filled[name] = value
                         for raw in (False, True):
