@@ -11,7 +11,7 @@ stand-in (memory.worlds.standin, in a thread here) writes: one buffer row per wi
 learned, a row deleted every 25 turns, rollback journal, each commit's wall time kept per
 row. This process polls GET /live/ every 50 ms as a page does (ETag, 304 while unchanged) and,
 when the version moves, reads each viewer's newest buffer page from the API twin
-(/api/viewers/<id>/buffer); a row's lag is the first time it is seen there minus its commit.
+(/api/saves/bench/viewers/<id>/buffer); a row's lag is the first time it is seen there minus its commit.
 Rows deleted before they were seen are left out (counted). The follower's CPU share is its
 user+system time over the wall time of the run (of one core), read from /proc. At the end
 `rebuild_projections --verify` must report no drift, and the stand-in's longest lock wait
@@ -135,7 +135,7 @@ def main() -> None:
             etag = response["ETag"]
             now = time.time()
             for viewer in viewers:
-                page = client.get(f"/api/viewers/{viewer}/buffer?limit=200").json()
+                page = client.get(f"/api/saves/bench/viewers/{viewer}/buffer?limit=200").json()
                 api_reads += 1
                 for item in page["items"]:
                     seen.setdefault(item["id"], now)
