@@ -39,8 +39,7 @@ def in_threads(count: int, work: Callable[[int], object]) -> list[object]:
 
     # A thread starts with an empty context: each runs in a copy of ours, active save and all.
     threads = [
-        threading.Thread(target=contextvars.copy_context().run, args=(run, i))
-        for i in range(count)
+        threading.Thread(target=contextvars.copy_context().run, args=(run, i)) for i in range(count)
     ]
     for t in threads:
         t.start()

@@ -186,17 +186,12 @@ def test_faces_explained_in_place_and_entry_pages(page, demo, screenshots) -> No
     assert page.console_errors == []
 
 
-@pytest.mark.xfail(
-    reason="pages moved under /saves/<save>/ this session (issue 16); this test still expects the pre-saves layout: to be brought over",
-    strict=False,
-)
 def test_admin_entity_page_for_the_demo_login_links_both_ways(page, demo, screenshots) -> None:
     login(page, "/saves/demo/viewers/npc-pip/")
+    # Straight to this save's row (the admin keys rows by uid: ids repeat across saves).
+    pip = WorldObject.every_save.get(game_save__name="demo", id="npc-pip")
     page.click("a.admin-link")
-    page.wait_for_url(re.compile(r"/admin/memory/entity/"))
-    if "/change/" not in page.url:  # the list filtered to this save's row: open it
-        page.locator("#result_list a").first.click()
-        page.wait_for_url(re.compile(r"/admin/memory/entity/\d+/change/$"))
+    page.wait_for_url(re.compile(rf"/admin/memory/entity/{pip.uid}/change/$"))
     assert page.locator("input[name='aliases-0-label']").count() == 1
     screenshots("admin-entity")
     page.click("text=Open in the inspector")

@@ -66,13 +66,10 @@ def box(page, selector: str) -> dict:
 # --- 1. names first ------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    reason="pages moved under /saves/<save>/ this session (issue 16); this test still expects the pre-saves layout: to be brought over",
-    strict=False,
-)
 def test_names_come_first_and_ids_stay_as_hints(page, demo, screenshots) -> None:
     WorldObject.objects.create(id="crate-7", type="entity", world_id="harbor-town", is_agent=0)
     login(page)
+    page.goto("/saves/demo/")  # the save's page lists its viewers and draws its matrix
     viewers = page.locator("#viewer-list ul.viewer-list").first
     assert viewers.locator("li a").all_inner_texts() == [
         "Isolde Varga",
@@ -260,10 +257,6 @@ def test_an_alias_row_shows_the_lines_that_use_it(page, demo) -> None:
 # --- 4. one time format, one direction --------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    reason="pages moved under /saves/<save>/ this session (issue 16); this test still expects the pre-saves layout: to be brought over",
-    strict=False,
-)
 def test_times_read_one_way_with_iso_beside_and_one_direction(page, demo) -> None:
     login(page)
     page.goto("/saves/demo/viewers/npc-pip/")
@@ -293,9 +286,28 @@ def test_times_read_one_way_with_iso_beside_and_one_direction(page, demo) -> Non
             " / parseFloat(getComputedStyle(c).lineHeight))"
         )
         assert lines <= 2, text
-    # The JSON twin keeps ISO.
-    api = page.request.get("/api/viewers/npc-pip/buffer").json()
+    # The JSON twin (the panel's own link, under the same save) keeps ISO.
+    twin = page.locator("#buffer-title a.twin").get_attribute("href")
+    assert twin.startswith("/api/saves/demo/viewers/npc-pip/buffer"), twin
+    api = page.request.get(twin).json()
     assert all(ISO.match(i["timestamp"]) for i in api["items"])
+    # The other times on the pages read the same way: an alias change in the history, when
+    # the save was imported (its page and the overview).
+    page.fill("#label-npc-sable", "the chandler")
+    page.click("#alias-npc-sable button[value=set]")
+    page.wait_for_selector("#aliases-panel .alias-history time")
+    for path, selector in (
+        (None, "#aliases-panel .alias-history time"),
+        ("/saves/demo/", ".provenance-list time"),
+        ("/", ".save-section time"),
+    ):
+        if path:
+            page.goto(path)
+        times = page.locator(selector)
+        assert times.count() >= 1, selector
+        for t in times.all():
+            assert SAID.fullmatch(t.inner_text()), (selector, t.inner_text())
+            assert ISO.match(t.get_attribute("datetime")) and t.get_attribute("title")
 
 
 # --- axe, table widths and screenshots of every page ----------------------------------------

@@ -119,6 +119,8 @@ def projection_context(request: HttpRequest) -> dict[str, Any]:
     names = leak_reads.display_names(r[0] for r in listed)
     return {
         "leak_kinds": kinds,
+        # A kind's words, for a header that may break between them (a phone-wide panel).
+        "leak_kind_heads": [k.split("_") for k in kinds],
         # names first: (id, name, counts per kind, total)
         "leak_rows": [(v, names[v], per_kind, total) for v, per_kind, total in listed],
         "leak_viewers": len(counts),
