@@ -245,3 +245,48 @@ def test_every_line_of_the_long_term_and_buffer_sections_names_its_row(db):
         at = body_at + len(section.text) + 2
     assert all(checked.values()), checked
     assert prompt.source_at(0) is None  # the clock line comes from no row
+
+
+def test_pages_give_each_reason_by_name_where_tools_keep_the_ids(millbrook, client, admin_user):
+    import html
+    import re
+
+    client.force_login(admin_user)
+    by_name = (
+        "Ida knows Hale Morrow only as 'the tanner's widow'; 'Hale' is part of its true name "
+        "'Hale Morrow'"
+    )
+    page = client.get("/saves/millbrook/leaks/?viewer=ida").content.decode()
+    why = re.findall(r'<span class="why small muted">([^<]*)</span>', page)
+    assert [html.unescape(w) for w in why] == [by_name, "system id of object 'the-tannery'"]
+    prompt = html.unescape(client.get("/saves/millbrook/viewers/ida/prompt/").content.decode())
+    assert f'(entity Hale Morrow <code class="id-hint">hale</code>): {by_name} ' in prompt
+    # The exports and the API say it with ids, as scan_leaks does.
+    export = client.get("/saves/millbrook/leaks/?viewer=ida&format=json").json()
+    api = client.get("/api/saves/millbrook/leaks?viewer=ida").json()
+    for body in (export, api):
+        assert body["items"][0]["reason"].startswith("ida knows hale only as ")
+
+
+def test_reason_by_name_swaps_only_the_ids_it_wrote():
+    from memory.engine.leaks.scanner import reason_by_name
+
+    names = {"ida": "Ida", "hale": "Hale Morrow"}.get
+    assert (
+        reason_by_name("ida knows hale only as 'hale of ida'", "ida", "hale", None, names)
+        == "Ida knows Hale Morrow only as 'hale of ida'"
+    )
+    assert (
+        reason_by_name(
+            "ida has no alias for hale; 'Hale' is its true name", "ida", "hale", None, names
+        )
+        == "Ida has no alias for Hale Morrow; 'Hale' is its true name"
+    )
+    assert (
+        reason_by_name(
+            "private attribute 'scar' of hale; ida has no access", "ida", "hale", "scar", names
+        )
+        == "private attribute 'scar' of Hale Morrow; Ida has no access"
+    )
+    system = "system id of object 'hale'"
+    assert reason_by_name(system, "ida", "hale", None, names) == system

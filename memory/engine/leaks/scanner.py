@@ -400,6 +400,37 @@ def _name_reason(
     return f"{viewer_id} knows {entity_id} only as '{label}'; '{written}' is {of_name}"
 
 
+def reason_by_name(
+    reason: str,
+    viewer_id: str,
+    entity_id: str | None,
+    attribute_name: str | None,
+    name: Callable[[str], str],
+) -> str:
+    """A finding's reason as a page says it, the viewer and the entity by `name`. The
+    scanner writes ids (the CLI, the API and the exports are read by tools as well as
+    people); only the ids at the places its sentences put them are swapped, so a label or a
+    written text that holds an id stays as written."""
+    if not entity_id:
+        return reason
+    viewer, entity = name(viewer_id), name(entity_id)
+    for was, now in (
+        (f"{viewer_id} knows {entity_id} only as ", f"{viewer} knows {entity} only as "),
+        (f"{viewer_id} has no alias for {entity_id}; ", f"{viewer} has no alias for {entity}; "),
+        (
+            f"private attribute '{attribute_name}' of {entity_id}; ",
+            f"private attribute '{attribute_name}' of {entity}; ",
+        ),
+    ):
+        if reason.startswith(was):
+            reason = now + reason[len(was) :]
+            break
+    no_access = f"; {viewer_id} has no access"
+    if attribute_name and reason.endswith(no_access):
+        reason = reason[: -len(no_access)] + f"; {viewer} has no access"
+    return reason
+
+
 def _known_texts(index: LeakIndex, viewer_id: str, object_id: str) -> list[str]:
     """Folded texts the viewer legitimately holds for this object: its own true name (when
     the object is the viewer), the label it uses for it, private values of it it may see."""

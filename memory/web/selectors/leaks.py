@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from memory.engine.knowledge import Viewer, get_viewer, true_names
 from memory.engine.leaks.accepted import acceptances
+from memory.engine.leaks.scanner import reason_by_name
 from memory.engine.leaks.stored import scan_fresh, scan_state, stored_findings
 from memory.engine.leaks.world_scan import FINDING_KINDS, ScanFinding, scan_viewer
 from memory.engine.prompt import prompt_context
@@ -205,6 +206,18 @@ def leak_findings(
     items.sort(key=lambda f: (f["viewer_id"], f["start"], f["end"], f["kind"]))
     items.sort(key=SORTS[sort if sort in SORTS else DEFAULT_SORT])
     return items
+
+
+def named_reason(finding: dict, names: dict[str, str]) -> str:
+    """The finding's reason with its viewer and entity by name, for a page (the exports
+    and the API keep the ids)."""
+    return reason_by_name(
+        finding["reason"],
+        finding["viewer_id"],
+        finding.get("entity_id"),
+        finding.get("attribute_name"),
+        lambda i: names.get(i, i),
+    )
 
 
 def find_finding(viewer_id: str, section: str, kind: str, text: str) -> ScanFinding | None:

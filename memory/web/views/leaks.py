@@ -41,7 +41,10 @@ def prompt_page(request: HttpRequest, viewer_id: str) -> HttpResponse:
     )
     context["prompt"] = prompt
     context["viewer_name"] = names[viewer.id]
-    context["findings"] = [(f, names.get(f.get("entity_id"))) for f in prompt.findings]
+    context["findings"] = [
+        (f, names.get(f.get("entity_id")), leak_reads.named_reason(f, names))
+        for f in prompt.findings
+    ]
     return render_page(request, "memory/prompt.html", "prompt-panel", context)
 
 
@@ -130,6 +133,8 @@ def _render_table(
     here = urlencode(list(filters.items()))
     for f in findings:
         f["prompt_url"] = reverse("memory:prompt", args=[f["viewer_id"]]) + f"#leak-at-{f['start']}"
+        names = {f["viewer_id"]: f["viewer_name"], f["entity_id"]: f["entity_name"]}
+        f["reason_named"] = leak_reads.named_reason(f, names)
         sources = list(dict.fromkeys(o["source_id"] for o in f["occurrences"] if o["source_id"]))
         # The first occurrence's row, then the other rows the leak stands in (a few).
         f["source_urls"] = [
