@@ -3,6 +3,7 @@ migrates in place; every row of a deleted save goes and no other."""
 
 from __future__ import annotations
 
+import re
 import signal
 import sqlite3
 import subprocess
@@ -12,6 +13,7 @@ import time
 
 import pytest
 from django.db import connection
+from django.test import Client
 
 from memory.active_save import use
 from memory.engine.saves import get_save, purge_retired
@@ -36,23 +38,44 @@ def _view(name: str) -> tuple:
     return aliases, ids
 
 
+def _page_view(client: Client, name: str) -> tuple:
+    """What bob's viewer page of save `name` shows: each buffer line (entry id and text) and
+    the targets of its alias table, in page order (status checked)."""
+    response = client.get(f"/saves/{name}/viewers/bob/")
+    assert response.status_code == 200, response.status_code
+    page = response.content.decode()
+    entries = tuple(
+        re.findall(r'data-entry-id="([^"]*)".*?<span class="line[^"]*">(.*?)</span>', page, re.S)
+    )
+    rows = tuple(re.findall(r'<tr id="alias-[^"]*" data-target="([^"]*)"', page))
+    return entries, rows
+
+
 @pytest.mark.django_db(transaction=True)
-def test_replace_under_a_concurrent_reader_never_shows_a_mix():
+def test_replace_under_a_concurrent_reader_never_shows_a_mix(django_user_model):
     if connection.vendor != "postgresql":
         pytest.skip("concurrent readers during a commit: PostgreSQL (SQLite serialises them)")
+    user = django_user_model.objects.create_user("reader", password="pw", is_staff=True)
+    client = Client()
+    client.force_login(user)
     import_omnia(V2, as_name="probe")
-    new_view = _view("probe")
+    new_view = _view("probe"), _page_view(client, "probe")
     import_omnia(V1, as_name="tavern")
-    old_view = _view("tavern")
-    assert old_view != new_view
+    old_view = _view("tavern"), _page_view(client, "tavern")
+    assert old_view[0] != new_view[0]
+    assert old_view[1][0] and old_view[1] != new_view[1]  # the page itself tells them apart
     seen: list[tuple] = []
     errors: list[BaseException] = []
     stop = threading.Event()
 
     def read() -> None:
+        # A browser's loop: bob's viewer page, read through the whole stack, again and again,
+        # with what the models hold for the same save beside it.
+        reader = Client()
+        reader.force_login(user)
         try:
             while not stop.is_set():
-                seen.append(_view("tavern"))
+                seen.append((_view("tavern"), _page_view(reader, "tavern")))
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
         finally:
