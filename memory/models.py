@@ -395,7 +395,7 @@ class SessionSummary(models.Model):
     content_hash = models.TextField()
     text = models.TextField()
     source = models.TextField(default="")
-    created_at = models.DateTimeField(auto_now_add=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     objects = SaveScopedManager()
     every_save = models.Manager()
@@ -520,7 +520,7 @@ class AliasChange(models.Model):
     changed_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    changed_at = models.DateTimeField(auto_now_add=True)
+    changed_at = models.DateTimeField(default=timezone.now, editable=False)
     source = models.TextField(default="")
 
     objects = SaveScopedManager()
@@ -643,7 +643,7 @@ class LeakAcceptance(models.Model):
     accepted_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    accepted_at = models.DateTimeField(auto_now_add=True)
+    accepted_at = models.DateTimeField(default=timezone.now, editable=False)
 
     objects = SaveScopedManager()
     every_save = models.Manager()

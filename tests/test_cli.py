@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from datetime import UTC, datetime
 from io import StringIO
 from pathlib import Path
 
@@ -246,6 +247,10 @@ def test_replace_keeps_alias_edits_and_accepted_findings_where_the_ids_still_exi
         LeakAcceptance.objects.create(
             viewer_id="alice", section="buffer", kind="system_id", text="bob", reason="test"
         )
+        # Made a while ago: what is carried over keeps its time.
+        then = datetime(2026, 11, 2, 9, 30, tzinfo=UTC)
+        AliasChange.objects.update(changed_at=then)
+        LeakAcceptance.objects.update(accepted_at=then)
     out = StringIO()
     call_command("import_omnia", str(v2), "--as", "tavern", "--replace", stdout=out)
     assert (
@@ -261,8 +266,10 @@ def test_replace_keeps_alias_edits_and_accepted_findings_where_the_ids_still_exi
     with use(new):
         aliases = dict(json.loads(WorldObject.objects.get(id="alice").aliases_json))
         assert aliases["bob"] == "Gareth"
-        assert list(AliasChange.objects.values_list("viewer_id", "after")) == [("alice", "Gareth")]
-        assert LeakAcceptance.objects.get().text == "bob"
+        assert list(AliasChange.objects.values_list("viewer_id", "after", "changed_at")) == [
+            ("alice", "Gareth", then)
+        ]
+        assert LeakAcceptance.objects.values_list("text", "accepted_at").get() == ("bob", then)
 
 
 @pytest.mark.django_db
