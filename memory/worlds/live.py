@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from django.db import transaction
-from django.db.models import F
+from django.db.models import Count, F
 from django.utils import timezone
 
 from memory.active_save import current_id, use
@@ -76,6 +76,7 @@ from memory.worlds.validation import (
 
 BATCH_ROWS = 5000  # new rows read per table per batch: bounds one batch's transaction
 BUCKET_SHIFT = 10  # rowid buckets of 1,024 when looking for deleted rows
+BUCKET_SIZE = 1 << BUCKET_SHIFT
 T = TypeVar("T")
 REWIND_ROWS = 1024  # a tail that disagrees further back than this is another game
 
@@ -490,11 +491,15 @@ class Follower:
         bucket by bucket: only buckets whose counts differ are compared id by id."""
         mark = tc.effective_mark
         with use(self.save):
-            ours_rows = LiveRow.objects.filter(table_name=table, rowid__lte=mark)
-            ours: dict[int, int] = {}
-            for rowid in ours_rows.values_list("rowid", flat=True).iterator():
-                bucket = rowid >> BUCKET_SHIFT
-                ours[bucket] = ours.get(bucket, 0) + 1
+            # Counted by the database on the (save, table, rowid) index: at a million rows
+            # the rows never come to Python (which took about a second of every deletion).
+            ours = dict(
+                LiveRow.objects.filter(table_name=table, rowid__lte=mark)
+                .annotate(bucket=F("rowid") / BUCKET_SIZE)
+                .values("bucket")
+                .annotate(n=Count("*"))
+                .values_list("bucket", "n")
+            )
 
         def scan() -> tuple[dict[int, str], list[int]]:
             theirs = dict(
