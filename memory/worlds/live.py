@@ -51,7 +51,6 @@ from memory.engine.projections.refold import refold_owners
 from memory.engine.saves import check_name, default_name
 from memory.engine.scopes import home_scope
 from memory.engine.shards import bump_generations, notify_written, shard_count, shard_of
-from memory.engine.strict_json import json_text_problem
 from memory.engine.upkeep import run_upkeep
 from memory.models import (
     BufferEntry,
@@ -70,6 +69,7 @@ from memory.worlds.validation import (
     VISIBILITIES,
     BatchValidator,
     integer_problem,
+    ledger_row_problem,
     row_label,
     text_field_problem,
 )
@@ -862,44 +862,10 @@ def _check_buffer(source: str, rows: list[tuple], object_ids: set[str]) -> None:
 
 
 def _check_ledger(source: str, rows: list[tuple], object_ids: set[str]) -> None:
-    for (
-        _rowid,
-        entry_id,
-        owner_id,
-        timestamp,
-        location_id,
-        content,
-        quotes,
-        importance,
-        emb,
-    ) in rows:
-        problem = (
-            text_field_problem("id", entry_id, required=True)
-            or (
-                f"owner {owner_id!r} is not an object in the file"
-                if owner_id not in object_ids
-                else None
-            )
-            or text_field_problem("timestamp", timestamp, required=True)
-            or text_field_problem("location_id", location_id)
-            or text_field_problem("content", content, required=True)
-            or text_field_problem("quotes_json", quotes)
-            or integer_problem("importance", importance, 1, 10, required=True)
-            or (
-                "embedding must be a BLOB or NULL"
-                if emb is not None and not isinstance(emb, bytes)
-                else None
-            )
-        )
-        if problem is None and quotes is not None:
-            problem = json_text_problem(quotes)
-            if problem is None:
-                try:
-                    json.loads(quotes)
-                except ValueError:
-                    problem = "quotes_json is not JSON"
+    for _rowid, *row in rows:
+        problem = ledger_row_problem(tuple(row), object_ids)
         if problem is not None:
-            raise WorldImportError(source, "ledger_entries", row_label(entry_id), problem)
+            raise WorldImportError(source, "ledger_entries", row_label(row[0]), problem)
 
 
 def _check_owners(source: str, table: str, model, rows: list[tuple]) -> None:

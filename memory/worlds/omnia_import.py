@@ -30,6 +30,7 @@ from memory.worlds.validation import (
     check_columns,
     first_duplicate,
     integer_problem,
+    ledger_row_problem,
     row_label,
     text_field_problem,
     undecodable_row,
@@ -343,50 +344,16 @@ def _import_ledger(
 ) -> set[str]:
     """Import the long-term ledger; returns the owners that got new entries."""
     rows = []
-    for (
-        entry_id,
-        owner_id,
-        timestamp,
-        location_id,
-        content,
-        quotes_json,
-        importance,
-        embedding,
-    ) in conn.execute(
+    for row in conn.execute(
         "SELECT id, owner_id, timestamp, location_id, content, quotes_json, importance, embedding "
         "FROM ledger_entries ORDER BY rowid"
     ):
-        where = row_label(entry_id)
-        problem = (
-            text_field_problem("id", entry_id, required=True)
-            or (
-                f"owner {owner_id!r} is not an object in the file"
-                if owner_id not in object_ids
-                else None
-            )
-            or text_field_problem("timestamp", timestamp, required=True)
-            or text_field_problem("location_id", location_id)
-            or text_field_problem("content", content, required=True)
-            or text_field_problem("quotes_json", quotes_json)
-            or integer_problem("importance", importance, 1, 10, required=True)
-            or (
-                "embedding must be a BLOB or NULL"
-                if embedding is not None and not isinstance(embedding, bytes)
-                else None
-            )
+        entry_id, owner_id, timestamp, location_id, content, quotes_json, importance, embedding = (
+            row
         )
-        if problem is None and quotes_json is not None:
-            problem = json_text_problem(quotes_json)
-            problem = f"quotes_json: {problem}" if problem else None
+        problem = ledger_row_problem(row, object_ids)
         if problem is not None:
-            raise WorldImportError(source, "ledger_entries", where, problem)
-        if quotes_json is not None:
-            try:
-                json.loads(quotes_json)
-            except ValueError:
-                raise WorldImportError(
-                    source, "ledger_entries", where, "quotes_json is not JSON"
-                ) from None
+            raise WorldImportError(source, "ledger_entries", row_label(entry_id), problem)
         rows.append(
             (
                 entry_id,

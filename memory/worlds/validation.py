@@ -7,6 +7,7 @@ The second process is spawned, not forked, and runs only `memory.engine.intents.
 
 from __future__ import annotations
 
+import json
 import logging
 import multiprocessing
 import os
@@ -17,7 +18,7 @@ from concurrent.futures.process import BrokenProcessPool
 
 from memory.engine.intents import first_invalid_row
 from memory.engine.lifetime import die_with_parent
-from memory.engine.strict_json import text_problem
+from memory.engine.strict_json import json_text_problem, text_problem
 from memory.engine.visibility import PRIVATE, PUBLIC
 from memory.models import ObjectType
 from memory.worlds.report import WorldImportError
@@ -90,6 +91,42 @@ def integer_problem(
     if not low <= value <= high:
         return f"{name} {value} is not {low}–{high}"
     return None
+
+
+def ledger_row_problem(
+    row: tuple[object, ...], object_ids: set[str] | frozenset[str]
+) -> str | None:
+    """What is wrong with one omnia `ledger_entries` row (id, owner_id, timestamp,
+    location_id, content, quotes_json, importance, embedding), or None: the one check of
+    every door that reads the ledger (an import, a followed game)."""
+    entry_id, owner_id, timestamp, location_id, content, quotes, importance, embedding = row
+    problem = (
+        text_field_problem("id", entry_id, required=True)
+        or (
+            f"owner {owner_id!r} is not an object in the file"
+            if owner_id not in object_ids
+            else None
+        )
+        or text_field_problem("timestamp", timestamp, required=True)
+        or text_field_problem("location_id", location_id)
+        or text_field_problem("content", content, required=True)
+        or text_field_problem("quotes_json", quotes)
+        or integer_problem("importance", importance, 1, 10, required=True)
+        or (
+            "embedding must be a BLOB or NULL"
+            if embedding is not None and not isinstance(embedding, bytes)
+            else None
+        )
+    )
+    if problem is None and quotes is not None:
+        problem = json_text_problem(quotes)
+        if problem is not None:
+            return f"quotes_json: {problem}"
+        try:
+            json.loads(quotes)
+        except ValueError:
+            return "quotes_json is not JSON"
+    return problem
 
 
 def check_columns(conn: sqlite3.Connection, source: str, tables: set[str]) -> None:
