@@ -171,6 +171,14 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
+if TESTING and "pytest" in sys.modules:
+    # A fast hasher for the suite's own logins (Django's advice for tests: each PBKDF2 hash
+    # costs a few hundred ms, and the throttling tests fail logins by the dozen). PBKDF2 stays
+    # listed, so a password a child process hashed the production way still checks.
+    PASSWORD_HASHERS = [
+        "django.contrib.auth.hashers.MD5PasswordHasher",
+        "django.contrib.auth.hashers.PBKDF2PasswordHasher",
+    ]
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
