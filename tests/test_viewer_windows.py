@@ -340,3 +340,24 @@ def test_viewer_page_queries_do_not_grow_with_the_world(
     with django_assert_max_num_queries(small):
         body = client.get("/saves/cast/viewers/alice/").content.decode()
     assert "390 more entities this viewer has no name for." in body  # 402 targets, 12 shown
+
+
+@pytest.mark.django_db
+def test_the_viewer_page_looks_its_viewer_up_once(cast, client, django_user_model) -> None:
+    """The page reads its viewer once and hands it to the doors (sessions, digest, episodes,
+    faces), which then neither check it exists nor read it again."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client.force_login(
+        django_user_model.objects.create_user("ann", password="pw", is_superuser=True)
+    )
+    with CaptureQueriesContext(connection) as ctx:
+        assert client.get("/saves/cast/viewers/alice/").status_code == 200
+    lookups = [
+        q["sql"]
+        for q in ctx.captured_queries
+        if q["sql"].startswith(('SELECT 1 AS "a" FROM "objects"', 'SELECT "objects"."uid"'))
+        and '"objects"."id" = \'alice\'' in q["sql"]
+    ]
+    assert len(lookups) == 1, lookups

@@ -56,6 +56,13 @@ def get_viewer(viewer_id: str) -> Viewer:
     return viewer_of(obj)
 
 
+def resolve_viewer(viewer: str | Viewer) -> Viewer:
+    """A viewer by id (read, NotFound if it is none), or one already read, passed on: a page
+    reads its viewer once and hands it to every door it calls, which then need not look
+    again (four lookups were a tenth of the viewer page)."""
+    return viewer if isinstance(viewer, Viewer) else get_viewer(viewer)
+
+
 def true_name_attributes() -> list[str]:
     return list(settings.OMNIA_TRUE_NAME_ATTRIBUTES)
 

@@ -35,7 +35,7 @@ from django.db.models import QuerySet
 from memory.engine.buffer import Undeliverable
 from memory.engine.buffer.v2 import find_tags, hydrate
 from memory.engine.errors import NotFound
-from memory.engine.knowledge import Viewer, get_viewer
+from memory.engine.knowledge import Viewer, resolve_viewer
 from memory.engine.longterm import faces as facelib
 from memory.engine.longterm.names import NameWarning, same_name_after_trim
 from memory.engine.longterm.shadowing import (
@@ -153,8 +153,8 @@ def _raw_rows(queryset: QuerySet) -> Iterator[tuple]:
             yield from chunk
 
 
-def _read(viewer_id: str) -> _Read:
-    viewer = get_viewer(viewer_id)
+def _read(viewer: str | Viewer) -> _Read:
+    viewer = resolve_viewer(viewer)
     rows = 1
     layer_ids = list(
         LayerSubscription.objects.filter(entity_id=viewer.id)
@@ -243,10 +243,10 @@ def _listing(read: _Read, include_shadowed: bool) -> list[FaceItem]:
     ]
 
 
-def viewer_faces(viewer_id: str, *, include_shadowed: bool = False) -> FacesAnswer:
+def viewer_faces(viewer: str | Viewer, *, include_shadowed: bool = False) -> FacesAnswer:
     """Every face of one viewer's long-term memory. Unknown viewer -> NotFound."""
     with _acyclic_burst():
-        read = _read(viewer_id)
+        read = _read(viewer)
         faces = read.faces
         default = [_item(read, i, on_default=True) for i in faces.default]
         items = default if not include_shadowed else _listing(read, include_shadowed=True)

@@ -26,6 +26,7 @@ from memory.active_save import current_id
 from memory.engine.clock import parse_timestamp, short_date, time_of_day
 from memory.engine.cursor import decode_cursor, encode_cursor
 from memory.engine.errors import InvalidInput, NotFound
+from memory.engine.knowledge import Viewer
 from memory.engine.projections.sessions import session_key_of
 from memory.engine.shards import shard_of
 from memory.engine.visibility import PUBLIC, can_see
@@ -83,9 +84,13 @@ class Digest:
     rows_visited: int
 
 
-def _check_viewer(viewer_id: str) -> None:
-    if not WorldObject.objects.filter(id=viewer_id, type=ObjectType.ENTITY).exists():
-        raise NotFound(f"no entity with id {viewer_id!r}", field="viewer_id")
+def _check_viewer(viewer: str | Viewer) -> str:
+    """The viewer's id, checked to be an entity unless it comes already read (a Viewer)."""
+    if isinstance(viewer, Viewer):
+        return viewer.id
+    if not WorldObject.objects.filter(id=viewer, type=ObjectType.ENTITY).exists():
+        raise NotFound(f"no entity with id {viewer!r}", field="viewer_id")
+    return viewer
 
 
 # --- sessions ----------------------------------------------------------------------------------
@@ -149,9 +154,9 @@ def _kind(session_key: str) -> str:
     return "scene" if session_key.startswith("scene:") else "conversation"
 
 
-def sessions(viewer_id: str, *, limit: int = 50, before: str | None = None) -> Page:
+def sessions(viewer: str | Viewer, *, limit: int = 50, before: str | None = None) -> Page:
     """The viewer's sessions, newest last_at first (ties by key), with live counts."""
-    _check_viewer(viewer_id)
+    viewer_id = _check_viewer(viewer)
     page, next_cursor, visited = _session_rows(viewer_id, limit, before)
     retracted: dict[str, int] = {}
     if page:
@@ -242,10 +247,10 @@ def digest_line(
 
 
 def digest(
-    viewer_id: str, known_hash: str | None = None, *, limit: int = DIGEST_SESSIONS
+    viewer: str | Viewer, known_hash: str | None = None, *, limit: int = DIGEST_SESSIONS
 ) -> Digest:
     """Viewer-relative lines naming its latest sessions, oldest first, with no ids in them."""
-    _check_viewer(viewer_id)
+    viewer_id = _check_viewer(viewer)
     page, _next, visited = _session_rows(viewer_id, limit, None)
     page = list(reversed(page))
     conversation_members = [
@@ -291,9 +296,9 @@ def digest(
 # --- episodes ------------------------------------------------------------------------------------
 
 
-def episodes(viewer_id: str, *, limit: int = 50, before: str | None = None) -> Page:
+def episodes(viewer: str | Viewer, *, limit: int = 50, before: str | None = None) -> Page:
     """The viewer's episodes, newest first; the open one (if any) leads."""
-    _check_viewer(viewer_id)
+    viewer_id = _check_viewer(viewer)
     if limit < 1:
         raise InvalidInput("limit must be at least 1", field="limit")
     rows = Episode.objects.filter(owner_id=viewer_id)

@@ -53,7 +53,7 @@ def faces(request: HttpRequest, save: SaveName, viewer_id: str, include_shadowed
     """The viewer's long-term listing: the default face, or with shadowed and superseded
     entries brought back (tagged) when `include_shadowed`."""
     viewer = access.viewer(request, viewer_id)
-    view = faces_reads.faces_view(viewer.id, include_shadowed=include_shadowed)
+    view = faces_reads.faces_view(viewer, include_shadowed=include_shadowed)
     answer = view.answer
     maps = (answer.shadowed, answer.superseded, answer.undeliverable)
     return {

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from memory.engine.buffer.rendered import BUFFER_FIELDS, render_entry
 from memory.engine.errors import NotFound
-from memory.engine.knowledge import get_viewer
+from memory.engine.knowledge import Viewer, get_viewer
 from memory.engine.longterm.reader import FaceItem, FacesAnswer, get_long_term_entry, viewer_faces
 from memory.engine.longterm.shadowing import EntryHeader, shadow_key_of
 from memory.models import BufferEntry, Layer, LedgerEntry
@@ -114,10 +114,11 @@ def _same_name(rows: list[FaceView], viewer_id: str, titles: dict[str, str]) -> 
             ]
 
 
-def faces_view(viewer_id: str, *, include_shadowed: bool = False) -> FacesView:
+def faces_view(viewer: str | Viewer, *, include_shadowed: bool = False) -> FacesView:
     """The viewer's long-term faces: shadowed entries under the entry that shadows them,
     superseded ones beside the rollup that absorbed them, each with its reason."""
-    answer = viewer_faces(viewer_id, include_shadowed=include_shadowed)
+    answer = viewer_faces(viewer, include_shadowed=include_shadowed)
+    viewer_id = answer.viewer_id
     shadowed = dict(answer.shadowed or {})
     superseded = dict(answer.superseded or {})
     undeliverable = dict(answer.undeliverable or {})

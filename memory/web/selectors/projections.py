@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from memory.engine.clock import time_key
+from memory.engine.knowledge import Viewer
 from memory.engine.projections.doors import Digest, Page, digest
 from memory.engine.projections.doors import episodes as door_episodes
 from memory.engine.projections.doors import sessions as door_sessions
@@ -40,9 +41,11 @@ class SessionsPanel:
         return None
 
 
-def sessions_panel(viewer_id: str, *, limit: int = 20) -> SessionsPanel:
-    """Sessions, digest, episodes and the shown sessions' summaries of one viewer."""
-    sessions = door_sessions(viewer_id, limit=limit)
+def sessions_panel(viewer: str | Viewer, *, limit: int = 20) -> SessionsPanel:
+    """Sessions, digest, episodes and the shown sessions' summaries of one viewer (by id, or
+    read already: the doors then take it as it is)."""
+    viewer_id = viewer if isinstance(viewer, str) else viewer.id
+    sessions = door_sessions(viewer, limit=limit)
     # The door's items carry what summaries_for reads of a session (owner, key, content
     # hash): unsaved rows made of them spare reading the same sessions again.
     rows = [
@@ -52,8 +55,8 @@ def sessions_panel(viewer_id: str, *, limit: int = 20) -> SessionsPanel:
     summaries = {key: answer for (_owner, key), answer in summaries_for(rows).items()}
     return SessionsPanel(
         sessions=sessions,
-        digest=digest(viewer_id),
-        episodes=door_episodes(viewer_id, limit=limit),
+        digest=digest(viewer),
+        episodes=door_episodes(viewer, limit=limit),
         summaries=summaries,
     )
 

@@ -336,7 +336,7 @@ def _aliases_context(
 
 
 def _sessions_context(viewer: Viewer, links: buffer_reads.LineLinks | None) -> dict[str, Any]:
-    panel = projection_reads.sessions_panel(viewer.id)
+    panel = projection_reads.sessions_panel(viewer)
     selected_session = links.session_key if links else None
     selected_episode = panel.episode_at(links.entry.timestamp) if links else None
     items = [
@@ -389,7 +389,7 @@ def _faces_context(request: HttpRequest, viewer: Viewer) -> dict[str, Any]:
         "json_url": reverse("api:faces", args=[viewer.id])
         + ("?include_shadowed=true" if include else ""),
     }
-    context["view"] = face_reads.faces_view(viewer.id, include_shadowed=include)
+    context["view"] = face_reads.faces_view(viewer, include_shadowed=include)
     return context
 
 
