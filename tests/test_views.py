@@ -556,7 +556,7 @@ def test_prompt_page_highlights_the_planted_leak(staff_client, demo) -> None:
     assert (
         '<mark id="leak-at-1968" class="leak leak-unknown_name" tabindex="0" '
         'data-kind="unknown_name" '
-        'title="unknown_name: npc-pip knows npc-sable only as &#x27;the tall one in grey&#x27;" '
+        'title="unknown_name: Pip Dunn knows Sable Quint only as &#x27;the tall one in grey&#x27;" '
         'aria-describedby="leak-1">Sable Quint</mark>'
     ) in body
     assert (

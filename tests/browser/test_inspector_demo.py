@@ -82,7 +82,7 @@ def test_prompt_page_highlights_the_planted_leak_and_copies(page, demo, screensh
         "document.getElementById(document.activeElement.getAttribute('aria-describedby'))"
         ".textContent"
     )
-    assert "npc-pip knows npc-sable only as 'the tall one in grey'" in described
+    assert "Pip Dunn knows Sable Quint only as 'the tall one in grey'" in described
     tooltip = page.evaluate(
         "getComputedStyle(document.activeElement, '::after').getPropertyValue('content')"
     )

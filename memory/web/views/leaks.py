@@ -41,10 +41,9 @@ def prompt_page(request: HttpRequest, viewer_id: str) -> HttpResponse:
     )
     context["prompt"] = prompt
     context["viewer_name"] = names[viewer.id]
-    context["findings"] = [
-        (f, names.get(f.get("entity_id")), leak_reads.named_reason(f, names))
-        for f in prompt.findings
-    ]
+    for f in prompt.findings:  # the highlights share these dicts: their tooltips say it too
+        f["reason_named"] = leak_reads.named_reason(f, names)
+    context["findings"] = [(f, names.get(f.get("entity_id"))) for f in prompt.findings]
     return render_page(request, "memory/prompt.html", "prompt-panel", context)
 
 
