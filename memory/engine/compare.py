@@ -149,6 +149,8 @@ class FindingItem:
     reason: str
     count: int
     state: str  # "open" or "accepted" (in the save it is listed from)
+    entity_id: str | None = None  # whom or what it leaks (a page names it)
+    attribute_name: str | None = None  # the private attribute, for that kind
 
 
 @dataclass
@@ -468,7 +470,9 @@ def viewer_findings(save: Save, viewer_id: str, *, refresh: bool) -> list[Findin
 
 def _finding_item(f: ScanFinding, state: str) -> FindingItem:
     g = f.finding
-    return FindingItem(f.section, g.kind, g.text, g.reason, f.count, state)
+    return FindingItem(
+        f.section, g.kind, g.text, g.reason, f.count, state, g.entity_id, g.attribute_name
+    )
 
 
 def diff_findings(in_a: list[FindingItem], in_b: list[FindingItem]) -> LeakDiff:

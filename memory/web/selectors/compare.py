@@ -16,6 +16,7 @@ from memory.engine.compare import compare_saves, compare_viewers
 from memory.engine.errors import InvalidInput
 from memory.engine.saves import live_saves
 from memory.web import inputs
+from memory.web.selectors.leaks import named_reason
 
 PARAMS = ("a", "b", "viewer", "save")
 # Longer than any id or save name people type; a longer value names nothing.
@@ -50,6 +51,31 @@ def comparison(params: Mapping[str, str]) -> dict[str, Any]:
             )
         return compare_viewers(params["save"], params["a"], params["b"]).as_dict()
     return compare_saves(params["a"], params["b"], params.get("viewer")).as_dict()
+
+
+def _named_ids(value: Any, into: dict[str, str]) -> dict[str, str]:
+    """Every person or place the comparison names ({"id", "name"} anywhere in it)."""
+    if isinstance(value, dict):
+        if isinstance(value.get("id"), str) and isinstance(value.get("name"), str):
+            into.setdefault(value["id"], value["name"])
+        for item in value.values():
+            _named_ids(item, into)
+    elif isinstance(value, list):
+        for item in value:
+            _named_ids(item, into)
+    return into
+
+
+def with_reasons_by_name(result: dict[str, Any]) -> dict[str, Any]:
+    """The page's copy of a comparison: each leak finding's reason also by name (from the
+    names the comparison already carries; the JSON twin keeps the engine's ids)."""
+    names = _named_ids(result, {})
+    for section in result.get("viewers", []):
+        viewer_id = section["viewer"]["id"]
+        for state in ("new", "fixed", "unchanged"):
+            for finding in (section.get("leaks") or {}).get(state, []):
+                finding["reason_named"] = named_reason({"viewer_id": viewer_id, **finding}, names)
+    return result
 
 
 def save_names() -> list[str]:

@@ -33,7 +33,7 @@ def compare_page(request: HttpRequest) -> HttpResponse:
         context["params"].update(params)
         if params:
             context["json_twin"] = f"{reverse('api:compare')}?{urlencode(params)}"
-            context["result"] = compare_reads.comparison(params)
+            context["result"] = compare_reads.with_reasons_by_name(compare_reads.comparison(params))
     except DomainError as exc:
         # A bad link still shows the form, with what was wrong, under a 4xx.
         context["error"] = {"detail": str(exc), "field": exc.field}
