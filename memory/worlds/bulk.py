@@ -62,6 +62,35 @@ def secondary_indexes(table: str) -> list[tuple[str, str]]:
         return list(cursor.fetchall())
 
 
+# The columns every door that lands omnia buffer and ledger rows writes (an import, a followed
+# game), in the order its row tuples carry them.
+BUFFER_COLUMNS = (
+    "id",
+    "owner_id",
+    "timestamp",
+    "location_id",
+    "intent_json",
+    "outcome_json",
+    "pinned",
+    "created_at",
+    "shard",
+    "untimed",
+)
+LEDGER_COLUMNS = (
+    "id",
+    "owner_id",
+    "timestamp",
+    "location_id",
+    "content",
+    "quotes_json",
+    "importance",
+    "embedding",
+    "scope_id",
+    "slug",
+    "created_at",
+)
+
+
 @contextmanager
 def indexes_built_after(table: str, incoming_rows: int) -> Iterator[bool]:
     """Inside the import's transaction: for a large import into an empty table, drop its

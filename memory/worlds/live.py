@@ -80,32 +80,6 @@ BUCKET_SIZE = 1 << BUCKET_SHIFT
 T = TypeVar("T")
 REWIND_ROWS = 1024  # a tail that disagrees further back than this is another game
 
-BUFFER_COLUMNS = (
-    "id",
-    "owner_id",
-    "timestamp",
-    "location_id",
-    "intent_json",
-    "outcome_json",
-    "pinned",
-    "created_at",
-    "shard",
-    "untimed",
-)
-LEDGER_COLUMNS = (
-    "id",
-    "owner_id",
-    "timestamp",
-    "location_id",
-    "content",
-    "quotes_json",
-    "importance",
-    "embedding",
-    "scope_id",
-    "slug",
-    "created_at",
-)
-
 
 class Replaced(Exception):
     """The file at the path is not the game we were following any more."""
@@ -630,7 +604,7 @@ class Follower:
             )
             for row in changes.buffer.new
         ]
-        added = bulk.insert_ignore("buffer_entries", BUFFER_COLUMNS, buffer_rows)
+        added = bulk.insert_ignore("buffer_entries", bulk.BUFFER_COLUMNS, buffer_rows)
         if added != len(buffer_rows):
             _check_owners(self.source, "buffer_entries", BufferEntry, changes.buffer.new)
         result.added["buffer_entries"] = added
@@ -644,7 +618,7 @@ class Follower:
             )
             for row in changes.ledger.new
         ]
-        added = bulk.insert_ignore("ledger_entries", LEDGER_COLUMNS, ledger_rows)
+        added = bulk.insert_ignore("ledger_entries", bulk.LEDGER_COLUMNS, ledger_rows)
         if added != len(ledger_rows):
             _check_owners(self.source, "ledger_entries", LedgerEntry, changes.ledger.new)
         result.added["ledger_entries"] = added

@@ -305,22 +305,7 @@ def _import_omnia(conn: sqlite3.Connection, source: str, progress) -> ImportRepo
                         )
                     )
                 validator.submit(checks)  # validated there while inserted here
-                added = bulk.insert_ignore(
-                    "buffer_entries",
-                    (
-                        "id",
-                        "owner_id",
-                        "timestamp",
-                        "location_id",
-                        "intent_json",
-                        "outcome_json",
-                        "pinned",
-                        "created_at",
-                        "shard",
-                        "untimed",
-                    ),
-                    rows,
-                )
+                added = bulk.insert_ignore("buffer_entries", bulk.BUFFER_COLUMNS, rows)
                 if added:  # (a batch partly known already bumps all its owners: safe side)
                     written_for.update(row[1] for row in rows)
                 inserted += added
@@ -369,23 +354,7 @@ def _import_ledger(
                 clock.take(shard_of(owner_id)),
             )
         )
-    inserted = bulk.insert_ignore(
-        "ledger_entries",
-        (
-            "id",
-            "owner_id",
-            "timestamp",
-            "location_id",
-            "content",
-            "quotes_json",
-            "importance",
-            "embedding",
-            "scope_id",
-            "slug",
-            "created_at",
-        ),
-        rows,
-    )
+    inserted = bulk.insert_ignore("ledger_entries", bulk.LEDGER_COLUMNS, rows)
     ledger_ids = {row[0] for row in rows}
     involved = []
     for entry_id, entity_id in conn.execute(
