@@ -176,7 +176,10 @@ def measure_saves(rows: int, tmp: Path, database_url: str | None, present: int) 
     generate_world(world, rows)
     empty = run_child("import", str(world), env=_fresh_store(tmp, "empty", database_url))
     served = run_child(
-        "import", str(world), str(present + 1), "demo",
+        "import",
+        str(world),
+        str(present + 1),
+        "demo",
         env=_fresh_store(tmp, "served", database_url),
     )
     each = served["each_s"]
