@@ -40,7 +40,7 @@ class SaveTaken(Conflict):
         self.save = save
         super().__init__(
             f"save {save.name!r} already holds {save.source_name or save.kind} "
-            f"(imported {save.imported_at:%Y-%m-%d %H:%M} UTC), not {source}; nothing imported. "
+            f"(imported {save.imported_at:%Y-%m-%d %H:%M} UTC), not {source}. "
             f"Keep both with --as NEW-NAME, or swap this file in with --replace",
             field="name",
         )
