@@ -6,13 +6,14 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from memory.engine.knowledge import Viewer, get_viewer, true_names
+from memory.engine.knowledge import Viewer, get_viewer
 from memory.engine.leaks.accepted import acceptances
 from memory.engine.leaks.scanner import reason_by_name
 from memory.engine.leaks.stored import scan_fresh, scan_state, stored_findings
 from memory.engine.leaks.world_scan import FINDING_KINDS, ScanFinding, scan_viewer
 from memory.engine.prompt import prompt_context
 from memory.models import LeakFinding, LeakScan, ObjectType, WorldObject
+from memory.web.selectors.viewers import display_names
 
 
 @dataclass(frozen=True)
@@ -156,21 +157,6 @@ def viewer_choices(
     return sorted(names.items(), key=lambda pair: (pair[1].casefold(), pair[0]))
 
 
-def display_names(ids: Iterable[str]) -> dict[str, str]:
-    """id -> the name a person reads (true name, else the id)."""
-    wanted = set(ids)
-    names = _names(wanted)
-    return {i: names.get(i, i) for i in wanted}
-
-
-def _names(ids: set[str]) -> dict[str, str]:
-    wanted = sorted(ids)
-    names: dict[str, str] = {}
-    for start in range(0, len(wanted), 500):
-        names.update(true_names(wanted[start : start + 500]))
-    return names
-
-
 def leak_findings(
     *,
     viewer_id: str | None = None,
@@ -192,12 +178,12 @@ def leak_findings(
     if state is not None:
         items = [f for f in items if f["state"] == state]
     entity_ids = {f["entity_id"] for f in items if f["entity_id"]}
-    names = _names({f["viewer_id"] for f in items} | entity_ids)
+    names = display_names({f["viewer_id"] for f in items} | entity_ids)
     entities = _entities(entity_ids)
     for item in items:
-        item["viewer_name"] = names.get(item["viewer_id"], item["viewer_id"])
+        item["viewer_name"] = names[item["viewer_id"]]
         entity = item["entity_id"]
-        item["entity_name"] = names.get(entity, entity) if entity else None
+        item["entity_name"] = names[entity] if entity else None
         # A label can be given only to another entity (never to a place or to oneself).
         # An alias answers a name or an id the viewer met, not a private value.
         item["can_alias"] = (

@@ -156,7 +156,7 @@ def _render_table(
         problem["placed"] = problem["key"] in keys
     viewer_name = None
     if filters.get("viewer"):
-        viewer_name = leak_reads.display_names([filters["viewer"]])[filters["viewer"]]
+        viewer_name = viewer_reads.display_names([filters["viewer"]])[filters["viewer"]]
     context = {
         "findings": findings,
         "filters": filters,

@@ -116,7 +116,7 @@ def projection_context(request: HttpRequest) -> dict[str, Any]:
         # A crowd: the viewers with most findings first; the clean ones are summed up.
         rows = sorted((r for r in rows if r[2]), key=lambda r: (-r[2], r[0]))
     listed = rows[:LEAK_ROWS_LISTED]
-    names = leak_reads.display_names(r[0] for r in listed)
+    names = viewer_reads.display_names(r[0] for r in listed)
     return {
         "leak_kinds": kinds,
         # A kind's words, for a header that may break between them (a phone-wide panel).
