@@ -209,8 +209,7 @@ def test_a_changed_scenario_is_refused_then_kept_beside_or_swapped_in(fixtures_d
         "omnia-scenario-talking-room-c292626.json (imported "
     )
     assert str(refused.value).endswith(
-        f"not {newer}. Keep both with --as NEW-NAME, or swap this file in "
-        "with --replace"
+        f"not {newer}. Keep both with --as NEW-NAME, or swap this file in with --replace"
     )
     assert table_rows() == before
     call_command("load_world", newer, "--as", "room-2", stdout=out)

@@ -222,8 +222,7 @@ def test_another_file_under_a_taken_name_is_refused_and_changes_nothing(tmp_path
         "save 'omnia-74ffb45-tavern' already holds omnia-74ffb45-tavern.sqlite (imported "
     )
     assert str(caught.value).endswith(
-        f"not {other}. Keep both with --as NEW-NAME, or swap this file in "
-        "with --replace"
+        f"not {other}. Keep both with --as NEW-NAME, or swap this file in with --replace"
     )
     assert table_rows() == before
     assert import_omnia(other, as_name="tavern-2").save == "tavern-2"
