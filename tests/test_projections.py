@@ -27,9 +27,11 @@ from memory.engine.projections import (
 )
 from memory.engine.projections.rows import FOLD_COLUMNS, FoldRow, _fold_row
 from memory.engine.projections.sessions import (
+    LOOKUP_CHUNK,
     SessionState,
     fold_owner,
     fold_session,
+    load_sessions,
     session_hash,
     session_key_of,
 )
@@ -590,6 +592,35 @@ def test_cycle_read_is_an_index_range_seek_not_a_shard_scan(db):
         plan = " ".join(str(r[-1]) for r in cursor.fetchall())
     assert "idx_buffer_shard_fold (game_save_id=? AND shard=? AND (created_at,id)>(?,?))" in plan
 
+
+
+def test_stored_sessions_are_found_by_one_index_seek_per_pair_not_a_walk_of_the_save(cast):
+    """The cycle's lookup of the sessions its rows touch must not grow with the store. With
+    the save's id outside an OR of a full chunk of (owner, key) pairs, SQLite chose to walk
+    every session of the save for each chunk (the first cycle after a 1M-row import walked up
+    to 36,594 sessions per chunk). The plan of the very statement load_sessions runs."""
+    if connection.vendor != "sqlite":
+        pytest.skip("the plan text checked here is SQLite's")
+    write("alice", 0, conversation="c1")
+    write("bob", 1)
+    run_cycle()
+    stored = sorted(MemorySession.objects.values_list("owner_id", "session_key"))
+    assert len(stored) == 2
+    absent = [(f"npc-{n}", f"scene:room-{n}") for n in range(LOOKUP_CHUNK - len(stored))]
+    with CaptureQueriesContext(connection) as queries:
+        found = load_sessions([*stored, *absent])
+    assert sorted(found) == stored
+    (query,) = queries.captured_queries  # one chunk: the statement as run, values inlined
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN QUERY PLAN " + query["sql"])
+        plan = [str(row[-1]) for row in cursor.fetchall()]
+    reads = [line for line in plan if " USING " in line or line.startswith("SCAN s")]
+    assert reads, plan
+    assert all(
+        line.startswith("SEARCH ")
+        and line.endswith("(game_save_id=? AND owner_id=? AND session_key=?)")
+        for line in reads
+    ), plan
 
 # --- a backlog: the first cycle after a large import ----------------------------------------------
 
