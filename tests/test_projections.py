@@ -593,7 +593,6 @@ def test_cycle_read_is_an_index_range_seek_not_a_shard_scan(db):
     assert "idx_buffer_shard_fold (game_save_id=? AND shard=? AND (created_at,id)>(?,?))" in plan
 
 
-
 def test_stored_sessions_are_found_by_one_index_seek_per_pair_not_a_walk_of_the_save(cast):
     """The cycle's lookup of the sessions its rows touch must not grow with the store. With
     the save's id outside an OR of a full chunk of (owner, key) pairs, SQLite chose to walk
@@ -621,6 +620,7 @@ def test_stored_sessions_are_found_by_one_index_seek_per_pair_not_a_walk_of_the_
         and line.endswith("(game_save_id=? AND owner_id=? AND session_key=?)")
         for line in reads
     ), plan
+
 
 # --- a backlog: the first cycle after a large import ----------------------------------------------
 
