@@ -218,10 +218,10 @@ def load_sessions(pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], Ses
     pending = sorted(set(pairs))
     for start in range(0, len(pending), LOOKUP_CHUNK):
         chunk = pending[start : start + LOOKUP_CHUNK]
-        # Fixed SQL, not an OR of ORM Q objects: compiling 200 Q pairs cost more CPU than the
-        # query (a quarter of a 100k-row backlog cycle). The pairs are a VALUES table joined
-        # to the unique index, one seek each: "game_save_id = ? AND (pair OR pair …)" made
-        # SQLite walk every session of the save, so the cycle grew with the store.
+        # Fixed SQL, not ORM Q objects (compiling 200 Q pairs cost more CPU than the query: a
+        # quarter of a 100k-row backlog cycle). The pairs are a VALUES table joined to the
+        # unique index, one seek each: "game_save_id = ? AND (pair OR pair …)" made SQLite
+        # walk every session of the save, so the cycle grew with the store.
         pairs_sql = ", ".join(["(%s, %s)"] * len(chunk))
         with connection.cursor() as cursor:
             cursor.execute(
