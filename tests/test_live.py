@@ -171,16 +171,45 @@ def test_kill_9_mid_batch_then_resume(fresh_db, tmp_path):
     assert_same_as_fresh_import(db, save, fresh_db("fresh"))
 
 
-def test_a_new_game_at_the_path_replaces_the_old_one(fresh_db, tmp_path):
+def new_game_over(save: Path, db: Path, *, same_inode: bool) -> None:
+    """Another game of the same world at `save`, fewer rows: moved over the old file (a new
+    inode) or written into it (the inode a filesystem may hand a new file after an unlink)."""
+    other = save.with_name("other.sqlite")
+    manage("omnia_standin", str(other), "--rows", "60", "--rate", "0", "--seed", "9",
+           env=child_env(db))  # fmt: skip
+    inode = save.stat().st_ino
+    if same_inode:
+        with save.open("r+b") as old:
+            old.truncate(0)
+            old.write(other.read_bytes())
+        other.unlink()
+    else:
+        other.replace(save)
+    assert (save.stat().st_ino == inode) is same_inode
+
+
+@pytest.mark.parametrize(
+    ("same_inode", "why"),
+    [
+        (False, "another file at the path"),
+        (True, "buffer_entries: other rows stand where the rows applied were"),
+    ],
+)
+def test_a_new_game_at_the_path_replaces_the_old_one(fresh_db, tmp_path, same_inode, why):
     db, save = fresh_db("followed"), tmp_path / "game.sqlite"
     manage("omnia_standin", str(save), "--rows", "300", "--rate", "0", env=child_env(db))
     manage("follow_omnia", str(save), "--once", env=child_env(db))
-    save.unlink()  # a new game: another file at the same path, fewer rows
-    manage("omnia_standin", str(save), "--rows", "60", "--rate", "0", "--seed", "9",
-           env=child_env(db))  # fmt: skip
+    old_game = live_saves(db)["game"]
+    new_game_over(save, db, same_inode=same_inode)
     again = manage("follow_omnia", str(save), "--once", env=child_env(db))
-    assert "replaced (another file at the path)" in again.stderr
+    assert f"batch 1: replaced ({why}), +62 buffer_entries" in again.stderr
+    assert live_saves(db)["game"] != old_game  # a save of its own, under the old one's name
     assert_same_as_fresh_import(db, save, fresh_db("fresh"))
+
+
+def live_saves(db: Path) -> dict[str, int]:
+    with sqlite3.connect(db) as conn:
+        return dict(conn.execute("SELECT name, id FROM memory_saves WHERE retired_at IS NULL"))
 
 
 def test_follow_refuses_what_is_not_an_omnia_save(fresh_db, tmp_path):

@@ -23,7 +23,8 @@ any point resumes with no gap and no duplicate. The first batch lands through th
 (memory.worlds.save_door) into a save of its own. Then the owners whose rows were deleted
 are refolded, the projection cycle runs and the stored leak findings follow, and the
 follow's version moves (the pages' cue). A file that is not the game we followed any more
-(another inode at the path, another world, rows that disagree with what we applied) is
+(another inode at the path, another world, rows that disagree with what we applied, other
+rows where every row we applied stood: a new file that got the old inode) is
 followed from its first row into a new save that replaces the old one as `import_omnia
 --replace` does.
 """
@@ -758,13 +759,21 @@ def _patiently(step: Callable[[], T], timeout: float = 10.0) -> T:
 def _rewind(conn: _Patient, table: str, tail: list[tuple[int, str]]) -> int:
     """The newest rowid of ours that still holds the row we applied there; 0 when the file
     holds none of them (the rows we hold are then all gone); Replaced when our tail is
-    longer than we looked at and none of it is there: another game."""
+    longer than we looked at and none of it is there, or when none of it is there and other
+    rows hold its rowids: another game."""
+    taken = False
     for rowid, entry_id in tail:
         found = conn.execute(f"SELECT id FROM {table} WHERE rowid = ?", [rowid]).fetchone()
         if found is not None and found[0] == entry_id:
             return rowid
+        taken = taken or found is not None
     if len(tail) >= REWIND_ROWS:
         raise Replaced(f"{table} disagrees with what was applied")
+    if taken:
+        # Every row we applied is gone and other rows stand at their rowids: the game would
+        # have had to wipe its whole table and write again, which is what a new game at the
+        # path looks like when the filesystem hands it the old file's inode (ext4 does).
+        raise Replaced(f"{table}: other rows stand where the rows applied were")
     return 0
 
 
