@@ -108,6 +108,36 @@ def test_a_write_makes_its_owner_behind_and_the_next_upkeep_rescans_only_it(demo
     assert any(f["text"] == "npc-maren" for f in leaks.leak_findings(viewer_id="npc-pip"))
 
 
+def test_a_non_agent_is_scanned_only_when_asked_for_by_id(demo, client, django_user_model):
+    # A crate the save marks as no agent, with a memory naming a system id: omnia builds it no
+    # prompt, so no report, count or refresh lists it unasked; its own prompt page still does.
+    WorldObject.objects.create(id="crate-7", type="entity", world_id="harbor-town", is_agent=0)
+    services.remember_memory(
+        "crate-7",
+        intent={
+            "type": "dialogue",
+            "originalText": "npc-maren sat on me",
+            "description": "npc-maren sat on me",
+            "actorId": "crate-7",
+            "targetIds": [],
+        },
+        timestamp="2027-01-01T00:00:00.000Z",
+    )
+    assert "crate-7" not in {scan.viewer_id for scan in scan_world()}
+    first = stored.refresh()
+    assert (first.viewers_checked, first.viewers_scanned, first.findings_written) == (6, 6, 4)
+    assert not LeakScan.objects.filter(viewer_id="crate-7").exists()
+    assert [f for f in leaks.leak_findings() if f["viewer_id"] == "crate-7"] == []
+    assert "crate-7" not in leaks.leak_counts()
+    asked = leaks.leak_findings(viewer_id="crate-7")
+    assert [(f["kind"], f["text"]) for f in asked] == [("system_id", "npc-maren")]
+    client.force_login(django_user_model.objects.create_user("ann", is_staff=True))
+    save_page = client.get("/saves/demo/").content.decode()
+    assert 'data-viewer="crate-7"' not in save_page.split('id="leak-counts"')[1]
+    prompt_page = client.get("/saves/demo/viewers/crate-7/prompt/").content.decode()
+    assert "npc-maren" in prompt_page and 'class="leak' in prompt_page
+
+
 def test_verify_reports_a_tampered_finding_and_the_command_exits_1(demo):
     stored.refresh()
     assert verify_all()[1].drift == []

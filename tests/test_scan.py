@@ -125,16 +125,15 @@ FIXTURE_FINDINGS = {
     },
     # Later omnia: tags hydrate to aliases; one stored monologue of bob's still says "Bob".
     # "cellar" (a location id that is a plain word) is ordinary, so "the cellar" is no finding.
+    # ale-barrel is no agent (is_agent=0): no prompt of its own, so it is not scanned.
     "omnia-head-tavern.sqlite": {
         "97ef4a4a-a324-439f-be1d-a8da93557886": [],
-        "ale-barrel": [],
         "alice": [],
         "bob": [("system_id", "Bob", 652, 655, RM, 1)],  # "Bob hides a pouch of coins ..."
         "charlie": [],
     },
     "omnia-head-tavern.scenario.json": {
         "97ef4a4a-a324-439f-be1d-a8da93557886": [],
-        "ale-barrel": [],
         "alice": [],
         "bob": [("system_id", "Bob", 656, 659, RM, 1)],
         "charlie": [],

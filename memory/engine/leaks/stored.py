@@ -45,6 +45,8 @@ _FINGERPRINT_SQL = (
     "LEFT JOIN memory_owner_state g ON g.game_save_id = o.game_save_id AND g.owner_id = o.id "
     "WHERE o.game_save_id = %s AND o.type = %s"
 )
+# Unasked, only agents are scanned (world_scan.scanned_viewers says why); asked by id, any entity.
+_AGENTS_SQL = " AND (o.is_agent IS NULL OR o.is_agent <> 0)"
 
 
 def _chunks(ids: Sequence[str], size: int = ID_CHUNK) -> Iterable[Sequence[str]]:
@@ -57,7 +59,7 @@ def input_fingerprints(viewer_ids: Sequence[str] | None = None) -> dict[str, tup
     rows: list[tuple] = []
     with connection.cursor() as cursor:
         if viewer_ids is None:
-            cursor.execute(_FINGERPRINT_SQL, [current_id(), ObjectType.ENTITY.value])
+            cursor.execute(_FINGERPRINT_SQL + _AGENTS_SQL, [current_id(), ObjectType.ENTITY.value])
             rows = cursor.fetchall()
         else:
             for chunk in _chunks(list(viewer_ids)):

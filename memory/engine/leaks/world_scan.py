@@ -247,13 +247,20 @@ def scan_viewer(viewer_id: str) -> ViewerScan:
     return scan_prompt(index, viewer.id, prompt_context(viewer, knowledge), viewer.obj.world_id)
 
 
+def scanned_viewers():
+    """The entities whose prompts are scanned unasked: all but those the save marks as no
+    agent (is_agent=0: a crate thinks nothing, so omnia builds it no prompt to leak into).
+    Older files do not say (NULL): those are viewers. One asked for by id is scanned anyway."""
+    return WorldObject.objects.filter(type=ObjectType.ENTITY).exclude(is_agent=0)
+
+
 def viewers_by_world(
     world_id: str | None, viewer_id: str | None
 ) -> dict[str | None, list[WorldObject]]:
-    qs = WorldObject.objects.filter(type=ObjectType.ENTITY)
+    qs = scanned_viewers()
     if viewer_id is not None:
         viewer = get_viewer(viewer_id)  # NotFound for an unknown id
-        qs = qs.filter(id=viewer.id)
+        qs = WorldObject.objects.filter(type=ObjectType.ENTITY, id=viewer.id)
     if world_id is not None:
         _check_world(world_id)
         qs = qs.filter(world_id=world_id)
