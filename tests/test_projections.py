@@ -270,6 +270,28 @@ def test_rebuild_equals_incremental_on_fields_and_hash(cast):
     assert episode_rows() == incremental_episodes
 
 
+def test_rebuild_writes_by_recency_not_owner_by_owner(cast):
+    # Each owner's latest session and episode (what the next cycle updates) go in last, so
+    # they share the table's last pages: the stored order is (last_at, owner), not the owner's.
+    # (A cycle does the same within each shard's flush.)
+    write("alice", 0, conversation="c1")
+    write("bob", 1, conversation="c2")
+    write("alice", 2, conversation="c3")
+    write("alice", 90, conversation="c3")  # a gap: alice's second episode
+    write("bob", 3, conversation="c2")
+    expected_sessions = [("alice", "c1"), ("bob", "c2"), ("alice", "c3")]
+    expected_episodes = [("alice", 1), ("bob", 1), ("alice", 2)]  # ends at minutes 2, 3, 90
+
+    def stored() -> tuple[list, list]:
+        return (
+            list(MemorySession.objects.order_by("pk").values_list("owner_id", "session_key")),
+            list(Episode.objects.order_by("pk").values_list("owner_id", "ordinal")),
+        )
+
+    rebuild()
+    assert stored() == (expected_sessions, expected_episodes)
+
+
 def test_rebuild_resets_watermarks_so_the_next_cycle_reads_nothing(cast):
     write("alice", 0)
     write("bob", 0)

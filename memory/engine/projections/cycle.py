@@ -13,7 +13,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from memory.engine.projections import episodes, problems
-from memory.engine.projections.rebuild import rebuild
+from memory.engine.projections.rebuild import by_recency, rebuild
 from memory.engine.projections.rows import CYCLE_BATCH, FoldRow, mark_id, rows_after
 from memory.engine.projections.sessions import (
     SessionState,
@@ -139,7 +139,7 @@ class Flush:
         return self.rows >= flush_rows or len(self.sessions) >= flush_sessions
 
     def write(self) -> None:
-        touched = [s for s in self.sessions.values() if s is not None]
+        touched = by_recency(s for s in self.sessions.values() if s is not None)
         self.result.sessions_written += upsert_sessions(touched)
         clocks = episodes.owner_clocks(list(self.episode_latest))
         changed = self.episodes_closed + [
@@ -147,7 +147,7 @@ class Flush:
             for owner_id, state in self.episode_latest.items()
             if state is not self.episode_start.get(owner_id)
         ]
-        self.result.episodes_written += episodes.upsert_episodes(changed)
+        self.result.episodes_written += episodes.upsert_episodes(by_recency(changed))
         self.result.rows_folded += self.rows - len(self.problems)
         self.result.problems_found += problems.record(self.problems)
         _mark_leak_scans_stale({owner_id for owner_id, _key in self.sessions})

@@ -6,10 +6,10 @@ nothing and reports drift. Rebuild = incremental is structural: both use the cyc
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from operator import itemgetter
-from typing import Any
+from operator import attrgetter, itemgetter
+from typing import Any, TypeVar
 
 from django.db import connection, transaction
 from django.db.models import F
@@ -62,6 +62,18 @@ class RebuildResult:
     episodes: int
     problems: int = 0
     rows_moved: int = 0  # rows re-partitioned to the configured shard count
+
+
+_RECENCY = attrgetter("last_key", "owner_id")
+T = TypeVar("T")
+
+
+def by_recency(states: Iterable[T]) -> list[T]:
+    """Sessions or episodes in the order of their last moment, not owner by owner. Each
+    owner's latest is the row the next cycle updates: written in this order, those rows share
+    the table's last pages, where owner-major order gave each owner a page of its own (the
+    cycle's commit wrote every one of them to the WAL)."""
+    return sorted(states, key=_RECENCY)
 
 
 def fold_checked(
@@ -180,13 +192,13 @@ def rebuild(
             pending.extend(sessions.values())
             pending_episodes.extend(owner_episodes)
             if len(pending) >= REBUILD_BATCH:
-                sessions_written += insert_sessions(pending)
+                sessions_written += insert_sessions(by_recency(pending))
                 pending = []
             if len(pending_episodes) >= REBUILD_BATCH:
-                episodes_written += episodes.insert_episodes(pending_episodes)
+                episodes_written += episodes.insert_episodes(by_recency(pending_episodes))
                 pending_episodes = []
-        sessions_written += insert_sessions(pending)
-        episodes_written += episodes.insert_episodes(pending_episodes)
+        sessions_written += insert_sessions(by_recency(pending))
+        episodes_written += episodes.insert_episodes(by_recency(pending_episodes))
         rows_moved = repartition(misplaced)
         if relayout_needed:
             relayout()
