@@ -14,7 +14,9 @@ from playwright.sync_api import expect
 
 from memory.models import AliasChange, AuditLog
 from memory.worlds.demo import load_demo
+from memory.worlds.omnia_import import import_omnia
 from memory.worlds.scenario import load_world
+from tests.helpers import FIXTURES
 from tests.test_leaks_readable import WORLD
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -155,7 +157,15 @@ def test_leak_report_screens_fit_their_panels(page, worlds, screenshots) -> None
         page.goto(path)
         # On a phone each finding reads as a card: nothing runs off the screen sideways.
         assert page.evaluate("document.documentElement.scrollWidth") <= 390, path
-    # A save page's leak panel keeps its totals in view on a phone, no sideways scroll.
-    page.goto("/saves/demo/")
-    assert page.locator("#leak-counts").evaluate("p => p.scrollWidth - p.clientWidth") <= 1
+    # A save page's leak panel keeps its totals in view on a phone, no sideways scroll: also
+    # where a viewer is known by nothing but its uuid (the omnia fixture's guard).
+    import_omnia(FIXTURES / "omnia-head-tavern.sqlite")
+    call_command("run_projections", stdout=StringIO())
+    for path in ("/saves/demo/", "/saves/omnia-head-tavern/"):
+        page.goto(path)
+        counts = page.locator("#leak-counts")
+        assert counts.evaluate("p => p.scrollWidth - p.clientWidth") <= 1, path
+    assert "97ef4a4a-a324-439f-be1d-a8da93557886" in counts.inner_text().replace("\n", "")
+    assert "ale-barrel" not in counts.inner_text()  # no agent, no prompt: not scanned
+    screenshots("save-leak-counts")
     assert page.console_errors == []
