@@ -128,6 +128,11 @@ def world_objects(world_id: str | None):
 # Characters outside ASCII whose casefold is made only of what a descriptor word is made of
 # ([a-z'-], `aliases._WORD`): the only way an id that is not ASCII casefolds to such a word
 # (casefold maps one character at a time). Checked against every code point by a test.
+# An entity that thinks: every one but those the save marks as no agent (is_agent = 0: a crate,
+# a door; omnia builds it no prompt). Older omnia files do not say (NULL): those think. The
+# viewers a page lists and the prompts a leak scan reads unasked are these.
+AGENTS = ~Q(is_agent=0)
+
 FOLDS_TO_WORD = "\u00df\u017f\u1e9e\u212a\ufb00\ufb01\ufb02\ufb03\ufb04\ufb05\ufb06"
 # Past this many words the one read of every id is cheaper than a condition per word.
 KNOWN_WORDS_MAX = 500

@@ -45,7 +45,7 @@ _FINGERPRINT_SQL = (
     "LEFT JOIN memory_owner_state g ON g.game_save_id = o.game_save_id AND g.owner_id = o.id "
     "WHERE o.game_save_id = %s AND o.type = %s"
 )
-# Unasked, only agents are scanned (world_scan.scanned_viewers says why); asked by id, any entity.
+# Unasked, only agents are scanned (knowledge.AGENTS, in SQL); asked by id, any entity.
 _AGENTS_SQL = " AND (o.is_agent IS NULL OR o.is_agent <> 0)"
 
 

@@ -28,7 +28,13 @@ from dataclasses import dataclass
 
 from memory.engine.aliases import AliasesJsonError, parse_aliases_json
 from memory.engine.errors import NotFound
-from memory.engine.knowledge import WorldKnowledge, get_viewer, viewer_of, world_knowledge
+from memory.engine.knowledge import (
+    AGENTS,
+    WorldKnowledge,
+    get_viewer,
+    viewer_of,
+    world_knowledge,
+)
 from memory.engine.leaks.scanner import (
     Finding,
     LeakIndex,
@@ -247,20 +253,15 @@ def scan_viewer(viewer_id: str) -> ViewerScan:
     return scan_prompt(index, viewer.id, prompt_context(viewer, knowledge), viewer.obj.world_id)
 
 
-def scanned_viewers():
-    """The entities whose prompts are scanned unasked: all but those the save marks as no
-    agent (is_agent=0: a crate thinks nothing, so omnia builds it no prompt to leak into).
-    Older files do not say (NULL): those are viewers. One asked for by id is scanned anyway."""
-    return WorldObject.objects.filter(type=ObjectType.ENTITY).exclude(is_agent=0)
-
-
 def viewers_by_world(
     world_id: str | None, viewer_id: str | None
 ) -> dict[str | None, list[WorldObject]]:
-    qs = scanned_viewers()
+    qs = WorldObject.objects.filter(type=ObjectType.ENTITY)
     if viewer_id is not None:
         viewer = get_viewer(viewer_id)  # NotFound for an unknown id
-        qs = WorldObject.objects.filter(type=ObjectType.ENTITY, id=viewer.id)
+        qs = qs.filter(id=viewer.id)  # asked for by id: scanned even if it is no agent
+    else:
+        qs = qs.filter(AGENTS)  # unasked, only prompts omnia builds (knowledge.AGENTS)
     if world_id is not None:
         _check_world(world_id)
         qs = qs.filter(world_id=world_id)

@@ -16,6 +16,7 @@ from memory.engine.aliases import (
     descriptor_words,
 )
 from memory.engine.knowledge import (
+    AGENTS,
     Viewer,
     WorldKnowledge,
     known_ids_among,
@@ -115,7 +116,7 @@ def viewer_window(*, q: str | None = None, limit: int = 50) -> tuple[list[Entity
 
 
 def _viewers(world_id: str | None):
-    return _entities(world_id).exclude(is_agent=0)  # non-agents are no viewers (Entity.agent)
+    return _entities(world_id).filter(AGENTS)  # non-agents are no viewers (Entity.agent)
 
 
 def viewer_ids(world_id: str | None) -> list[str]:
@@ -392,7 +393,7 @@ def matrix_window(
     the window, never by the world (a 2,000-entity world is four million cells)."""
     # Rows are viewers: an entity the save marks as no agent (is_agent=0) thinks nothing and
     # names nobody, so it is only ever a column.
-    viewers_qs = _matching(world.id, row_q).exclude(is_agent=0)
+    viewers_qs = _matching(world.id, row_q).filter(AGENTS)
     targets_qs = _matching(world.id, col_q)
     viewer_total, target_total = viewers_qs.count(), targets_qs.count()
     row_start = max(0, min(row_start, max(viewer_total - 1, 0)))
