@@ -74,6 +74,18 @@ def cmdline(pid: int) -> bytes:
         return b""
 
 
+def validator_up(importer: subprocess.Popen, timeout: float = 60) -> set[int]:
+    """Wait until the import's validator helper is up (it starts with the first batch of rows
+    going in) and return its pids; empty if the import ended or the time ran out first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and importer.poll() is None:
+        helpers = {pid for pid in descendants(importer.pid) if b"multiprocessing" in cmdline(pid)}
+        if helpers:
+            return helpers
+        time.sleep(0.02)
+    return set()
+
+
 def alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -97,14 +109,8 @@ def test_a_killed_import_leaves_no_child_process(tmp_path, sig):
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    helpers: set[int] = set()
-    deadline = time.monotonic() + 60
     # Wait until the validator helper is up (it starts with the first batch), then kill.
-    while time.monotonic() < deadline and importer.poll() is None:
-        helpers = {pid for pid in descendants(importer.pid) if b"multiprocessing" in cmdline(pid)}
-        if helpers:
-            break
-        time.sleep(0.02)
+    helpers = validator_up(importer)
     assert helpers, "the import never started its validator helper"
     time.sleep(SETTLE)  # past its start-up: waiting for batches, as a helper mostly is
     helpers |= descendants(importer.pid)

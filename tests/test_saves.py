@@ -20,7 +20,7 @@ from memory.engine.saves import get_save, purge_retired
 from memory.models import BufferEntry, Save, WorldObject
 from memory.worlds.omnia_import import import_omnia
 from tests.helpers import FIXTURES, ROOT, child_env, table_rows
-from tests.test_import_lifetime import big_world
+from tests.test_import_lifetime import big_world, validator_up
 
 V1 = FIXTURES / "omnia-74ffb45-tavern.sqlite"
 V2 = FIXTURES / "omnia-head-tavern.sqlite"
@@ -115,12 +115,12 @@ def test_a_replace_killed_mid_import_leaves_the_old_save_intact(tmp_path):
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    # Kill it once its rows are going in: the new save's row exists inside its transaction,
-    # which no other connection can see; wait for the import to have run a moment.
-    time.sleep(2.5)
-    assert importer.poll() is None, "the import finished before it could be killed"
+    # Kill it once its rows are going in (its validator helper starts with the first batch):
+    # the new save's row exists inside its transaction, which no other connection can see.
+    # A fixed sleep was not that: on a fast machine the import had committed by then.
+    assert validator_up(importer), "the import ended before its rows went in"
     importer.send_signal(signal.SIGKILL)
-    importer.wait(30)
+    assert importer.wait(30) == -signal.SIGKILL  # killed mid-import, not finished
     assert table_rows() == before
     assert list(Save.objects.values_list("name", "source_name")) == [
         ("tavern", "omnia-74ffb45-tavern.sqlite")
