@@ -185,3 +185,17 @@ def test_a_store_from_before_saves_migrates_in_place(tmp_path):
     }
     # and the inspector reads it: the migrated save renders as any other
     assert manage("render_buffer", "ann").strip() == "[12:00:00 PM] you waits"
+
+
+def test_the_overview_counts_the_viewers_of_an_older_file_too(django_user_model):
+    # omnia 74ffb45 wrote no is_agent column (NULL): its four entities all think. The head
+    # file says so for four of its five (ale-barrel is no agent). Both as the save page lists.
+    import_omnia(FIXTURES / "omnia-74ffb45-tavern.sqlite", as_name="old")
+    import_omnia(FIXTURES / "omnia-head-tavern.sqlite", as_name="head")
+    client = Client()
+    client.force_login(django_user_model.objects.create_user("ann", is_staff=True))
+    page = client.get("/").content.decode()
+    counts = dict(
+        re.findall(r'data-save="([^"]+)">.*?<dd class="viewer-count">(\d+)</dd>', page, re.S)
+    )
+    assert counts == {"head": "4", "old": "4"}

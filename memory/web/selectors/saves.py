@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memory.active_save import use
+from memory.engine.knowledge import AGENTS
 from memory.engine.saves import live_saves
 from memory.models import ObjectType, Save, WorldObject
 from memory.web.selectors import leaks as leak_reads
@@ -61,7 +62,7 @@ def summary(save: Save) -> SaveSummary:
         return SaveSummary(
             save=save,
             provenance=provenance(save),
-            viewers=WorldObject.objects.filter(type=ObjectType.ENTITY, is_agent=1).count(),
+            viewers=WorldObject.objects.filter(AGENTS, type=ObjectType.ENTITY).count(),
             leaks_open=sum(per_viewer),
             leak_viewers=sum(1 for n in per_viewer if n),
             leak_pending=len(report.pending),
