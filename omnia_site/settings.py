@@ -43,6 +43,19 @@ def env_int(name: str, default: int) -> int:
         raise ImproperlyConfigured(f"{name}={raw!r} is not an integer") from None
 
 
+def env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a number") from None
+    if not value > 0:
+        raise ImproperlyConfigured(f"{name}={raw!r} must be more than 0")
+    return value
+
+
 def env_list(name: str, default: str) -> list[str]:
     return [part.strip() for part in env_str(name, default).split(",") if part.strip()]
 
@@ -281,6 +294,9 @@ OMNIA_TRUE_NAME_ATTRIBUTES = env_list("OMNIA_TRUE_NAME_ATTRIBUTES", "name,true_n
 OMNIA_EPISODE_GAP_MINUTES = env_int("OMNIA_EPISODE_GAP_MINUTES", 30)
 OMNIA_PROJECTION_SHARDS = env_int("OMNIA_PROJECTION_SHARDS", 4)
 OMNIA_BUFFER_PAGE_SIZE = env_int("OMNIA_BUFFER_PAGE_SIZE", 50)
+# How long one buffer page may read rows to find lines that pass its filters; past it the
+# page shows what it found and "searched back to …, continue" (issue 25).
+OMNIA_BUFFER_SCAN_SECONDS = env_float("OMNIA_BUFFER_SCAN_SECONDS", 0.25)
 
 LOGGING = {
     "version": 1,

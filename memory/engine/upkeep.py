@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from memory.engine.leaks import stored
+from memory.engine.planner import BULK_ROWS, LEAK_TABLES, PROJECTION_TABLES, refresh_statistics
 from memory.engine.projections import (
     CycleResult,
     RebuildResult,
@@ -25,9 +26,15 @@ from memory.models import LeakFinding, LeakScan
 def run_upkeep(shards: Iterable[int] | None = None, **cycle_options) -> CycleResult:
     """One upkeep pass over the active save."""
     result = run_cycle(shards, **cycle_options)
+    if result.rows_folded >= BULK_ROWS:
+        # The first cycle after an import writes most of the projection tables: leave their
+        # statistics current before the leak scan reads them (and before pages do).
+        refresh_statistics(PROJECTION_TABLES)
     refreshed = stored.refresh()
     result.leak_viewers_scanned = refreshed.viewers_scanned
     result.leak_findings_written = refreshed.findings_written
+    if result.rows_folded >= BULK_ROWS:
+        refresh_statistics(LEAK_TABLES)
     return result
 
 
@@ -47,9 +54,12 @@ def rebuild_all(
 ) -> tuple[RebuildResult, stored.RefreshResult]:
     """Re-derive every projection row and every stored finding from the store alone."""
     rebuilt = rebuild(progress)
+    refresh_statistics(PROJECTION_TABLES)
     LeakFinding.objects.all().delete()
     LeakScan.objects.all().delete()
-    return rebuilt, stored.refresh()
+    refreshed = stored.refresh()
+    refresh_statistics(LEAK_TABLES)  # rewritten whole
+    return rebuilt, refreshed
 
 
 def verify_all(

@@ -48,6 +48,7 @@ from django.utils import timezone
 from memory.active_save import current_id, use
 from memory.engine.clock import is_untimed
 from memory.engine.errors import Conflict
+from memory.engine.planner import WORLD_TABLES, Growth, refresh_statistics
 from memory.engine.projections.refold import refold_owners
 from memory.engine.saves import check_name, default_name
 from memory.engine.scopes import home_scope
@@ -200,6 +201,7 @@ class Follower:
         self._schema_cache: dict[str, object] | None = None
         self.save: Save | None = None
         self.state = LiveFollow(path=self.source)
+        self.growth = Growth()
         self._load()
 
     # --- the resume state ---------------------------------------------------------------
@@ -224,6 +226,7 @@ class Follower:
                 field="name",
             )
         self.save, self.state = save, follow
+        self.growth = Growth(at_statistics=BufferEntry.every_save.filter(game_save=save).count())
 
     def _refresh(self) -> None:
         if self.state.pk is not None:
@@ -523,6 +526,8 @@ class Follower:
         if self.save is not None and replaced is None:
             with use(self.save), transaction.atomic():
                 result = self._apply(changes)
+            if self.growth.add(sum(result.added.values())):
+                refresh_statistics(WORLD_TABLES)  # the game has doubled since the last ones
         else:
             result = BatchResult(replaced=replaced)
 
@@ -548,7 +553,8 @@ class Follower:
                 actor=self.actor,
                 named=True,  # a followed game is its own save, whatever else holds its rows
             )
-            land(arrival, replace=replaced is not None, fill=fill)
+            land(arrival, replace=replaced is not None, fill=fill)  # statistics taken there
+            self.growth = Growth(at_statistics=sum(result.added.values()))
             self.save = Save.objects.live().get(name=self.name)
         self._refresh()
         result.lag_s = max(0.0, time.time() - changes.file_mtime)

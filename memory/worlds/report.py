@@ -34,6 +34,8 @@ class ImportReport:
     replaced: bool = False
     kept: dict[str, int] = field(default_factory=dict)
     dropped: dict[str, int] = field(default_factory=dict)
+    # Seconds spent leaving the planner's statistics current after the rows went in.
+    statistics_s: float = 0.0
 
     @classmethod
     def unchanged_save(cls, save, source: str) -> ImportReport:

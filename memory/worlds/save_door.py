@@ -20,6 +20,7 @@ from django.db import IntegrityError, transaction
 from memory.active_save import use
 from memory.engine.aliases import AliasesJsonError, dump_aliases_json, parse_aliases_json
 from memory.engine.errors import Conflict
+from memory.engine.planner import WORLD_TABLES, refresh_statistics
 from memory.engine.saves import check_name, purge_retired, retire
 from memory.models import (
     AliasChange,
@@ -115,6 +116,8 @@ def land(
         if taken is None:
             raise
         raise SaveTaken(taken, arrival.source) from None
+    # A world arrives in bulk: leave the planner current, as no user would think to (issue 25).
+    report.statistics_s = refresh_statistics(WORLD_TABLES)
     return report
 
 

@@ -100,6 +100,7 @@ def buffer(
         "older": page.older,
         "newer": page.newer,
         "rows_visited": page.rows_visited,
+        "searched_to": page.searched_to,
     }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -33,10 +34,18 @@ class BufferPage:
     newer: str | None = None  # cursor for the page after this one
     total: int | None = None
     filters: dict[str, str] = field(default_factory=dict)
+    # A filtered scan that ran out of its budget before the page filled: the time of the
+    # last row it read (the link onward continues from there: "searched back to …").
+    searched_to: str | None = None
+
+
+Key = tuple[str, int, str]
 
 
 def _after(timestamp: str, created_at: int, entry_id: str) -> Q:
-    return (
+    # The leading `timestamp >=` repeats what the OR implies: it is what lets the planner
+    # seek the owner's time index to the cursor instead of walking to it from one end.
+    return Q(timestamp__gte=timestamp) & (
         Q(timestamp__gt=timestamp)
         | Q(timestamp=timestamp, created_at__gt=created_at)
         | Q(timestamp=timestamp, created_at=created_at, id__gt=entry_id)
@@ -44,27 +53,88 @@ def _after(timestamp: str, created_at: int, entry_id: str) -> Q:
 
 
 def _before(timestamp: str, created_at: int, entry_id: str) -> Q:
-    return (
+    return Q(timestamp__lte=timestamp) & (
         Q(timestamp__lt=timestamp)
         | Q(timestamp=timestamp, created_at__lt=created_at)
         | Q(timestamp=timestamp, created_at=created_at, id__lt=entry_id)
     )
 
 
+def viewer_rows(viewer: Viewer) -> QuerySet:
+    """Every row the viewer's buffer shows. `exclude(id="")`: a row with an empty id
+    (quarantined by the fold, listed on the overview) has nothing a link or a cursor can
+    carry. Written as a NOT, which no index serves: `id > ''` offered the planner a range on
+    the save's unique (game_save_id, id) index, and without statistics SQLite took it — every
+    row of the save read and sorted, 4.8 s at 1M rows (issue 25)."""
+    return BufferEntry.objects.filter(owner_id=viewer.id).exclude(id="").only(*BUFFER_FIELDS)
+
+
+def _past(base: QuerySet, key: Key | None, forward: bool) -> QuerySet:
+    """`base` in reading order (oldest first when `forward`), strictly past `key`."""
+    if forward:
+        qs = base.order_by("timestamp", "created_at", "id")
+        return qs.filter(_after(*key)) if key else qs
+    qs = base.order_by("-timestamp", "-created_at", "-id")
+    return qs.filter(_before(*key)) if key else qs
+
+
+def _key(entry) -> Key:
+    return entry.timestamp, entry.created_at, entry.id
+
+
+@dataclass
+class _Scan:
+    picked: list[RenderedEntry]
+    visited: int
+    last: Key | None  # the last row read
+    exhausted: bool  # the rows ran out in the scan's direction
+    stopped: bool  # the budget ran out first
+
+
+def _scan(
+    base: QuerySet,
+    viewer: Viewer,
+    start: Key | None,
+    forward: bool,
+    matches: Callable[[RenderedEntry], bool] | None,
+    limit: int,
+    *,
+    max_rows: int,
+    deadline: float,
+) -> _Scan:
+    """Read rows past `start` in chunks, each chunk a keyset seek from the last row read (an
+    OFFSET re-reads every skipped row per chunk), until `limit` rows pass `matches`, the
+    rows run out, or the budget (rows read, the clock) does."""
+    step = limit if matches is None else max(limit * 4, 200)
+    picked: list[RenderedEntry] = []
+    visited, last = 0, start
+    while True:
+        chunk = list(_past(base, last, forward)[:step])
+        for entry in chunk:
+            visited += 1
+            last = _key(entry)
+            rendered = render_entry(entry, viewer)
+            if matches is None or matches(rendered):
+                picked.append(rendered)
+                if len(picked) == limit:
+                    return _Scan(picked, visited, last, False, False)
+        if len(chunk) < step:
+            return _Scan(picked, visited, last, True, False)
+        if visited >= max_rows or time.monotonic() >= deadline:
+            return _Scan(picked, visited, last, False, True)
+
+
 def _has_match(
     rows: QuerySet,
     viewer: Viewer,
-    matches: Callable[[RenderedEntry], bool],
-    filtered: bool,
-    known: bool | None,
+    matches: Callable[[RenderedEntry], bool] | None,
+    deadline: float,
     budget: int = 2000,
 ) -> tuple[bool, int]:
     """(whether `rows` hold one that passes the filters, rows read). Unfiltered, a row is a
-    match; filtered, rows are rendered until one passes. Past `budget` rows the answer is yes:
-    the link then leads on to a page that scans further itself."""
-    if known is not None:
-        return known, 0
-    if not filtered:
+    match; filtered, rows are rendered until one passes. Past the budget (rows or time) the
+    answer is yes: the link then leads on to a page that scans further itself."""
+    if matches is None:
         found = rows.exists()
         return found, int(found)
     read = 0
@@ -72,7 +142,7 @@ def _has_match(
         read += 1
         if matches(render_entry(entry, viewer)):
             return True, read
-        if read >= budget:
+        if read >= budget or time.monotonic() >= deadline:
             return True, read
     return False, read
 
@@ -92,19 +162,19 @@ def buffer_page(
 
     Filters apply to what the viewer reads (type, text in the rendered line, and `uses`: the
     lines that name this entity, i.e. print the viewer's alias for it), so they run after
-    rendering; `scan_limit` bounds how many rows one page may read to find matches.
+    rendering. One page reads at most `scan_limit` rows and OMNIA_BUFFER_SCAN_SECONDS of
+    time to find matches; a scan stopped by that says how far back it searched
+    (`searched_to`) and its link onward continues from there.
     """
     limit = max(1, min(limit or settings.OMNIA_BUFFER_PAGE_SIZE, 500))
-    # id > '': a row with a NULL or empty id (quarantined by the fold, listed on the overview)
-    # has nothing a link or a cursor can carry; the page shows every other row.
-    base = BufferEntry.objects.filter(owner_id=viewer.id, id__gt="").only(*BUFFER_FIELDS)
+    deadline = time.monotonic() + settings.OMNIA_BUFFER_SCAN_SECONDS
+    base = viewer_rows(viewer)
+    if uses and (mention := _json_mention(uses)):
+        # Only a row whose intent holds the id as a JSON string can name it: the database
+        # drops the rest before anything is rendered (names_in still decides).
+        base = base.filter(intent_json__contains=mention)
     forward = after is not None
-    if after:
-        qs = base.filter(_after(*_decoded(after))).order_by("timestamp", "created_at", "id")
-    else:
-        qs = base.order_by("-timestamp", "-created_at", "-id")
-        if before:
-            qs = qs.filter(_before(*_decoded(before)))
+    start = _decoded(after) if after else _decoded(before) if before else None
     needle = q.casefold() if q else None
     filtered = bool(types or needle or uses)
 
@@ -115,47 +185,40 @@ def buffer_page(
             return False
         return not needle or needle in (rendered.line or rendered.undeliverable or "").casefold()
 
-    picked: list[RenderedEntry] = []
-    visited = 0
-    step = limit if not filtered else max(limit * 4, 200)
-    offset = 0
-    # What lies past the scan, in its own direction: None when unknown (the page filled up
-    # or the scan budget ran out), False when the rows ran out with no further match.
-    more_ahead: bool | None = None
-    while len(picked) < limit and visited < scan_limit:
-        chunk = list(qs[offset : offset + step])
-        offset += step
-        visited += len(chunk)
-        for entry in chunk:
-            rendered = render_entry(entry, viewer)
-            if not matches(rendered):
-                continue
-            picked.append(rendered)
-            if len(picked) == limit:
-                break
-        if len(chunk) < step and len(picked) < limit:
-            more_ahead = False
-            break
+    scan = _scan(
+        base,
+        viewer,
+        start,
+        forward,
+        matches if filtered else None,
+        limit,
+        max_rows=scan_limit,
+        deadline=deadline,
+    )
+    picked = scan.picked
     if not forward:
         picked.reverse()
-    page = BufferPage(entries=picked, rows_visited=visited)
+    page = BufferPage(entries=picked, rows_visited=scan.visited)
+    check = matches if filtered else None
+    # The link in the scan's own direction: none when the rows ran out; from the last row
+    # read when the budget did (continue the search); else wherever a further match is.
+    ahead: str | None = None
+    if scan.stopped and scan.last is not None:
+        ahead = encode_cursor(list(scan.last))
+        page.searched_to = scan.last[0]
+    elif not scan.exhausted and picked:
+        edge = picked[-1] if forward else picked[0]
+        found, read = _has_match(_past(base, _key(edge), forward), viewer, check, deadline)
+        page.rows_visited += read
+        ahead = _cursor_of(edge) if found else None
+    # The link back, toward where the page started: from the row nearest that side.
+    behind: str | None = None
     if picked:
-        first, last = picked[0], picked[-1]
-        older_rows = base.filter(_before(first.timestamp, first.created_at, first.id)).order_by(
-            "-timestamp", "-created_at", "-id"
-        )
-        newer_rows = base.filter(_after(last.timestamp, last.created_at, last.id)).order_by(
-            "timestamp", "created_at", "id"
-        )
-        # Paging links lead to a page with something on it: with filters on, a link needs a
-        # further row that passes them, not merely a further row.
-        known_older = None if forward else more_ahead
-        known_newer = more_ahead if forward else None
-        has_older, read_older = _has_match(older_rows, viewer, matches, filtered, known_older)
-        has_newer, read_newer = _has_match(newer_rows, viewer, matches, filtered, known_newer)
-        page.rows_visited += read_older + read_newer
-        page.older = _cursor_of(first) if has_older else None
-        page.newer = _cursor_of(last) if has_newer else None
+        edge = picked[0] if forward else picked[-1]
+        found, read = _has_match(_past(base, _key(edge), not forward), viewer, check, deadline)
+        page.rows_visited += read
+        behind = _cursor_of(edge) if found else None
+    page.newer, page.older = (ahead, behind) if forward else (behind, ahead)
     page.filters = {
         k: v
         for k, v in {
@@ -166,6 +229,14 @@ def buffer_page(
         if v
     }
     return page
+
+
+def _json_mention(entity_id: str) -> str | None:
+    """How `entity_id` stands in an intent's JSON as a string, where that is certain: ids of
+    plain printable ASCII (every writer spells those alike; others may be escaped)."""
+    if entity_id.isascii() and entity_id.isprintable() and not set(entity_id) & set('"\\/'):
+        return f'"{entity_id}"'
+    return None
 
 
 def names_in(entry: RenderedEntry) -> tuple[str, ...]:

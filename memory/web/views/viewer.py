@@ -124,6 +124,16 @@ def _buffer_context(viewer: Viewer, state: BufferState) -> dict[str, Any]:
         "self_url": url(),
         "older_url": url(before=page.older, after=None) if page.older else None,
         "newer_url": url(after=page.newer, before=None) if page.newer else None,
+        # A scan stopped by its time budget goes on, in its own direction, from where it was.
+        "continue_url": (
+            (
+                url(after=page.newer, before=None)
+                if state.after
+                else url(before=page.older, after=None)
+            )
+            if page.searched_to
+            else None
+        ),
         "qa_url": url(qa=None if state.qa else "1"),
         "json_url": reverse("api:buffer", args=[viewer.id])
         + (f"?{twin_query}" if (twin_query := state.query(qa=None, line=None)) else ""),

@@ -1,0 +1,221 @@
+"""What every bench repeats: a generated omnia world of a chosen shape, a store brought in the
+way a user brings it (`manage.py import_omnia`, the store as the command leaves it), servers
+on loopback, time to first byte, percentiles.
+
+Imported by the bench scripts beside it as `_harness` (their own directory is on sys.path when
+run as `python bench/bench_x.py`). Pure standard library at import time; Django is set up only
+by the scripts that need it in-process.
+"""
+
+from __future__ import annotations
+
+import http.client
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV_BIN = Path(sys.executable).parent
+PG = os.environ.get("OMNIA_BENCH_PG", "postgres://postgres@127.0.0.1:5432/test")
+
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from memory.worlds.synthetic import Shape, generate_omnia_world  # noqa: E402  (no Django needed)
+
+__all__ = ["Shape", "generate_omnia_world"]
+
+# --- numbers ---------------------------------------------------------------------------------
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The q-th percentile (0..100) of `values`, nearest rank."""
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    rank = max(0, min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1))))
+    return ordered[rank]
+
+
+def timed(fn, repeat: int = 1) -> tuple[float, object]:
+    """(median seconds over `repeat` calls, the last call's result)."""
+    samples, result = [], None
+    for _ in range(repeat):
+        started = time.perf_counter()
+        result = fn()
+        samples.append(time.perf_counter() - started)
+    return statistics.median(samples), result
+
+
+# --- a store, as a user makes one ---------------------------------------------------------------
+
+
+def reset_pg_database(name: str) -> str:
+    import psycopg
+
+    with psycopg.connect(PG, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.execute(f'CREATE DATABASE "{name}"')
+    return PG.rsplit("/", 1)[0] + "/" + name
+
+
+def drop_pg_database(name: str) -> None:
+    import psycopg
+
+    with psycopg.connect(PG, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def store_env(database_url: str) -> dict[str, str]:
+    """The environment of every process that touches the store: DEBUG off, a throwaway key."""
+    return {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "OMNIA_TESTING": "1",
+        "OMNIA_DEBUG": "0",
+        "DJANGO_SETTINGS_MODULE": "omnia_site.settings",
+    }
+
+
+def manage(env: dict[str, str], *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    """`manage.py <args>` in its own process, as a user types it."""
+    done = subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    if check and done.returncode != 0:
+        raise SystemExit(f"manage.py {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
+    return done
+
+
+def timed_manage(env: dict[str, str], *args: str) -> float:
+    started = time.perf_counter()
+    manage(env, *args)
+    return time.perf_counter() - started
+
+
+def session_cookie(env: dict[str, str]) -> str:
+    """A logged-in admin's session cookie, made in the store (as a login would)."""
+    code = (
+        "from django.conf import settings\n"
+        "from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY\n"
+        "from django.contrib.auth.models import User\n"
+        "from django.contrib.sessions.backends.db import SessionStore\n"
+        "u = User.objects.create_user('bench', password='bench', is_staff=True, "
+        "is_superuser=True)\n"
+        "s = SessionStore()\n"
+        "s[SESSION_KEY] = str(u.pk)\n"
+        "s[BACKEND_SESSION_KEY] = 'memory.web.roles.RoleBackend'\n"
+        "s[HASH_SESSION_KEY] = u.get_session_auth_hash()\n"
+        "s.create()\n"
+        "print(f'{settings.SESSION_COOKIE_NAME}={s.session_key}')\n"
+    )
+    return manage(env, "shell", "-c", code).stdout.strip().splitlines()[-1]
+
+
+# --- servers and time to first byte --------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(port: int, proc: subprocess.Popen, what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} exited with {proc.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"{what} did not listen on {port} within {timeout} s")
+
+
+@contextmanager
+def servers(env: dict[str, str]) -> Iterator[dict[str, int]]:
+    """Start named servers on loopback (`start(name, argv)`, `{port}` in argv), stop them all
+    on the way out. Yields the name → port map, with `start` under the key "start"."""
+    procs: list[subprocess.Popen] = []
+    ports: dict = {}
+
+    def start(name: str, argv: list[str]) -> int:
+        port = free_port()
+        proc = subprocess.Popen(
+            [a.replace("{port}", str(port)) for a in argv],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        procs.append(proc)
+        wait_for(port, proc, name)
+        ports[name] = port
+        return port
+
+    ports["start"] = start
+    try:
+        yield ports
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def gunicorn_argv() -> list[str]:
+    """The inspector as production serves it: gunicorn, one sync worker, DEBUG off."""
+    return [
+        str(VENV_BIN / "gunicorn"),
+        "-w",
+        "1",
+        "-b",
+        "127.0.0.1:{port}",
+        "--timeout",
+        "300",
+        "omnia_site.wsgi:application",
+    ]
+
+
+def datasette_argv(path: Path, fastest: bool = False) -> list[str]:
+    argv = [str(VENV_BIN / "datasette"), "serve", str(path), "-h", "127.0.0.1", "-p", "{port}"]
+    if fastest:
+        argv += ["--setting", "suggest_facets", "off", "--setting", "default_facet_size", "0"]
+    return argv
+
+
+def ttfb(port: int, path: str, headers: dict[str, str], timeout: float = 300) -> tuple[float, int]:
+    """Seconds from sending the request to the first byte of the answer, and its status."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    conn.connect()
+    conn.putrequest("GET", path)
+    for name, value in headers.items():
+        conn.putheader(name, value)
+    conn.endheaders()
+    started = time.perf_counter()
+    first = conn.sock.recv(1, socket.MSG_PEEK)
+    elapsed = time.perf_counter() - started
+    response = conn.getresponse()
+    response.read()
+    conn.close()
+    if not first:
+        raise RuntimeError(f"{path}: connection closed without an answer")
+    return elapsed, response.status
+
+
+def measure(port: int, path: str, headers: dict[str, str], repeat: int) -> dict:
+    """One warm-up, then the median of `repeat` TTFB samples over fresh connections."""
+    _warm, status = ttfb(port, path, headers)
+    samples = [ttfb(port, path, headers)[0] for _ in range(repeat)]
+    return {"path": path, "status": status, "median_ms": statistics.median(samples) * 1000}
