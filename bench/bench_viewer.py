@@ -1,527 +1,240 @@
-"""Viewer page time to first byte (PRODUCT.md §10, issue 6), as ratios measured in one run.
+"""Every page a user opens, timed on the user's path (PRODUCT.md §10, issue 25), as ratios
+measured in one run.
 
-    .venv/bin/python bench/bench_viewer.py                 # 1,000,000 rows, the viewer holds 100,000
-    .venv/bin/python bench/bench_viewer.py --smoke         # 10,000 rows / 1,000, < 30 s
-    .venv/bin/python bench/bench_viewer.py --rows 1000000 --viewer-rows 100000 --repeat 7
-    .venv/bin/python bench/bench_viewer.py --saves 3       # issue 16: 1 save vs 3 saves present
+    .venv/bin/python bench/bench_viewer.py                         # 1M rows, 2,000 entities, SQLite
+    .venv/bin/python bench/bench_viewer.py --shape readable-v1     # another world shape
+    .venv/bin/python bench/bench_viewer.py --database postgres     # the same on PostgreSQL
+    .venv/bin/python bench/bench_viewer.py --saves 3               # then 2 more saves of it
+    .venv/bin/python bench/bench_viewer.py --smoke                 # 10,000 rows, < 1 min (CI)
 
-One temporary SQLite file is generated at run time (bulk executemany into the omnia tables,
-after `migrate`, so every index the inspector relies on exists). Three servers are then
-started on loopback over that same file:
+The path, each step a `manage.py` command in its own process, exactly as README tells a user:
+an omnia save is generated (`memory/worlds/synthetic.py`: uuid or readable ids, one viewer
+with 100,000 rows, 2,000 entities, up to 5 witnesses a moment) → `migrate` → `import_omnia
+FILE` → `run_projections` (the first cycle) → `rebuild_projections` (timed against an ordered
+read + JSON parse of the same rows, the floor). Nothing is ANALYZEd or tuned by hand: the
+store is as those commands leave it.
 
-  * the inspector under gunicorn (one sync worker, DEBUG off), logged in through a session
-    cookie made here;
-  * Datasette (`datasette serve FILE`), once with default settings and once with
-    `--setting suggest_facets off --setting default_facet_size 0` for its fastest setting,
-    where the page is also asked for `_nocount=1&_nofacet=1`.
-
-For each URL: one warm-up request, then the median of --repeat time-to-first-byte samples
-(request sent -> first response byte received, over a fresh connection). Ratios are the
-inspector's viewer page and its buffer panel (the htmx fragment) over the Django admin
-changelist of the same viewer's rows (`?owner__id__exact=`) and over the Datasette table page
-filtered the same way (`?owner_id=`). Nothing is written to the repository.
-
-Every row belongs to a save (issue 16): the store is generated as save `bench-1` and every
-inspector page is read under `/saves/bench-1/`. With `--saves N` (N > 1), once every page has
-been timed, the same world is generated again as saves `bench-2` … `bench-N` (same seed, same
-ids, each folded and scanned as a loaded save is) and the viewer page and its buffer fragment
-in `bench-1` are timed again on the same server: the ratio N saves / 1 save is the cost the
-other playthroughs put on a reader of one.
+Then gunicorn (one sync worker, DEBUG off) serves the store and Datasette serves the omnia
+file itself, default settings and fastest (`suggest_facets off`, `default_facet_size 0`,
+`_nocount=1&_nofacet=1`). Each URL: one warm-up, then the median of --repeat
+time-to-first-byte samples over fresh connections. The generated file and the store live in
+a temporary directory (or a temporary PostgreSQL database), removed at the end.
 """
 
 from __future__ import annotations
 
 import argparse
-import http.client
 import json
-import os
-import random
 import shutil
-import socket
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from urllib.parse import quote
 
-ROOT = Path(__file__).resolve().parent.parent
-VENV_BIN = Path(sys.executable).parent
-VIEWER = "npc-viewer"
-WORLD = "bench-world"
-BASE_US = 1_700_000_000_000_000
-T0 = 1_783_339_200  # 2026-07-06T12:00:00Z
+from _harness import (
+    Shape,
+    datasette_argv,
+    drop_pg_database,
+    generate_omnia_world,
+    gunicorn_argv,
+    manage,
+    measure,
+    reset_pg_database,
+    servers,
+    session_cookie,
+    store_env,
+    timed_manage,
+)
 
+FLOOR = """
+import json, time
+from django.db import connection
+from memory.models import Save
+save = Save.objects.get(name={name!r})
+started = time.perf_counter()
+with connection.cursor() as c:
+    c.execute("SELECT id, owner_id, timestamp, location_id, created_at, intent_json, outcome_json "
+              "FROM buffer_entries WHERE game_save_id = %s ORDER BY owner_id, created_at, id",
+              [save.pk])
+    while rows := c.fetchmany(10000):
+        for row in rows:
+            json.loads(row[5])
+print(time.perf_counter() - started)
+"""
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def ttfb(port: int, path: str, headers: dict[str, str]) -> tuple[float, int]:
-    """Seconds from sending the request to the first byte of the answer, and its status."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-    conn.connect()
-    conn.putrequest("GET", path)
-    for name, value in headers.items():
-        conn.putheader(name, value)
-    conn.endheaders()
-    started = time.perf_counter()
-    first = conn.sock.recv(1, socket.MSG_PEEK)
-    elapsed = time.perf_counter() - started
-    response = conn.getresponse()
-    response.read()
-    conn.close()
-    if not first:
-        raise RuntimeError(f"{path}: connection closed without an answer")
-    return elapsed, response.status
-
-
-def measure(port: int, path: str, headers: dict[str, str], repeat: int) -> dict:
-    _warm, status = ttfb(port, path, headers)
-    samples = [ttfb(port, path, headers)[0] for _ in range(repeat)]
-    return {"path": path, "status": status, "median_ms": statistics.median(samples) * 1000}
-
-
-def wait_for(port: int, proc: subprocess.Popen, what: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{what} exited with {proc.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError(f"{what} did not listen on {port} within {timeout} s")
+FIRST_ENTRY = """
+from memory.models import BufferEntry, Save
+save = Save.objects.get(name={name!r})
+print(BufferEntry.every_save.filter(game_save=save, owner_id={viewer!r}).order_by("timestamp")
+      .values_list("id", flat=True).first())
+"""
 
 
-# --- the store ------------------------------------------------------------------------------------
-
-
-def build_store(rows: int, viewer_rows: int, owners: int, save_id: int, seed: int = 11) -> None:
-    """World, entities, and `rows` buffer rows of which `viewer_rows` belong to the viewer,
-    all in the save `save_id` (the same seed gives every save the same rows)."""
-    from django.db import connection
-
-    from memory.engine.shards import shard_of
-
-    rng = random.Random(seed)
-    others = [f"npc-{i:04d}" for i in range(owners)]
-    with connection.cursor() as c:
-        c.execute(
-            "INSERT INTO objects (game_save_id, id, type, clock_iso) VALUES (%s, %s, 'world', %s)",
-            (save_id, WORLD, "2026-07-06T12:00:00.000Z"),
-        )
-        c.execute(
-            "INSERT INTO objects (game_save_id, id, type, world_id) "
-            "VALUES (%s, 'room-0', 'location', %s)",
-            (save_id, WORLD),
-        )
-        aliases = [[o, f"the sailor with {i} rings"] for i, o in enumerate(others[:50])]
-        c.executemany(
-            "INSERT INTO objects "
-            "(game_save_id, id, type, world_id, location_id, aliases_json, is_agent) "
-            "VALUES (%s, %s, 'entity', %s, 'room-0', %s, 1)",
-            [(save_id, VIEWER, WORLD, json.dumps(aliases))]
-            + [(save_id, o, WORLD, "[]") for o in others],
-        )
-        c.executemany(
-            "INSERT INTO attributes (game_save_id, object_id, name, value, visibility) "
-            "VALUES (%s, %s, 'name', %s, 'PUBLIC')",
-            [(save_id, o, f"Sailor {o[4:]}") for o in [VIEWER, *others]],
-        )
-    shards = {o: shard_of(o) for o in [VIEWER, *others]}
-    # The viewer's rows are spread evenly through the write order, as play would spread them.
-    every = rows / viewer_rows
-    sql = (
-        "INSERT INTO buffer_entries (game_save_id, id, owner_id, timestamp, location_id, "
-        "intent_json, outcome_json, created_at, shard, conversation_id) "
-        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
-    )
-    chunk: list[tuple] = []
-    next_viewer = 0.0
-    for n in range(rows):
-        if n >= next_viewer:
-            owner = VIEWER
-            next_viewer += every
-        else:
-            owner = others[rng.randrange(owners)]
-        actor = others[rng.randrange(60)]
-        kind = "dialogue" if rng.random() < 0.4 else "action"
-        intent = json.dumps(
-            {
-                "type": kind,
-                "originalText": "Fair winds to you",
-                "description": "Fair winds to you" if kind == "dialogue" else "coiled a rope",
-                "actorId": actor,
-                "targetIds": [owner],
-            },
-            separators=(",", ":"),
-        )
-        ts = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(T0 + n + 1))
-        chunk.append(
-            (
-                save_id,
-                f"m{n:09d}",
-                owner,
-                ts,
-                "room-0",
-                intent,
-                None,
-                BASE_US + n,
-                shards[owner],
-                None,
-            )
-        )
-        if len(chunk) == 20000:
-            with connection.cursor() as c:
-                c.executemany(sql, chunk)
-            chunk = []
-    if chunk:
-        with connection.cursor() as c:
-            c.executemany(sql, chunk)
-    with connection.cursor() as c:
-        c.execute("ANALYZE")
-
-
-def first_upkeep() -> dict:
-    """What a user who just loaded the world pays once: the first projection cycle over every
-    row plus the first leak scan of every viewer; then a fresh scan of every viewer vs reading
-    the stored findings (what the overview and /leaks/ now do)."""
-    from memory.engine.leaks import stored
-    from memory.engine.leaks.world_scan import scan_world
-    from memory.engine.upkeep import run_upkeep
-    from memory.models import BufferEntry
-    from memory.web.selectors import leaks
-
-    started = time.perf_counter()
-    cycle = run_upkeep()
-    upkeep_s = time.perf_counter() - started
-    started = time.perf_counter()
-    scans = scan_world()
-    fresh_s = time.perf_counter() - started
-    started = time.perf_counter()
-    report = leaks.leak_report()
-    stored_s = time.perf_counter() - started
-    assert not report.pending and len(report.findings) == len(scans)
-    assert stored.refresh().viewers_scanned == 0
-    # One alias edit: the editor's viewer alone is rescanned, in the edit's transaction.
-    from memory.engine.write_door import remember
-    from memory.web import services
-
-    started = time.perf_counter()
-    services.set_alias(VIEWER, "npc-0001", "the bosun", source="bench")
-    alias_edit_s = time.perf_counter() - started
-    # 1,000 new rows over 100 owners, then the next upkeep: only those owners are rescanned.
-    from memory.models import WorldObject
-
-    owners = list(
-        WorldObject.objects.filter(type="entity")
-        .exclude(id=VIEWER)
-        .values_list("id", flat=True)[:100]
-    )
-    for n in range(1000):
-        owner = owners[n % len(owners)]
-        remember(
-            owner,
-            {
-                "type": "action",
-                "originalText": "coiled a rope",
-                "description": "coiled a rope",
-                "actorId": owner,
-                "targetIds": [],
-            },
-            timestamp=time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(T0 + 2_000_000 + n)),
-        )
-    started = time.perf_counter()
-    after_rows = run_upkeep()
-    after_rows_s = time.perf_counter() - started
+def pages(save: str, info: dict, entry: str) -> dict[str, tuple[str, bool]]:
+    """Every page a user opens: name → (path, as an htmx fragment)."""
+    v, person, word = quote(info["viewer"]), quote(info["person"]), info["word"]
+    p, a = f"/saves/{save}", f"/api/saves/{save}"
     return {
-        "upkeep_s": round(upkeep_s, 2),
-        "rows_folded": cycle.rows_folded,
-        "sessions_written": cycle.sessions_written,
-        "leak_viewers_scanned": cycle.leak_viewers_scanned,
-        "fresh_scan_all_viewers_s": round(fresh_s, 2),
-        "stored_findings_read_s": round(stored_s, 3),
-        "alias_edit_with_its_rescan_s": round(alias_edit_s, 3),
-        "upkeep_after_1000_rows_s": round(after_rows_s, 3),
-        "upkeep_after_1000_rows_leak_viewers_scanned": after_rows.leak_viewers_scanned,
-        "upkeep_after_1000_rows_rows_visited": after_rows.rows_visited,
-        "viewer_entry": BufferEntry.objects.filter(owner_id=VIEWER)
-        .values_list("id", flat=True)
-        .first(),
+        "viewer_page": (f"{p}/viewers/{v}/", False),
+        "buffer_fragment": (f"{p}/viewers/{v}/buffer/", True),
+        "api_buffer": (f"{a}/viewers/{v}/buffer", False),
+        "buffer_q": (f"{p}/viewers/{v}/buffer/?q={word}", True),
+        "buffer_uses": (f"{p}/viewers/{v}/buffer/?uses={person}", True),
+        "api_buffer_q": (f"{a}/viewers/{v}/buffer?q={word}", False),
+        "api_buffer_uses": (f"{a}/viewers/{v}/buffer?uses={person}", False),
+        "overview": ("/", False),
+        "save_page": (f"{p}/", False),
+        "leak_report": (f"{p}/leaks/", False),
+        "api_leaks": (f"{a}/leaks", False),
+        "aliases_panel": (f"{p}/viewers/{v}/aliases/", True),
+        "sessions_panel": (f"{p}/viewers/{v}/sessions/", True),
+        "faces_panel": (f"{p}/viewers/{v}/faces/", True),
+        "prompt_page": (f"{p}/viewers/{v}/prompt/", False),
+        "entry_page": (f"{p}/viewers/{v}/entries/{quote(entry)}/", False),
+        "api_aliases": (f"{a}/viewers/{v}/aliases", False),
+        "api_sessions": (f"{a}/viewers/{v}/sessions", False),
+        "api_prompt": (f"{a}/viewers/{v}/prompt", False),
+        "api_entities": (f"{a}/entities", False),
     }
 
 
-def new_save(n: int):
-    """Save `bench-<n>`: the generated rows are one playthrough, under a name, as an import's are."""
-    from memory.models import Save
-
-    return Save.objects.create(name=f"bench-{n}", kind="scenario", era="v2")
-
-
-def run_upkeep_of_loaded_save() -> None:
-    """What a save added after the first pays before people read it: its first fold and leak
-    scan (so the extra saves hold projections and findings too, as loaded saves do)."""
-    from django.db import connection
-
-    from memory.engine.upkeep import run_upkeep
-
-    run_upkeep()
-    with connection.cursor() as c:
-        c.execute("ANALYZE")
-
-
-def session_cookie() -> str:
-    from django.conf import settings
-    from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
-    from django.contrib.auth.models import User
-    from django.contrib.sessions.backends.db import SessionStore
-
-    user = User.objects.create_user("bench", password="bench", is_staff=True, is_superuser=True)
-    session = SessionStore()
-    session[SESSION_KEY] = str(user.pk)
-    session[BACKEND_SESSION_KEY] = "memory.web.roles.RoleBackend"
-    session[HASH_SESSION_KEY] = user.get_session_auth_hash()
-    session.create()
-    return f"{settings.SESSION_COOKIE_NAME}={session.session_key}"
-
-
-# --- the run ----------------------------------------------------------------------------------------
+# Targets of PRODUCT.md §10 on the user's path, as a fraction of Datasette's default page.
+TARGETS = {
+    "viewer_page": 0.05,
+    "buffer_fragment": 0.02,
+    "api_buffer": 0.02,
+    "buffer_q": 0.25,
+    "buffer_uses": 0.25,
+    "api_buffer_q": 0.25,
+    "api_buffer_uses": 0.25,
+    "overview": 0.03,
+    "save_page": 0.03,
+    "leak_report": 0.03,
+}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--viewer-rows", type=int, default=100_000)
-    parser.add_argument("--owners", type=int, default=1999, help="entities besides the viewer")
+    parser.add_argument("--entities", type=int, default=2_000)
+    parser.add_argument("--hot-rows", type=int, default=100_000, help="the busy viewer's rows")
+    parser.add_argument("--shape", default="uuid-head", help="uuid-head or readable-v1")
+    parser.add_argument("--database", choices=("sqlite", "postgres"), default="sqlite")
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--smoke", action="store_true", help="10,000 rows, 1,000 for the viewer")
+    parser.add_argument("--saves", type=int, default=1, help="then import N-1 more copies")
+    parser.add_argument("--smoke", action="store_true", help="10,000 rows: proves it runs")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
-    parser.add_argument(
-        "--saves",
-        type=int,
-        default=1,
-        help="then add saves 2..N of the same world and time the viewer page and its buffer "
-        "fragment again (issue 16)",
-    )
     args = parser.parse_args()
     if args.smoke:
-        args.rows, args.viewer_rows, args.owners = 10_000, 1_000, 99
-        args.repeat = min(args.repeat, 3)
-
+        args.rows, args.entities, args.hot_rows, args.repeat = 10_000, 100, 1_000, 1
+    shape = Shape.named(args.shape, rows=args.rows, entities=args.entities, hot_rows=args.hot_rows)
     workdir = Path(tempfile.mkdtemp(prefix="bench_viewer_"))
-    db_file = workdir / "omnia.sqlite3"
-    env = {
-        **os.environ,
-        "DATABASE_URL": f"sqlite:///{db_file}",
-        "OMNIA_TESTING": "1",  # a throwaway secret key; DEBUG stays off
-        "OMNIA_DEBUG": "0",
-        "DJANGO_SETTINGS_MODULE": "omnia_site.settings",
-    }
-    os.environ.update({k: env[k] for k in ("DATABASE_URL", "OMNIA_TESTING", "OMNIA_DEBUG")})
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "omnia_site.settings")
-    sys.path.insert(0, str(ROOT))
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    from memory.active_save import use
-
-    procs: list[subprocess.Popen] = []
+    world_file = workdir / "harbour.sqlite"
+    pg_name = f"bench_viewer_{int(time.time())}"
+    if args.database == "postgres":
+        url = reset_pg_database(pg_name)
+    else:
+        url = f"sqlite:///{workdir / 'store.sqlite3'}"
+    env = store_env(url)
+    steps: dict[str, float] = {}
     try:
         started = time.perf_counter()
-        call_command("migrate", verbosity=0)
-        first_save = new_save(1)
-        with use(first_save):
-            build_store(args.rows, args.viewer_rows, args.owners, first_save.pk)
-            built = time.perf_counter() - started
-            upkeep = first_upkeep()
-        cookie = session_cookie()
-        from django.db import connection
-
-        connection.close()
-
-        servers: dict[str, int] = {}
-
-        def serve(name: str, cmd: list[str], extra_env: dict | None = None) -> int:
-            port = free_port()
-            proc = subprocess.Popen(
-                [c.replace("{port}", str(port)) for c in cmd],
-                cwd=ROOT,
-                env={**env, **(extra_env or {})},
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-            )
-            procs.append(proc)
-            wait_for(port, proc, name)
-            servers[name] = port
-            return port
-
-        gunicorn = VENV_BIN / "gunicorn"
-        serve(
-            "django",
-            [
-                str(gunicorn),
-                "-w",
-                "1",
-                "-b",
-                "127.0.0.1:{port}",
-                "--timeout",
-                "300",
-                "omnia_site.wsgi:application",
-            ],
+        info = generate_omnia_world(world_file, shape)
+        steps["generate_s"] = time.perf_counter() - started
+        manage(env, "migrate", "-v0")
+        steps["import_s"] = timed_manage(env, "import_omnia", str(world_file))
+        steps["first_cycle_s"] = timed_manage(env, "run_projections")
+        steps["rebuild_s"] = timed_manage(env, "rebuild_projections")
+        floor = manage(env, "shell", "-c", FLOOR.format(name="harbour"))
+        steps["read_parse_floor_s"] = float(floor.stdout.strip().splitlines()[-1])
+        entry = (
+            manage(env, "shell", "-c", FIRST_ENTRY.format(name="harbour", viewer=info["viewer"]))
+            .stdout.strip()
+            .splitlines()[-1]
         )
-        datasette = VENV_BIN / "datasette"
-        have_datasette = datasette.exists()
-        if have_datasette:
-            base = [str(datasette), "serve", str(db_file), "-h", "127.0.0.1", "-p", "{port}"]
-            serve("datasette", base)
-            serve(
-                "datasette_fast",
-                [
-                    *base,
-                    "--setting",
-                    "suggest_facets",
-                    "off",
-                    "--setting",
-                    "default_facet_size",
-                    "0",
-                ],
-            )
-
+        cookie = session_cookie(env)
         auth = {"Cookie": cookie}
         fragment = {**auth, "HX-Request": "true"}
-        plain: dict[str, str] = {}
-        r = args.repeat
-        page = f"/saves/{first_save.name}"  # every page of one save lives under its name
-        api = f"/api/saves/{first_save.name}"
-        figures = {
-            "viewer_page": measure(servers["django"], f"{page}/viewers/{VIEWER}/", auth, r),
-            "buffer_panel": measure(
-                servers["django"], f"{page}/viewers/{VIEWER}/buffer/", fragment, r
-            ),
-            "buffer_panel_page": measure(
-                servers["django"], f"{page}/viewers/{VIEWER}/buffer/", auth, r
-            ),
-            "admin_changelist": measure(
-                servers["django"],
-                f"/admin/memory/bufferentry/?owner_id__exact={VIEWER}"
-                f"&game_save__id__exact={first_save.pk}",
-                auth,
-                r,
-            ),
-        }
-        # Every other page a user opens, and the API twins.
-        for name, path, headers in (
-            ("overview", "/", auth),
-            ("leaks_page", f"{page}/leaks/", auth),
-            ("aliases_panel", f"{page}/viewers/{VIEWER}/aliases/", fragment),
-            ("sessions_panel", f"{page}/viewers/{VIEWER}/sessions/", fragment),
-            ("faces_panel", f"{page}/viewers/{VIEWER}/faces/", fragment),
-            ("prompt_page", f"{page}/viewers/{VIEWER}/prompt/", auth),
-            ("entry_page", f"{page}/viewers/{VIEWER}/entries/{upkeep['viewer_entry']}/", auth),
-            ("api_buffer", f"{api}/viewers/{VIEWER}/buffer", auth),
-            ("api_aliases", f"{api}/viewers/{VIEWER}/aliases", auth),
-            ("api_sessions", f"{api}/viewers/{VIEWER}/sessions", auth),
-            ("api_leaks", f"{api}/leaks", auth),
-            ("api_prompt", f"{api}/viewers/{VIEWER}/prompt", auth),
-        ):
-            figures[name] = measure(servers["django"], path, headers, r)
-        if have_datasette:
-            figures["datasette_default"] = measure(
-                servers["datasette"], f"/omnia/buffer_entries?owner_id={VIEWER}", plain, r
-            )
+        figures: dict[str, dict] = {}
+        with servers(env) as run:
+            django = run["start"]("django", gunicorn_argv())
+            for name, (path, is_fragment) in pages("harbour", info, entry).items():
+                figures[name] = measure(
+                    django, path, fragment if is_fragment else auth, args.repeat
+                )
+            plain: dict[str, str] = {}
+            table = f"/harbour/buffer_entries?owner_id={quote(info['viewer'])}"
+            ds = run["start"]("datasette", datasette_argv(world_file))
+            figures["datasette_default"] = measure(ds, table, plain, args.repeat)
+            fast = run["start"]("datasette_fast", datasette_argv(world_file, fastest=True))
             figures["datasette_fastest"] = measure(
-                servers["datasette_fast"],
-                f"/omnia/buffer_entries?owner_id={VIEWER}&_nocount=1&_nofacet=1",
-                plain,
-                r,
+                fast, f"{table}&_nocount=1&_nofacet=1", plain, args.repeat
             )
-        # Issue 16: the same world again as saves 2..N, then the reader of save 1 timed again.
-        more_saves: dict = {}
-        one_save_mb = round(db_file.stat().st_size / 2**20, 1)
-        if args.saves > 1:
-            from django.db import connection
-
-            started = time.perf_counter()
-            for n in range(2, args.saves + 1):
-                other = new_save(n)
-                with use(other):
-                    build_store(args.rows, args.viewer_rows, args.owners, other.pk)
-                    run_upkeep_of_loaded_save()
-            connection.close()
-            more_saves["saves"] = args.saves
-            more_saves["added_in_s"] = round(time.perf_counter() - started, 1)
-            for name, path, headers in (
-                ("viewer_page", f"{page}/viewers/{VIEWER}/", auth),
-                ("buffer_panel", f"{page}/viewers/{VIEWER}/buffer/", fragment),
-            ):
-                figures[f"{name}_{args.saves}_saves"] = measure(servers["django"], path, headers, r)
+            more: dict[str, float] = {}
+            if args.saves > 1:
+                for n in range(2, args.saves + 1):
+                    manage(env, "import_omnia", str(world_file), "--as", f"harbour-{n}")
+                    manage(env, "run_projections")
+                for name in ("viewer_page", "buffer_fragment"):
+                    path, is_fragment = pages("harbour", info, entry)[name]
+                    headers = fragment if is_fragment else auth
+                    figures[f"{name}_{args.saves}_saves"] = measure(
+                        django, path, headers, args.repeat
+                    )
+                    more[f"{name}: {args.saves} saves / 1"] = (
+                        figures[f"{name}_{args.saves}_saves"]["median_ms"]
+                        / figures[name]["median_ms"]
+                    )
         bad = {k: v["status"] for k, v in figures.items() if v["status"] != 200}
         if bad:
-            raise RuntimeError(f"non-200 answers: {bad}")
-
-        def ratio(a: str, b: str) -> float | None:
-            return figures[a]["median_ms"] / figures[b]["median_ms"] if b in figures else None
-
+            raise SystemExit(f"non-200 answers: {bad}")
+        default = figures["datasette_default"]["median_ms"]
         ratios = {
-            f"{a} / {b}": ratio(a, b)
-            for a in ("viewer_page", "buffer_panel", "overview", "leaks_page")
-            for b in ("admin_changelist", "datasette_default", "datasette_fastest")
-            if b in figures
+            name: figures[name]["median_ms"] / default
+            for name in figures
+            if not name.startswith("datasette")
         }
-        ratios["viewer_page / buffer_panel"] = ratio("viewer_page", "buffer_panel")
-        if more_saves:
-            for name in ("viewer_page", "buffer_panel"):
-                ratios[f"{name}: {args.saves} saves / 1 save"] = ratio(
-                    f"{name}_{args.saves}_saves", name
-                )
         report = {
-            "rows": args.rows,
-            "viewer_rows": args.viewer_rows,
-            "repeat": args.repeat,
-            "store_built_s": round(built, 1),
-            "entities": args.owners + 1,
-            "first_upkeep": {k: v for k, v in upkeep.items() if k != "viewer_entry"},
-            "db_file_mb": one_save_mb,
-            "datasette": have_datasette,
+            "database": args.database,
+            "world": {k: v for k, v in info.items() if k not in ("viewer", "person")},
+            "steps_s": {k: round(v, 2) for k, v in steps.items()},
+            "rebuild_vs_floor": round(steps["rebuild_s"] / steps["read_parse_floor_s"], 2),
+            "first_cycle_vs_rebuild": round(steps["first_cycle_s"] / steps["rebuild_s"], 2),
             "ttfb_ms": {k: round(v["median_ms"], 2) for k, v in figures.items()},
-            "ratios": {k: round(v, 3) for k, v in ratios.items()},
+            "vs_datasette_default": {k: round(v, 4) for k, v in ratios.items()},
+            "viewer_page_vs_fragment": round(
+                figures["viewer_page"]["median_ms"] / figures["buffer_fragment"]["median_ms"], 2
+            ),
+            "more_saves": {k: round(v, 3) for k, v in more.items()},
+            "targets_missed": {k: round(ratios[k], 4) for k, t in TARGETS.items() if ratios[k] > t},
         }
-        if more_saves:
-            more_saves["db_file_mb"] = round(db_file.stat().st_size / 2**20, 1)
-            report["more_saves"] = more_saves
         if args.json:
             print(json.dumps(report, indent=2))
-        else:
-            print(
-                f"store: {args.rows:,} rows, viewer {VIEWER} holds {args.viewer_rows:,} "
-                f"({report['db_file_mb']} MB, built in {report['store_built_s']} s); "
-                f"median of {args.repeat} after one warm-up; {args.owners + 1:,} entities"
-            )
-            print(f"  first upkeep after the load: {json.dumps(report['first_upkeep'])}")
-            for name, ms in report["ttfb_ms"].items():
-                print(f"  TTFB {name:<20} {ms:10.2f} ms   {figures[name]['path']}")
-            if more_saves:
-                print(f"  with {args.saves} saves of the same world: {json.dumps(more_saves)}")
-            for name, value in report["ratios"].items():
-                print(f"  ratio {name:<40} {value:8.3f}")
-            if not have_datasette:
-                print("  datasette is not installed in this venv: admin ratio only")
+            return
+        print(
+            f"{args.database}: {info['rows']:,} rows, {info['entities']:,} entities, viewer "
+            f"holds {info['viewer_rows']:,} ({args.shape}); median of {args.repeat}"
+        )
+        print(f"  steps: {json.dumps(report['steps_s'])}")
+        print(
+            f"  rebuild / read+parse floor {report['rebuild_vs_floor']}x; "
+            f"first cycle / rebuild {report['first_cycle_vs_rebuild']}x"
+        )
+        for name, ms in report["ttfb_ms"].items():
+            ratio = report["vs_datasette_default"].get(name)
+            target = f"  (target {TARGETS[name]})" if name in TARGETS else ""
+            shown = f"{ratio:8.4f}x default" if ratio is not None else ""
+            print(f"  {name:<22} {ms:10.2f} ms {shown}{target}")
+        print(f"  viewer page / its fragment {report['viewer_page_vs_fragment']}x")
+        if more:
+            print(f"  saves: {json.dumps(report['more_saves'])}")
+        print(f"  targets missed: {json.dumps(report['targets_missed'])}")
     finally:
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
         shutil.rmtree(workdir, ignore_errors=True)
+        if args.database == "postgres":
+            drop_pg_database(pg_name)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
