@@ -224,3 +224,31 @@ def test_a_filter_stopped_by_its_budget_says_so_and_continues_to_every_match(wor
     assert found == expected
     if which == "q":
         assert stops >= 2  # 900 rows in 200-row chunks, no time to read a second
+
+
+def test_growth_asks_for_statistics_each_time_the_table_doubles():
+    from memory.engine.planner import GROWTH_MIN_ROWS, Growth
+
+    growth = Growth(at_statistics=30_000)
+    assert [growth.add(10_000) for _ in range(4)] == [False, False, True, False]
+    assert (growth.at_statistics, growth.since) == (60_000, 10_000)
+    small = Growth()
+    assert small.add(GROWTH_MIN_ROWS - 1) is False
+    assert small.add(1) is True
+
+
+def test_load_world_leaves_the_planner_statistics_current(db):
+    """The scenario door lands through the same save door as an import."""
+    from tests.helpers import FIXTURES
+
+    call_command("load_world", str(FIXTURES / "omnia-head-tavern.scenario.json"), verbosity=0)
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute("SELECT count(*) FROM sqlite_stat1 WHERE tbl = 'objects'")
+            assert cursor.fetchone()[0] >= 1
+        else:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_user_tables WHERE relname = 'objects' "
+                "AND last_analyze IS NOT NULL"
+            )
+            assert cursor.fetchone()[0] == 1
