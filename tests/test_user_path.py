@@ -13,7 +13,6 @@ searched, and its link onward finds the rest.
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
@@ -21,8 +20,6 @@ from django.core.management import call_command
 from django.db import connection
 from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from memory.worlds.synthetic import Shape, generate_omnia_world
 
@@ -255,74 +252,3 @@ def test_load_world_leaves_the_planner_statistics_current(db):
                 "AND last_analyze IS NOT NULL"
             )
             assert cursor.fetchone()[0] == 1
-
-
-# --- the mentions index: a superset of who each row names, whatever the row holds --------------
-
-_ids = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=6)
-_intents = st.one_of(
-    # what omnia writes
-    st.builds(
-        lambda actor, targets: json.dumps(
-            {"type": "action", "content": "x", "actorId": actor, "targetIds": targets},
-            ensure_ascii=False,
-        ),
-        _ids,
-        st.lists(_ids, max_size=3),
-    ),
-    # escaped, non-string, duplicated and unreadable shapes
-    st.builds(lambda a, t: json.dumps({"actorId": a, "targetIds": t}), _ids, st.lists(_ids)),
-    st.builds(
-        lambda a, b: f'{{"actorId": {json.dumps(a)}, "actorId": {json.dumps(b)}}}', _ids, _ids
-    ),
-    st.builds(lambda a: f'{{"actorId": {json.dumps(a)}, "targetIds": [NaN]}}', _ids),
-    st.builds(
-        lambda t: json.dumps({"actorId": 7, "targetIds": t}),
-        st.one_of(_ids, st.lists(st.integers())),
-    ),
-    st.text(max_size=20),
-    st.just("[" * 3000 + "]" * 3000),
-)
-
-
-@settings(
-    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(intents=st.lists(_intents, min_size=1, max_size=4))
-def test_mentions_hold_everyone_a_row_names_and_go_with_the_row(cast, intents):
-    """Whatever an intent holds, every entity Python's reader finds in it (names_in, what the
-    filter decides by) is listed for its row, or the row is listed under '' (check me); and a
-    deleted row leaves nothing behind."""
-    from memory.active_save import use
-    from memory.engine.buffer.rendered import _intent_facts
-    from memory.models import BufferEntry, Save
-
-    save = Save.objects.get(name="cast")
-    with use(save):
-        rows = [
-            BufferEntry.objects.create(
-                id=f"r{n}",
-                owner_id="alice",
-                timestamp="2026-07-06T12:00:00.000Z",
-                intent_json=text,
-                created_at=n,
-            )
-            for n, text in enumerate(intents)
-        ]
-        for row in rows:
-            _type, actor, targets = _intent_facts(row.intent_json)
-            named = {i for i in (actor, *targets) if i is not None}
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    "SELECT entity_id FROM memory_buffer_mentions WHERE game_save_id = %s "
-                    "AND owner_id = 'alice' AND entry_uid = %s",
-                    [save.pk, row.uid],
-                )
-                listed = {r[0] for r in cursor.fetchall()}
-            assert named <= listed or "" in listed, (row.intent_json, named, listed)
-        BufferEntry.objects.filter(uid__in=[r.uid for r in rows]).delete()
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT count(*) FROM memory_buffer_mentions WHERE game_save_id = %s", [save.pk]
-            )
-            assert cursor.fetchone()[0] == 0

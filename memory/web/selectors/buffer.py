@@ -8,9 +8,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db.models import Q, QuerySet
-from django.db.models.expressions import RawSQL
 
-from memory.active_save import current_id
 from memory.engine.buffer.rendered import BUFFER_FIELDS, RenderedEntry, render_entry
 from memory.engine.cursor import decode_cursor, encode_cursor
 from memory.engine.errors import NotFound
@@ -171,11 +169,10 @@ def buffer_page(
     limit = max(1, min(limit or settings.OMNIA_BUFFER_PAGE_SIZE, 500))
     deadline = time.monotonic() + settings.OMNIA_BUFFER_SCAN_SECONDS
     base = viewer_rows(viewer)
-    if uses:
-        # Only a row the mentions index lists under this person (or under '', unreadable)
-        # can name them: an index range, not a read of every row the viewer holds. The
-        # index is a superset; names_in, below, still decides (migration 0019).
-        base = base.filter(uid__in=_mentioning(viewer.id, uses))
+    if uses and (mention := _json_mention(uses)):
+        # Only a row whose intent holds the id as a JSON string can name it: the database
+        # drops the rest before anything is rendered (names_in still decides).
+        base = base.filter(intent_json__contains=mention)
     forward = after is not None
     start = _decoded(after) if after else _decoded(before) if before else None
     needle = q.casefold() if q else None
@@ -234,12 +231,12 @@ def buffer_page(
     return page
 
 
-def _mentioning(owner_id: str, entity_id: str) -> RawSQL:
-    return RawSQL(
-        "SELECT entry_uid FROM memory_buffer_mentions WHERE game_save_id = %s "
-        "AND owner_id = %s AND entity_id IN (%s, '')",
-        (current_id(), owner_id, entity_id),
-    )
+def _json_mention(entity_id: str) -> str | None:
+    """How `entity_id` stands in an intent's JSON as a string, where that is certain: ids of
+    plain printable ASCII (every writer spells those alike; others may be escaped)."""
+    if entity_id.isascii() and entity_id.isprintable() and not set(entity_id) & set('"\\/'):
+        return f'"{entity_id}"'
+    return None
 
 
 def names_in(entry: RenderedEntry) -> tuple[str, ...]:
