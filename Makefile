@@ -8,7 +8,7 @@ INSTALL := $(PY) -m pip install --quiet -c $(LOCK)
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test install lint serve-prod bench bench-smoke lock clean
+.PHONY: run test install lint migrations suite serve-prod bench bench-smoke lock clean
 
 # The virtualenv itself, with the pinned pip.
 $(VENV)/.venv:
@@ -47,19 +47,26 @@ run: $(VENV)/.installed-runtime
 	@echo ""
 	OMNIA_DEBUG=1 $(PY) manage.py runserver $(HOST):$(PORT)
 
-# The whole suite, browser tests included (Debian's Chromium, see .ci/run).
-test: $(VENV)/.installed-test
-	mkdir -p var test-artifacts
-	$(PY) -m ruff check .
-	$(PY) -m ruff format --check .
-	$(VENV)/bin/lint-imports --no-cache
-	OMNIA_TESTING=1 $(PY) manage.py makemigrations --check --dry-run -v0
-	$(PY) -m pytest -p xdist -n 2 $(PYTEST_ARGS)
+# Everything, on the configured database (DATABASE_URL, else SQLite): the lint, the migration
+# check, then the whole suite, browser tests included (Debian's Chromium, see .ci/run).
+test: lint migrations suite
 
 lint: $(VENV)/.installed-test
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(VENV)/bin/lint-imports --no-cache
+
+# The models and the migrations agree.
+migrations: $(VENV)/.installed-test
+	OMNIA_TESTING=1 $(PY) manage.py makemigrations --check --dry-run -v0
+
+# The suite alone: PYTEST_ARGS adds to pytest's command line (a path, -k, -m), WORKERS sets
+# how many processes share the tests. The 30 slowest steps are listed at the end.
+WORKERS ?= 2
+suite: $(VENV)/.installed-test
+	mkdir -p var test-artifacts
+	rm -rf test-artifacts/failed
+	$(PY) -m pytest -p xdist -n $(WORKERS) --durations=30 $(PYTEST_ARGS)
 
 # Production-like server: DEBUG off, manifest static files, gunicorn.
 serve-prod: $(VENV)/.installed-runtime

@@ -18,7 +18,9 @@ ROOT = Path(__file__).resolve().parents[1]
 _OMNIA_SETTINGS = ("OMNIA_DEBUG", "OMNIA_SECRET_KEY", "OMNIA_TESTING", "DATABASE_URL")
 
 
-def child_env(database: Path | None = None, **extra: str) -> dict[str, str]:
+def isolated_env(database: Path | None = None, **extra: str) -> dict[str, str]:
+    """A child's environment with none of the test run's settings (not its test database):
+    with `database`, a SQLite file of its own; `extra` says anything else it sets."""
     env = {k: v for k, v in os.environ.items() if k not in _OMNIA_SETTINGS}
     env.pop("DJANGO_SETTINGS_MODULE", None)
     if database is not None:

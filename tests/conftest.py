@@ -1,18 +1,63 @@
-"""The named cast every test can lean on, built with plain ORM calls.
+"""The named cast every test can lean on, built with plain ORM calls or the project's loaders.
 
-alice (knows bob as "the hooded figure", charlie as "the bartender"), bob (true name Gareth,
-PRIVATE; knows alice as "the traveller"), charlie the bartender (knows bob as "Gareth").
+One meaning per name, everywhere in tests/ (a module never redefines one of these):
+
+The worlds. `cast`: the tavern — alice (knows bob as "the hooded figure", charlie as "the
+bartender"), bob (true name Gareth, PRIVATE; knows alice as "the traveller"), charlie the
+bartender (knows bob as "Gareth"). `chest`: alice's memory of bob opening the wooden chest.
+`demo`: the demo world, loaded and folded. `millbrook`: the river town with readable ids.
+`two_eras`: the tavern's v1 and v2 omnia files, one save each, folded. `save`: an empty save.
+
+The people, one account per role (memory/web/roles.py), password "pw": `reader` (rita, the
+readers group), `editor` (eddie, the editors group), `admin` (ada, the admins group), `staff`
+(a staff account: an admin by its flag), `root` (a superuser), `designer` (the demo login as
+`make run` makes it). Each `<person>_client` is Django's test client signed in as them.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
+import shutil
+import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import FIXTURES
+from tests.helpers import CHEST, DESIGNER_PASSWORD, FIXTURES, MILLBROOK, TAVERN_V1, TAVERN_V2
+
+# --- what the PostgreSQL leg of CI leaves out ---------------------------------------------------
+
+# Tests whose outcome cannot depend on the database backend carry one of these marks (pyproject
+# lists them): tests/browser/ by directory, the rest by module (`pytestmark`) or, in a module
+# that mixes, by test. CI runs them on SQLite only; everything unmarked runs on both.
+ONCE = ("browser", "readme", "terminal", "pure")
+_TEST_DATABASE_FIXTURES = {"db", "transactional_db", "live_server", "django_db_setup"}
+_BROWSER = Path(__file__).parent / "browser"
+
+
+def _uses_test_database(item: pytest.Item) -> bool:
+    fixtures = set(getattr(item, "fixturenames", ()))
+    return item.get_closest_marker("django_db") is not None or bool(
+        fixtures & _TEST_DATABASE_FIXTURES
+    )
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by mark
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if _BROWSER in item.path.parents:
+            item.add_marker(pytest.mark.browser)
+        # readme, terminal and pure say "no database of the run's backend": a test so marked
+        # that reads the test database would silently skip PostgreSQL in CI. Refuse it.
+        once = [m for m in ONCE[1:] if item.get_closest_marker(m)]
+        if once and _uses_test_database(item):
+            raise pytest.UsageError(
+                f"{item.nodeid} is marked {once[0]} but uses the test database: such a test "
+                "runs on both backends, so it takes no once-only mark"
+            )
 
 
 @dataclass
@@ -42,6 +87,104 @@ def save(db):
     from memory.models import Save
 
     return Save.objects.create(name="test", kind="scenario", era="v2")
+
+
+# --- the test database: migrated once per run --------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(
+    request: pytest.FixtureRequest,
+    django_test_environment: None,
+    django_db_blocker,
+    django_db_keepdb: bool,
+    django_db_createdb: bool,
+    tmp_path_factory,
+):
+    """pytest-django's test database, migrated once per run. Under xdist the first worker
+    migrates a template and every worker tests in a copy of it (PostgreSQL: CREATE DATABASE
+    … TEMPLATE; SQLite: the file copied), instead of each migrating its own. In one process,
+    or with --reuse-db, Django's own set-up."""
+    from django.db import connection
+    from django.test.utils import setup_databases, teardown_databases
+
+    worker = getattr(request.config, "workerinput", None)
+    keepdb = django_db_keepdb and not django_db_createdb
+    verbosity = request.config.option.verbose
+    if worker is None or keepdb:
+        with django_db_blocker.unblock():
+            databases = setup_databases(verbosity=verbosity, interactive=False, keepdb=keepdb)
+        yield
+        if not keepdb:
+            with django_db_blocker.unblock():
+                teardown_databases(databases, verbosity=verbosity)
+        return
+
+    creation = connection.creation
+    template = creation._get_test_db_name()
+    run = tmp_path_factory.getbasetemp().parent  # shared by this run's workers
+    with django_db_blocker.unblock(), (run / "test-database.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        migrated = run / "test-database.migrated"
+        if not migrated.exists():
+            creation.create_test_db(verbosity=verbosity, autoclobber=True, serialize=False)
+            migrated.touch()
+        _use_database(connection, template)  # closed: a template may have no connection
+        creation.clone_test_db(suffix=worker["workerid"], verbosity=verbosity, autoclobber=True)
+        clone = creation.get_test_db_clone_settings(worker["workerid"])["NAME"]
+        _use_database(connection, clone)
+    yield
+    with django_db_blocker.unblock(), (run / "test-database.lock").open("w") as lock:
+        connection.close()
+        creation._destroy_test_db(clone, verbosity)
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = run / "test-database.done"
+        finished = int(done.read_text()) + 1 if done.exists() else 1
+        done.write_text(str(finished))
+        if finished == worker["workercount"]:  # the last worker out drops the template
+            creation._destroy_test_db(template, verbosity)
+
+
+def _use_database(connection, name: str) -> None:
+    from django.conf import settings
+
+    connection.close()
+    connection.settings_dict["NAME"] = name
+    settings.DATABASES[connection.alias]["NAME"] = name
+
+
+@pytest.fixture(scope="session")
+def migrated_sqlite(request: pytest.FixtureRequest, tmp_path_factory) -> Path:
+    """A SQLite file that `manage.py migrate` took to head, once per run (the xdist workers of
+    a run share it): a test that runs manage.py children on a database of its own copies it
+    (`fresh_sqlite`) instead of migrating again."""
+    from tests.cli import isolated_env, manage
+
+    base = tmp_path_factory.getbasetemp()
+    run = base.parent if hasattr(request.config, "workerinput") else base
+    template = run / "migrated.sqlite3"
+    with (run / "migrated.sqlite3.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the first worker migrates; the others wait for it
+        if not template.exists():
+            migrating = run / "migrating.sqlite3"
+            manage("migrate", "-v0", env=isolated_env(migrating))
+            with sqlite3.connect(migrating) as conn:  # all of it in the file, none in a WAL
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            migrating.rename(template)
+    return template
+
+
+@pytest.fixture
+def fresh_sqlite(migrated_sqlite: Path, tmp_path: Path) -> Callable[[str], Path]:
+    """fresh_sqlite(name): tmp_path/<name>.sqlite3, an inspector database at the head of the
+    migrations, for a manage.py child (`tests.cli.isolated_env`)."""
+
+    def make(name: str) -> Path:
+        db = tmp_path / f"{name}.sqlite3"
+        shutil.copy(migrated_sqlite, db)
+        return db
+
+    return make
 
 
 @pytest.fixture
@@ -119,3 +262,134 @@ def cast(db) -> Cast:
     AttributeAcl.objects.create(object_id=bob.id, attribute_name="name", entity_id="charlie")
     AttributeAcl.objects.create(object_id=bob.id, attribute_name="weapon", entity_id="charlie")
     return Cast(world=world, alice=alice, bob=bob, charlie=charlie)
+
+
+@pytest.fixture
+def chest(cast):
+    """alice saw bob (to her "the hooded figure") open the wooden chest, at 12:03."""
+    from memory.engine.write_door import remember
+
+    return remember(
+        "alice",
+        CHEST,
+        timestamp="2026-07-06T12:03:00.000Z",
+        outcome={"isValid": True, "reason": "it was unlocked"},
+    ).entry
+
+
+@pytest.fixture
+def millbrook(db, tmp_path):
+    """A river town with readable ids: hale ("Hale Morrow", PRIVATE), ned, ida, the-tannery."""
+    from memory.worlds.scenario import load_world
+
+    path = tmp_path / "millbrook.json"
+    path.write_text(json.dumps(MILLBROOK))
+    load_world(path)
+
+
+@pytest.fixture
+def two_eras(db) -> None:
+    """The tavern's omnia file at 74ffb45 (v1) and at head (v2): two saves named after the
+    files, each folded."""
+    from memory.active_save import use
+    from memory.engine.projections import run_cycle
+    from memory.engine.saves import get_save
+    from memory.worlds.omnia_import import import_omnia
+
+    for name in (TAVERN_V1, TAVERN_V2):
+        import_omnia(FIXTURES / f"{name}.sqlite")
+    for name in (TAVERN_V1, TAVERN_V2):
+        with use(get_save(name)):
+            run_cycle()
+
+
+# --- the people ----------------------------------------------------------------------------------
+
+
+def _account(django_user_model, username: str, *groups: str, **flags):
+    from django.contrib.auth.models import Group
+
+    user = django_user_model.objects.create_user(username, password="pw", **flags)
+    for group in groups:
+        user.groups.add(Group.objects.get(name=group))
+    return user
+
+
+@pytest.fixture
+def reader(django_user_model):
+    """rita, a reader: every page and read API, no writes."""
+    from memory.web.roles import READERS
+
+    return _account(django_user_model, "rita", READERS)
+
+
+@pytest.fixture
+def editor(django_user_model):
+    """eddie, an editor: reads, and edits aliases and memories, runs cycles."""
+    from memory.web.roles import EDITORS
+
+    return _account(django_user_model, "eddie", EDITORS)
+
+
+@pytest.fixture
+def admin(django_user_model):
+    """ada, an admin by the admins group: edits and rebuilds."""
+    from memory.web.roles import ADMINS
+
+    return _account(django_user_model, "ada", ADMINS)
+
+
+@pytest.fixture
+def staff(django_user_model):
+    """A staff account in no group: an admin by its flag (the older "staff may write" rule)."""
+    return _account(django_user_model, "staff", is_staff=True)
+
+
+@pytest.fixture
+def root(django_user_model):
+    """A superuser: every permission, users and groups too."""
+    return django_user_model.objects.create_superuser("root", "root@example.com", "pw")
+
+
+@pytest.fixture
+def designer(db, django_user_model):
+    """The demo login exactly as `make run` makes it: designer / omnia-demo, a staff account
+    (the admin role), no superuser."""
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    call_command("ensure_login", username="designer", password=DESIGNER_PASSWORD, stdout=StringIO())
+    user = django_user_model.objects.get(username="designer")
+    assert (user.is_staff, user.is_superuser) == (True, False)
+    return user
+
+
+def _signed_in(client, user):
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def reader_client(client, reader):
+    return _signed_in(client, reader)
+
+
+@pytest.fixture
+def editor_client(client, editor):
+    return _signed_in(client, editor)
+
+
+@pytest.fixture
+def staff_client(client, staff):
+    return _signed_in(client, staff)
+
+
+@pytest.fixture
+def root_client(client, root):
+    return _signed_in(client, root)
+
+
+@pytest.fixture
+def designer_client(client, designer):
+    return _signed_in(client, designer)

@@ -1,13 +1,18 @@
 """Plain helpers shared by several test modules (test modules never import each other).
 
 Writing through the real door, snapshotting projection rows, counting the rows SELECTs return,
-pointing a subprocess at the test database, and the omnia fixture files."""
+pointing a subprocess at the test database, waiting on what a test can observe, and the worlds
+the shared fixtures in conftest.py build (the omnia fixture files, millbrook)."""
 
 from __future__ import annotations
 
 import os
 import re
+import sqlite3
+import subprocess
+import time
 from collections import Counter
+from collections.abc import Callable
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -21,6 +26,20 @@ from memory.models import Episode, MemorySession
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).parent / "fixtures" / "omnia"
+# The tavern's omnia file at two commits; an import names its save after the file.
+TAVERN_V1, TAVERN_V2 = "omnia-74ffb45-tavern", "omnia-head-tavern"
+# The password `make run` gives the designer login (the `designer` fixture).
+DESIGNER_PASSWORD = "omnia-demo"
+
+# bob, to alice "the hooded figure", opens the wooden chest (the `chest` fixture).
+CHEST = {
+    "type": "action",
+    "originalText": "opened the wooden chest",
+    "description": "opened the wooden chest",
+    "actorId": "bob",
+    "targetIds": [],
+}
+CHEST_LINE = "[12:03:00 PM] the hooded figure opened the wooden chest (Outcome: Succeeded)"
 
 NOON = datetime(2026, 7, 6, 12, 0, tzinfo=UTC)
 
@@ -154,7 +173,8 @@ def database_url() -> str:
     return f"postgres://{user}@{host}:{port}/{settings['NAME']}"
 
 
-def child_env() -> dict[str, str]:
+def env_for_test_db() -> dict[str, str]:
+    """The environment of a manage.py child that reads and writes this test's own database."""
     env = dict(os.environ)
     # The child is a plain manage.py process, not a test run: it must not re-derive a test name.
     env.update({"DATABASE_URL": database_url(), "OMNIA_DEBUG": "1", "PYTHONUNBUFFERED": "1"})
@@ -182,3 +202,158 @@ def table_rows() -> dict[str, list[tuple]]:
             cursor.execute(f"SELECT * FROM {table}")
             snapshot[table] = sorted(map(repr, cursor.fetchall()))
     return snapshot
+
+
+# --- waiting on what can be observed -------------------------------------------------------------
+
+
+def wait_until(check: Callable[[], bool], seconds: float = 30.0, every: float = 0.05) -> bool:
+    """Poll `check` until it holds or the deadline passes; its last answer. A test proves an
+    order this way, never by sleeping a fixed time."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(every)
+    return check()
+
+
+# --- a child process's own children, through /proc (Linux) -----------------------------------
+
+
+def _children() -> dict[int, list[int]]:
+    tree: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        tree.setdefault(ppid, []).append(int(entry))
+    return tree
+
+
+def descendants(pid: int) -> set[int]:
+    tree, found, todo = _children(), set(), [pid]
+    while todo:
+        for child in tree.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def validator_up(importer: subprocess.Popen, timeout: float = 60) -> set[int]:
+    """Wait until the import's validator helper is up (it starts with the first batch of rows
+    going in) and return its pids; empty if the import ended or the time ran out first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and importer.poll() is None:
+        helpers = {pid for pid in descendants(importer.pid) if b"multiprocessing" in cmdline(pid)}
+        if helpers:
+            return helpers
+        time.sleep(0.02)
+    return set()
+
+
+# --- worlds --------------------------------------------------------------------------------------
+
+
+def big_world(path: Path, rows: int) -> Path:
+    """An omnia v1 file with one NPC, ann, who remembers `rows` actions."""
+    from memory.worlds.ddl import OMNIA_V1_DDL
+
+    conn = sqlite3.connect(path)
+    conn.executescript(OMNIA_V1_DDL)
+    conn.execute(
+        "INSERT INTO objects VALUES ('big-world', 'world', NULL, '2026-07-06T12:00:00.000Z', "
+        "NULL, NULL)"
+    )
+    conn.execute("INSERT INTO objects VALUES ('ann', 'entity', 'big-world', NULL, 'hall', NULL)")
+    intent = (
+        '{"type":"action","originalText":"x","description":"waits","actorId":"ann","targetIds":[]}'
+    )
+    conn.executemany(
+        "INSERT INTO buffer_entries VALUES (?, 'ann', ?, 'hall', ?, NULL)",
+        (
+            (f"row-{i:06d}", f"2026-07-06T12:{i // 1000 % 60:02d}:{i % 60:02d}.000Z", intent)
+            for i in range(rows)
+        ),
+    )
+    conn.commit()
+    conn.close()
+    return path
+
+
+def _millbrook_memory(n: int, owner_note: str, description: str) -> dict:
+    return {
+        "id": f"{owner_note}-{n}",
+        "timestamp": f"2026-07-06T12:0{n}:00.000Z",
+        "locationId": "the-tannery",
+        "intent": {
+            "type": "action",
+            "actorId": "hale",
+            "targetIds": [],
+            "originalText": description,
+            "description": description,
+        },
+    }
+
+
+def _private_name(value: str) -> list[dict]:
+    return [{"name": "name", "value": value, "visibility": "PRIVATE", "allowedEntities": []}]
+
+
+# A river town with readable ids (an NPC `hale` named "Hale Morrow", a place `the-tannery`),
+# whose people say hale's private name: the `millbrook` fixture loads it.
+MILLBROOK = {
+    "id": "millbrook",
+    "name": "Millbrook",
+    "description": "A river town.",
+    "startTime": "2026-07-06T12:30:00.000Z",
+    "locations": [
+        {
+            "id": "the-tannery",
+            "attributes": [
+                {"name": "description", "value": "a reeking tannery", "visibility": "PUBLIC"}
+            ],
+        }
+    ],
+    "entities": [
+        {
+            "id": "hale",
+            "locationId": "the-tannery",
+            "attributes": _private_name("Hale Morrow"),
+            "aliases": {"ned": "the carter", "ida": "the girl with the basket"},
+            "initialMemories": [
+                _millbrook_memory(1, "hale", "scrapes hides and says 'Hale works alone'"),
+                _millbrook_memory(2, "hale", "counts coins; Hale sighs at the-tannery door"),
+            ],
+        },
+        {
+            "id": "ned",
+            "locationId": "the-tannery",
+            "attributes": _private_name("Ned Farrow"),
+            "aliases": {"hale": "Hale Morrow"},
+            "initialMemories": [_millbrook_memory(1, "ned", "waves; Hale is busy")],
+        },
+        {
+            "id": "ida",
+            "locationId": "the-tannery",
+            "attributes": _private_name("Ida"),
+            "aliases": {"hale": "the tanner's widow"},
+            "initialMemories": [
+                _millbrook_memory(1, "ida", "waves; Hale is busy"),
+                _millbrook_memory(2, "ida", "sighs; Hale walks to the-tannery"),
+                _millbrook_memory(3, "ida", "Hale is at the-tannery again"),
+            ],
+        },
+    ],
+}

@@ -7,19 +7,14 @@ import pytest
 from memory.engine.write_door import remember
 from memory.models import AliasChange, AuditLog, WorldObject
 
+pytestmark = pytest.mark.usefixtures("cast")
+
 
 def change_url(entity_id: str) -> str:
     """The admin keys an entity by its integer uid (ids repeat across saves)."""
     from memory.models import WorldObject
 
     return f"/admin/memory/entity/{WorldObject.objects.get(id=entity_id).uid}/change/"
-
-
-@pytest.fixture
-def admin_client_cast(client, cast, django_user_model):
-    user = django_user_model.objects.create_superuser("root", "root@example.com", "pw")
-    client.force_login(user)
-    return client
 
 
 def _post(client, viewer: str, rows: list[tuple[str, str, bool]], initial: int) -> object:
@@ -41,8 +36,8 @@ def aliases_of(entity_id: str) -> list:
     return json.loads(WorldObject.objects.get(id=entity_id).aliases_json)
 
 
-def test_admin_entity_page_shows_alias_table_attributes_and_history(admin_client_cast) -> None:
-    r = admin_client_cast.get(change_url("alice"))
+def test_admin_entity_page_shows_alias_table_attributes_and_history(root_client) -> None:
+    r = root_client.get(change_url("alice"))
     body = r.content.decode()
     assert r.status_code == 200
     assert 'name="aliases-0-label" value="the hooded figure"' in body
@@ -50,9 +45,9 @@ def test_admin_entity_page_shows_alias_table_attributes_and_history(admin_client
     assert "No changes recorded." in body
 
 
-def test_admin_alias_edit_saves_and_records_history(admin_client_cast) -> None:
+def test_admin_alias_edit_saves_and_records_history(root_client) -> None:
     r = _post(
-        admin_client_cast,
+        root_client,
         "alice",
         [("bob", "the stranger", False), ("charlie", "the bartender", False)],
         2,
@@ -70,9 +65,9 @@ def test_admin_alias_edit_saves_and_records_history(admin_client_cast) -> None:
     assert AuditLog.objects.filter(action="alias.set", target="alice->bob").count() == 1
 
 
-def test_admin_alias_delete_row_forgets_alias(admin_client_cast) -> None:
+def test_admin_alias_delete_row_forgets_alias(root_client) -> None:
     r = _post(
-        admin_client_cast,
+        root_client,
         "alice",
         [("bob", "the hooded figure", True), ("charlie", "the bartender", False)],
         2,
@@ -90,32 +85,30 @@ def test_admin_alias_delete_row_forgets_alias(admin_client_cast) -> None:
         ("bob", "man 0f8fad5b-d9cb-469f-a165-70867728950e", "contains a generated id"),
     ],
 )
-def test_admin_alias_refusals_change_nothing(admin_client_cast, target, label, message) -> None:
+def test_admin_alias_refusals_change_nothing(root_client, target, label, message) -> None:
     before = aliases_of("alice")
-    r = _post(
-        admin_client_cast, "alice", [("charlie", "the barkeep", False), (target, label, False)], 1
-    )
+    r = _post(root_client, "alice", [("charlie", "the barkeep", False), (target, label, False)], 1)
     assert r.status_code == 200
     assert message in r.content.decode()
     assert aliases_of("alice") == before  # the whole table is one transaction
     assert not AliasChange.objects.exists()
 
 
-def test_admin_alias_unknown_target_refused(admin_client_cast) -> None:
-    r = _post(admin_client_cast, "alice", [("nobody", "a ghost", False)], 0)
+def test_admin_alias_unknown_target_refused(root_client) -> None:
+    r = _post(root_client, "alice", [("nobody", "a ghost", False)], 0)
     assert r.status_code == 200
     assert "Select a valid choice" in r.content.decode()
     assert not AliasChange.objects.exists()
 
 
-def test_admin_alias_label_with_other_entity_id_warns(admin_client_cast) -> None:
-    r = _post(admin_client_cast, "alice", [("bob", "the friend of charlie", False)], 1)
+def test_admin_alias_label_with_other_entity_id_warns(root_client) -> None:
+    r = _post(root_client, "alice", [("bob", "the friend of charlie", False)], 1)
     assert r.status_code == 302
-    r = admin_client_cast.get(r.url)
+    r = root_client.get(r.url)
     assert "contains the system id &#x27;charlie&#x27;" in r.content.decode()
 
 
-def test_admin_buffer_entry_shows_rendered_line_beside_raw_intent(admin_client_cast) -> None:
+def test_admin_buffer_entry_shows_rendered_line_beside_raw_intent(root_client) -> None:
     done = remember(
         "alice",
         {
@@ -128,26 +121,24 @@ def test_admin_buffer_entry_shows_rendered_line_beside_raw_intent(admin_client_c
         timestamp="2026-07-06T12:03:00.000Z",
         outcome={"isValid": True, "reason": "r"},
     )
-    r = admin_client_cast.get("/admin/memory/bufferentry/?owner_id__exact=alice")
+    r = root_client.get("/admin/memory/bufferentry/?owner_id__exact=alice")
     assert (
         "[12:03:00 PM] the hooded figure opened the wooden chest (Outcome: Succeeded)"
         in r.content.decode()
     )
-    r = admin_client_cast.get(f"/admin/memory/bufferentry/{done.entry.uid}/change/")
+    r = root_client.get(f"/admin/memory/bufferentry/{done.entry.uid}/change/")
     body = r.content.decode()
     assert "the hooded figure opened the wooden chest" in body
     assert "&quot;actorId&quot;:&quot;bob&quot;" in body
 
 
-def test_admin_history_and_audit_pages_are_read_only(admin_client_cast) -> None:
+def test_admin_history_and_audit_pages_are_read_only(root_client) -> None:
     AliasChange.objects.create(
         viewer_id="alice", target_id="bob", before="x", after="the hooded figure"
     )
     for url in ("/admin/memory/aliaschange/", "/admin/memory/auditlog/"):
-        r = admin_client_cast.get(url)
+        r = root_client.get(url)
         assert r.status_code == 200
         assert f'href="{url}add/"' not in r.content.decode()  # no "Add" button
-    assert (
-        "the hooded figure" in admin_client_cast.get("/admin/memory/aliaschange/").content.decode()
-    )
-    assert admin_client_cast.get("/admin/memory/aliaschange/add/").status_code == 403
+    assert "the hooded figure" in root_client.get("/admin/memory/aliaschange/").content.decode()
+    assert root_client.get("/admin/memory/aliaschange/add/").status_code == 403

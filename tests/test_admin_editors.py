@@ -7,15 +7,14 @@ from __future__ import annotations
 import json
 
 import pytest
-from django.contrib.auth.models import Group
-from django.core.management import call_command
 
 from memory.models import (
     AliasChange,
     Save,  # noqa: E402
     WorldObject,
 )
-from memory.web import roles
+
+pytestmark = pytest.mark.usefixtures("cast")
 
 
 def change_url(entity_id: str) -> str:
@@ -23,16 +22,6 @@ def change_url(entity_id: str) -> str:
     from memory.models import WorldObject
 
     return f"/admin/memory/entity/{WorldObject.objects.get(id=entity_id).uid}/change/"
-
-
-@pytest.fixture
-def designer(cast, client, django_user_model):
-    """The demo login exactly as `make run` creates it."""
-    call_command("ensure_login", username="designer", password="omnia-demo", stdout=None)
-    user = django_user_model.objects.get(username="designer")
-    assert (user.is_staff, user.is_superuser) == (True, False)
-    client.force_login(user)
-    return user
 
 
 def _post_aliases(client, viewer: str, rows: list[tuple[str, str]]):
@@ -48,18 +37,20 @@ def _post_aliases(client, viewer: str, rows: list[tuple[str, str]]):
     return client.post(change_url(viewer), data)
 
 
-def test_admin_index_lists_entities_for_the_demo_login(client, designer) -> None:
-    body = client.get("/admin/").content.decode()
+def test_admin_index_lists_entities_for_the_demo_login(designer_client) -> None:
+    body = designer_client.get("/admin/").content.decode()
     assert "You don’t have permission" not in body
     assert 'href="/admin/memory/entity/"' in body
-    assert client.get("/admin/memory/entity/").status_code == 200
+    assert designer_client.get("/admin/memory/entity/").status_code == 200
 
 
-def test_demo_login_edits_aliases_in_admin_without_superuser(client, designer) -> None:
-    page = client.get(change_url("alice"))
+def test_demo_login_edits_aliases_in_admin_without_superuser(designer, designer_client) -> None:
+    page = designer_client.get(change_url("alice"))
     assert page.status_code == 200
     assert 'name="aliases-0-label" value="the hooded figure"' in page.content.decode()
-    r = _post_aliases(client, "alice", [("bob", "the stranger"), ("charlie", "the bartender")])
+    r = _post_aliases(
+        designer_client, "alice", [("bob", "the stranger"), ("charlie", "the bartender")]
+    )
     assert r.status_code == 302
     assert json.loads(WorldObject.objects.get(id="alice").aliases_json) == [
         ["bob", "the stranger"],
@@ -75,8 +66,8 @@ def test_demo_login_edits_aliases_in_admin_without_superuser(client, designer) -
     )
 
 
-def test_admin_entity_page_links_to_inspector_and_history(client, designer) -> None:
-    body = client.get(change_url("alice")).content.decode()
+def test_admin_entity_page_links_to_inspector_and_history(designer_client) -> None:
+    body = designer_client.get(change_url("alice")).content.decode()
     assert (
         '<a href="/saves/cast/viewers/alice/" class="viewsitelink">Open in the inspector</a>'
         in body
@@ -84,35 +75,33 @@ def test_admin_entity_page_links_to_inspector_and_history(client, designer) -> N
     # The history of this save's alice: ids repeat across saves.
     history = f"/admin/memory/aliaschange/?game_save__id__exact={Save.objects.get(name='cast').pk}"
     assert f'href="{history}&amp;viewer_id=alice"' in body
-    listing = client.get(f"{history}&viewer_id=alice")
+    listing = designer_client.get(f"{history}&viewer_id=alice")
     assert listing.status_code == 200
 
 
-def test_alias_history_visible_in_admin_after_an_edit(client, designer) -> None:
-    _post_aliases(client, "alice", [("bob", "the stranger"), ("charlie", "the bartender")])
-    body = client.get("/admin/memory/aliaschange/?viewer_id=alice").content.decode()
+def test_alias_history_visible_in_admin_after_an_edit(designer_client) -> None:
+    _post_aliases(designer_client, "alice", [("bob", "the stranger"), ("charlie", "the bartender")])
+    body = designer_client.get("/admin/memory/aliaschange/?viewer_id=alice").content.decode()
     assert "the stranger" in body and "the hooded figure" in body
-    entity_page = client.get(change_url("alice")).content.decode()
+    entity_page = designer_client.get(change_url("alice")).content.decode()
     assert "<td>the hooded figure</td><td>the stranger</td>" in entity_page
 
 
-def test_viewer_page_links_to_admin_for_staff_only(client, designer, django_user_model) -> None:
-    body = client.get("/saves/cast/viewers/alice/").content.decode()
+def test_viewer_page_links_to_admin_for_staff_only(designer_client, editor) -> None:
+    body = designer_client.get("/saves/cast/viewers/alice/").content.decode()
     assert f'<a class="admin-link" href="{change_url("alice")}">Admin page</a>' in body
-    editor = django_user_model.objects.create_user("eddie", password="pw")
-    editor.groups.add(Group.objects.get(name=roles.EDITORS))
-    client.force_login(editor)
-    body = client.get("/saves/cast/viewers/alice/").content.decode()
+    designer_client.force_login(editor)
+    body = designer_client.get("/saves/cast/viewers/alice/").content.decode()
     assert "/admin/memory/entity/" not in body
 
 
-def test_leak_acceptances_are_listed_read_only_for_the_demo_login(client, designer) -> None:
+def test_leak_acceptances_are_listed_read_only_for_the_demo_login(designer_client) -> None:
     from memory.models import LeakAcceptance
 
     LeakAcceptance.objects.create(
         viewer_id="alice", section="recent", kind="system_id", text="bob", reason="a test fixture"
     )
-    page = client.get("/admin/memory/leakacceptance/")
+    page = designer_client.get("/admin/memory/leakacceptance/")
     assert page.status_code == 200
     assert "a test fixture" in page.content.decode()
-    assert client.get("/admin/memory/leakacceptance/add/").status_code == 403
+    assert designer_client.get("/admin/memory/leakacceptance/add/").status_code == 403

@@ -9,20 +9,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from django.contrib.auth.models import Group
 
 from memory.models import AliasChange, AuditLog, MemorySession, WorldObject
-from memory.web import roles
 
 HX = {"HX-Request": "true"}
-
-
-@pytest.fixture
-def editor_client(client, cast, django_user_model):
-    user = django_user_model.objects.create_user("eddie", password="pw")
-    user.groups.add(Group.objects.get(name=roles.EDITORS))
-    client.force_login(user)
-    return client
+pytestmark = pytest.mark.usefixtures("cast")
 
 
 def aliases_of(entity_id: str) -> dict[str, str]:

@@ -20,6 +20,9 @@ from memory.engine.aliases import (
 )
 from memory.engine.knowledge import Viewer
 
+# The same on every backend: CI runs it on SQLite only (see the markers in pyproject.toml).
+pytestmark = pytest.mark.pure
+
 FIXTURES = Path(__file__).parent / "fixtures" / "omnia"
 ERAS = ("omnia-74ffb45-tavern", "omnia-head-tavern")
 

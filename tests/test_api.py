@@ -7,35 +7,7 @@ import pytest
 from memory.engine.write_door import remember
 from memory.models import AliasChange, ApiToken, AuditLog, BufferEntry, WorldObject
 from memory.web.auth import hash_token, issue_token
-
-CHEST_LINE = "[12:03:00 PM] the hooded figure opened the wooden chest (Outcome: Succeeded)"
-CHEST = {
-    "type": "action",
-    "originalText": "x",
-    "description": "opened the wooden chest",
-    "actorId": "bob",
-    "targetIds": [],
-}
-
-
-@pytest.fixture
-def chest(cast):
-    return remember(
-        "alice",
-        CHEST,
-        timestamp="2026-07-06T12:03:00.000Z",
-        outcome={"isValid": True, "reason": "r"},
-    ).entry
-
-
-@pytest.fixture
-def staff(django_user_model):
-    return django_user_model.objects.create_user("staff", password="pw", is_staff=True)
-
-
-@pytest.fixture
-def reader(django_user_model):
-    return django_user_model.objects.create_user("reader", password="pw")
+from tests.helpers import CHEST, CHEST_LINE
 
 
 @pytest.fixture

@@ -29,11 +29,6 @@ def rows() -> list[tuple[str, str, str | None, str]]:
     ]
 
 
-@pytest.fixture
-def editor(django_user_model):
-    return django_user_model.objects.create_user("eddie", password="pw", is_staff=True)
-
-
 # --- pages ----------------------------------------------------------------------------------
 
 
@@ -70,13 +65,6 @@ def test_api_retract_twice_is_one_row_and_the_second_answers_a_no_op(client, cas
 
 
 # --- admin: tokens --------------------------------------------------------------------------
-
-
-@pytest.fixture
-def root_client(client, db, django_user_model):
-    root = django_user_model.objects.create_superuser("root", "root@example.com", "pw")
-    client.force_login(root)
-    return client
 
 
 def test_admin_token_create_shows_the_raw_token_once_on_the_page_and_audits(

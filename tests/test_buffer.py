@@ -23,6 +23,9 @@ from memory.engine.buffer.jsdate import js_time_string
 from memory.engine.buffer.v2 import entity_tag_ids, hydrate
 from memory.engine.knowledge import Viewer
 
+# The same on every backend: CI runs it on SQLite only (see the markers in pyproject.toml).
+pytestmark = pytest.mark.pure
+
 FIXTURES = Path(__file__).parent / "fixtures" / "omnia"
 
 ALICE = Viewer.of(id="alice", aliases={"bob": "the hooded figure", "charlie": "the bartender"})

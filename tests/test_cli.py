@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -16,7 +17,7 @@ from django.core.management.base import CommandError
 
 from memory.models import Save
 from memory.web.roles import ADMIN_PERMISSION, EDIT_PERMISSION, READ_PERMISSION
-from tests.cli import ROOT, child_env, long_scenario, manage, manage_on_a_terminal
+from tests.cli import ROOT, isolated_env, long_scenario, manage, manage_on_a_terminal
 from tests.helpers import table_rows
 
 MISSING_KEY = (
@@ -26,16 +27,19 @@ MISSING_KEY = (
 OUR_COMMANDS = sorted(name for name, app in get_commands().items() if app == "memory")
 
 
+@pytest.mark.terminal
 def test_a_command_without_settings_exits_2_with_the_one_line_fix() -> None:
-    done = manage("render_buffer", "npc-maren", env=child_env(), check=False)
+    done = manage("render_buffer", "npc-maren", env=isolated_env(), check=False)
     assert (done.returncode, done.stdout, done.stderr) == (2, "", MISSING_KEY)
 
 
+@pytest.mark.terminal
 def test_help_without_settings_gives_the_same_line_not_a_traceback() -> None:
-    done = manage("scan_leaks", "--help", env=child_env(), check=False)
+    done = manage("scan_leaks", "--help", env=isolated_env(), check=False)
     assert (done.returncode, done.stderr) == (2, MISSING_KEY)
 
 
+@pytest.mark.terminal
 @pytest.mark.parametrize(
     ("variable", "value", "message"),
     [
@@ -54,19 +58,19 @@ def test_help_without_settings_gives_the_same_line_not_a_traceback() -> None:
     ],
 )
 def test_a_bad_setting_is_one_line_naming_the_variable(variable, value, message) -> None:
-    env = child_env(OMNIA_SECRET_KEY="a-production-key", **{variable: value})
+    env = isolated_env(OMNIA_SECRET_KEY="a-production-key", **{variable: value})
     done = manage("render_buffer", "npc-maren", env=env, check=False)
     assert (done.returncode, done.stdout, done.stderr) == (2, "", message)
 
 
 @pytest.fixture(scope="module")
-def long_world(tmp_path_factory) -> tuple[dict[str, str], str]:
+def long_world(tmp_path_factory, migrated_sqlite) -> tuple[dict[str, str], str]:
     """A database of its own holding one NPC with 4,000 memories: its buffer (over 200 KB)
     is more than a pipe holds, so a reader that stops early really closes the pipe on it."""
     where = tmp_path_factory.mktemp("long")
-    env = child_env(where / "long.sqlite3")
+    shutil.copy(migrated_sqlite, where / "long.sqlite3")
+    env = isolated_env(where / "long.sqlite3")
     npc = long_scenario(where / "long.json", 4000)
-    manage("migrate", "-v0", env=env)
     manage("load_world", str(where / "long.json"), env=env)
     return env, npc
 
@@ -83,6 +87,7 @@ def _piped(command: str, env: dict[str, str]) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.terminal
 def test_render_buffer_into_head_ends_quietly(long_world) -> None:
     env, npc = long_world
     done = _piped(f"python manage.py render_buffer {npc}", {**env, "PATH": _venv_path(env)})
@@ -91,6 +96,7 @@ def test_render_buffer_into_head_ends_quietly(long_world) -> None:
     assert done.stderr == "status 141\n"
 
 
+@pytest.mark.terminal
 def test_jsonl_into_head_ends_quietly_too(long_world) -> None:
     env, npc = long_world
     done = _piped(
@@ -102,6 +108,7 @@ def test_jsonl_into_head_ends_quietly_too(long_world) -> None:
     assert done.stderr == "status 141\n"
 
 
+@pytest.mark.terminal
 def test_a_reader_that_reads_everything_sees_exit_0(long_world) -> None:
     env, npc = long_world
     done = subprocess.run(
@@ -131,8 +138,9 @@ def test_every_command_help_has_one_line_and_an_example(name: str) -> None:
     assert examples and all(line.startswith(f"  manage.py {name}") for line in examples)
 
 
+@pytest.mark.terminal
 def test_help_on_the_command_line_ends_with_examples(tmp_path) -> None:
-    done = manage("render_buffer", "--help", env=child_env(tmp_path / "db.sqlite3"))
+    done = manage("render_buffer", "--help", env=isolated_env(tmp_path / "db.sqlite3"))
     assert done.stdout.endswith(
         "examples:\n"
         "  manage.py render_buffer npc-maren\n"
@@ -152,7 +160,8 @@ LONG_COMMANDS = [
 ]
 
 
-def test_long_work_shows_a_bar_on_a_terminal_and_nothing_in_a_pipe(tmp_path) -> None:
+@pytest.mark.terminal
+def test_long_work_shows_a_bar_on_a_terminal_and_nothing_in_a_pipe(tmp_path, fresh_sqlite) -> None:
     scenario = tmp_path / "long.json"
     long_scenario(scenario, 300)
     places = {
@@ -160,10 +169,8 @@ def test_long_work_shows_a_bar_on_a_terminal_and_nothing_in_a_pipe(tmp_path) -> 
         "save": str(ROOT / "tests/fixtures/omnia/omnia-head-tavern.sqlite"),
         "out": str(tmp_path / "out.sqlite"),
     }
-    on_terminal = child_env(tmp_path / "terminal.sqlite3")
-    in_pipe = child_env(tmp_path / "pipe.sqlite3")
-    manage("migrate", "-v0", env=on_terminal)
-    manage("migrate", "-v0", env=in_pipe)
+    on_terminal = isolated_env(fresh_sqlite("terminal"))
+    in_pipe = isolated_env(fresh_sqlite("pipe"))
     for args, bar in LONG_COMMANDS:
         args = tuple(arg.format(**places) for arg in args)
         status, seen = manage_on_a_terminal(*args, env=on_terminal)

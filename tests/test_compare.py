@@ -76,14 +76,6 @@ def _fold(name: str) -> None:
 
 
 @pytest.fixture
-def two_eras(db) -> None:
-    import_omnia(FIXTURES / f"{V1}.sqlite")
-    import_omnia(FIXTURES / f"{V2}.sqlite")
-    _fold(V1)
-    _fold(V2)
-
-
-@pytest.fixture
 def twice(db) -> None:
     """The v2 file as two saves, "run-1" and "run-2": the same ids and rows."""
     import_omnia(FIXTURES / f"{V2}.sqlite", as_name="run-1")
@@ -358,13 +350,6 @@ def test_what_alice_knows_that_charlie_does_not(two_eras):
 # --- the page and the API ----------------------------------------------------------------------
 
 
-@pytest.fixture
-def qa(client, django_user_model):
-    user = django_user_model.objects.create_user(username="qa", password="omnia-qa")
-    client.force_login(user)
-    return client
-
-
 def _lines(data: dict) -> list[str]:
     diffs = (
         [v["buffer"] for v in data["viewers"]] if data["mode"] == "saves" else [data["memories"]]
@@ -384,8 +369,8 @@ def _lines(data: dict) -> list[str]:
         {"save": V2, "a": "alice", "b": "charlie"},
     ],
 )
-def test_the_page_and_the_api_show_the_same_comparison(two_eras, qa, query):
-    api = qa.get("/api/compare", query)
+def test_the_page_and_the_api_show_the_same_comparison(two_eras, reader_client, query):
+    api = reader_client.get("/api/compare", query)
     assert api.status_code == 200
     data = api.json()
     expected = (
@@ -394,7 +379,7 @@ def test_the_page_and_the_api_show_the_same_comparison(two_eras, qa, query):
         else compare_saves(V1, V2, query.get("viewer"))
     )
     assert data == json.loads(json.dumps(expected.as_dict()))
-    page = qa.get("/compare/", query)
+    page = reader_client.get("/compare/", query)
     assert page.status_code == 200
     html = page.content.decode()
     lines = _lines(data)
@@ -407,8 +392,8 @@ def test_the_page_and_the_api_show_the_same_comparison(two_eras, qa, query):
         assert "Gareth" in html and "searching for her missing brother" in html
 
 
-def test_the_bare_page_is_the_form(two_eras, qa):
-    page = qa.get("/compare/")
+def test_the_bare_page_is_the_form(two_eras, reader_client):
+    page = reader_client.get("/compare/")
     assert page.status_code == 200
     html = page.content.decode()
     assert f'<option value="{V1}">{V1}</option>' in html and 'id="compare-summary"' not in html
@@ -431,12 +416,14 @@ def test_the_bare_page_is_the_form(two_eras, qa):
         ({"save": V2, "a": "alice", "b": "bob", "viewer": "bob"}, 400, 422, "viewer"),
     ],
 )
-def test_bad_parameters_are_4xx_with_the_field(two_eras, qa, query, page_status, api_status, field):
-    api = qa.get("/api/compare", query)
+def test_bad_parameters_are_4xx_with_the_field(
+    two_eras, reader_client, query, page_status, api_status, field
+):
+    api = reader_client.get("/api/compare", query)
     assert api.status_code == api_status
     body = api.json()
     assert set(body) == {"detail", "code", "field"} and body["field"] == field
-    page = qa.get("/compare/", query)
+    page = reader_client.get("/compare/", query)
     assert page.status_code == page_status
     assert escape(body["detail"]) in page.content.decode()
 
@@ -449,12 +436,12 @@ def test_compare_needs_a_login(two_eras, client):
     assert api.json()["code"] == "unauthorized"
 
 
-def test_exit_statuses_of_the_command_in_a_shell(tmp_path):
+@pytest.mark.terminal
+def test_exit_statuses_of_the_command_in_a_shell(fresh_sqlite):
     """As a game's CI runs it: a child process, its own database, the exit status it sees."""
-    from tests.cli import child_env, manage
+    from tests.cli import isolated_env, manage
 
-    env = child_env(tmp_path / "db.sqlite3")
-    manage("migrate", "-v0", env=env)
+    env = isolated_env(fresh_sqlite("db"))
     for name in (V1, V2):
         manage("import_omnia", str(FIXTURES / f"{name}.sqlite"), "--fold", env=env)
     done = manage("compare", V1, V2, "--viewer", "alice", "--fail-on-new-leak", env=env)
@@ -466,7 +453,7 @@ def test_exit_statuses_of_the_command_in_a_shell(tmp_path):
     ]
 
 
-def test_the_page_and_the_api_write_nothing_even_when_a_save_is_behind(twice, qa):
+def test_the_page_and_the_api_write_nothing_even_when_a_save_is_behind(twice, reader_client):
     """A page never writes: B has an unfolded row and stale findings, and reading the
     comparison neither folds nor stores findings; it says so and scans in memory."""
     from tests.helpers import table_rows
@@ -486,8 +473,8 @@ def test_the_page_and_the_api_write_nothing_even_when_a_save_is_behind(twice, qa
         )
     before = table_rows()
     query = {"a": "run-1", "b": "run-2", "viewer": "alice"}
-    data = qa.get("/api/compare", query).json()
-    page = qa.get("/compare/", query).content.decode()
+    data = reader_client.get("/api/compare", query).json()
+    page = reader_client.get("/compare/", query).content.decode()
     assert table_rows() == before
     assert data["notices"] == [
         "save 'run-2' has 1 row(s) not folded yet: sessions and episodes are not compared "

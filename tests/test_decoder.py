@@ -20,6 +20,9 @@ from memory.engine.decoder import (
     parse_answer,
 )
 
+# The same on every backend: CI runs it on SQLite only (see the markers in pyproject.toml).
+pytestmark = pytest.mark.pure
+
 ALICE = {"bob": "the hooded figure", "charlie": "the bartender"}
 
 

@@ -11,15 +11,11 @@ from django.test import override_settings
 
 from tests.helpers import write
 
-
-@pytest.fixture
-def signed_in(client, cast, django_user_model):
-    client.force_login(django_user_model.objects.create_user("qa", password="pw", is_staff=True))
-    return client
+pytestmark = pytest.mark.usefixtures("cast")
 
 
-def test_404_page_is_styled_with_navigation_and_the_message(signed_in) -> None:
-    r = signed_in.get("/saves/cast/viewers/nobody/")
+def test_404_page_is_styled_with_navigation_and_the_message(staff_client) -> None:
+    r = staff_client.get("/saves/cast/viewers/nobody/")
     body = r.content.decode()
     assert r.status_code == 404
     assert body.startswith("<!doctype html>")
@@ -30,45 +26,44 @@ def test_404_page_is_styled_with_navigation_and_the_message(signed_in) -> None:
     assert 'href="/">Back to the overview</a>' in body
 
 
-def test_unknown_address_is_a_styled_404_without_resolver_internals(signed_in) -> None:
-    r = signed_in.get("/no/such/page/")
+def test_unknown_address_is_a_styled_404_without_resolver_internals(staff_client) -> None:
+    r = staff_client.get("/no/such/page/")
     body = r.content.decode()
     assert r.status_code == 404
     assert "Nothing is at this address." in body
     assert "urlpatterns" not in body and "omnia_site.urls" not in body
 
 
-def test_htmx_gets_the_error_as_a_panel_fragment(signed_in) -> None:
-    r = signed_in.get("/saves/cast/viewers/nobody/buffer/", HTTP_HX_REQUEST="true")
+def test_htmx_gets_the_error_as_a_panel_fragment(staff_client) -> None:
+    r = staff_client.get("/saves/cast/viewers/nobody/buffer/", HTTP_HX_REQUEST="true")
     body = r.content.decode()
     assert r.status_code == 404
     assert body.lstrip().startswith('<section class="panel error-page" role="alert"')
     assert "<html" not in body and "site-header" not in body
 
 
-def test_403_page_is_styled(client, cast, django_user_model) -> None:
-    client.force_login(django_user_model.objects.create_user("reader", password="pw"))
-    r = client.post("/saves/cast/projections/cycle/")
+def test_403_page_is_styled(reader_client) -> None:
+    r = reader_client.post("/saves/cast/projections/cycle/")
     body = r.content.decode()
     assert r.status_code == 403
     assert 'class="site-header"' in body and "Not allowed" in body
 
 
-def test_api_unknown_route_is_json_in_the_error_shape(signed_in) -> None:
-    r = signed_in.get("/api/no-such-thing")
+def test_api_unknown_route_is_json_in_the_error_shape(staff_client) -> None:
+    r = staff_client.get("/api/no-such-thing")
     assert r.status_code == 404
     assert r.json() == {"detail": "Nothing is at this address.", "code": "not_found", "field": None}
 
 
-def test_500_page_is_styled_and_says_nothing_of_the_cause(signed_in, monkeypatch) -> None:
+def test_500_page_is_styled_and_says_nothing_of_the_cause(staff_client, monkeypatch) -> None:
     from memory.web.views import overview
 
     def boom(*args, **kwargs):
         raise RuntimeError("secret internals")
 
     monkeypatch.setattr(overview.save_reads, "summaries", boom)
-    signed_in.raise_request_exception = False
-    r = signed_in.get("/")
+    staff_client.raise_request_exception = False
+    r = staff_client.get("/")
     body = r.content.decode()
     assert r.status_code == 500
     assert 'class="site-header"' in body and "Something went wrong" in body
@@ -76,9 +71,9 @@ def test_500_page_is_styled_and_says_nothing_of_the_cause(signed_in, monkeypatch
 
 
 @override_settings(DATA_UPLOAD_MAX_MEMORY_SIZE=1000)
-def test_a_body_over_the_limit_is_413_in_the_error_shape(signed_in) -> None:
+def test_a_body_over_the_limit_is_413_in_the_error_shape(staff_client) -> None:
     big = json.dumps({"label": "x" * 5000})
-    r = signed_in.put(
+    r = staff_client.put(
         "/api/saves/cast/viewers/alice/aliases/bob", big, content_type="application/json"
     )
     assert r.status_code == 413
@@ -87,12 +82,12 @@ def test_a_body_over_the_limit_is_413_in_the_error_shape(signed_in) -> None:
         "code": "too_large",
         "field": None,
     }
-    r = signed_in.post("/saves/cast/viewers/alice/aliases/bob/", {"label": "x" * 5000})
+    r = staff_client.post("/saves/cast/viewers/alice/aliases/bob/", {"label": "x" * 5000})
     assert r.status_code == 413
     assert 'class="site-header"' in r.content.decode()
 
 
-def test_head_on_pages_answers_like_get_without_a_body(signed_in) -> None:
+def test_head_on_pages_answers_like_get_without_a_body(staff_client) -> None:
     write("alice", 1)
     for url in (
         "/",
@@ -100,21 +95,21 @@ def test_head_on_pages_answers_like_get_without_a_body(signed_in) -> None:
         "/saves/cast/leaks/",
         "/saves/cast/viewers/alice/prompt/",
     ):
-        got = signed_in.get(url)
-        head = signed_in.head(url)
+        got = staff_client.get(url)
+        head = staff_client.head(url)
         assert (head.status_code, got.status_code) == (200, 200), url
         assert head.content == b""
         assert head["Content-Type"] == got["Content-Type"]
 
 
-def test_nul_in_an_api_field_is_a_4xx_not_a_database_error(signed_in) -> None:
+def test_nul_in_an_api_field_is_a_4xx_not_a_database_error(staff_client) -> None:
     for field in ("location_id", "conversation_id", "timestamp"):
         payload = {
             "intent": {"type": "dialogue", "originalText": "hi", "description": "hi",
                        "actorId": "alice", "targetIds": []},
             "timestamp": "2026-07-06T12:40:00.000Z",
         } | {field: "bad\x00value"}  # fmt: skip
-        r = signed_in.post(
+        r = staff_client.post(
             "/api/saves/cast/viewers/alice/memories",
             json.dumps(payload),
             content_type="application/json",

@@ -21,6 +21,9 @@ from memory.engine.longterm.faces import (
 )
 from memory.engine.longterm.shadowing import EntryHeader, shadow_key_of
 
+# The same on every backend: CI runs it on SQLite only (see the markers in pyproject.toml).
+pytestmark = pytest.mark.pure
+
 # No deadline: timings belong in bench/, never in assertions (and CI machines are noisy).
 PROPERTY = settings(deadline=None)
 

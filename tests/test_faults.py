@@ -23,7 +23,7 @@ from memory.engine.abstract import abstract
 from memory.engine.projections import run_cycle
 from memory.engine.shards import generation_of
 from memory.models import AbstractionEdge, BufferEntry, LedgerEntry, MemorySession
-from tests.helpers import ROOT, child_env, write
+from tests.helpers import ROOT, env_for_test_db, write
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -32,7 +32,7 @@ def run_child(code: str, timeout: float = 60) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
         cwd=ROOT,
-        env={**child_env(), "DJANGO_SETTINGS_MODULE": "omnia_site.settings"},
+        env={**env_for_test_db(), "DJANGO_SETTINGS_MODULE": "omnia_site.settings"},
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -66,7 +66,7 @@ def test_writer_killed_mid_abstract_lands_nothing(cast):
     proc = subprocess.Popen(
         [sys.executable, "-c", KILLED_MID_ABSTRACT.format(members=members)],
         cwd=ROOT,
-        env={**child_env(), "DJANGO_SETTINGS_MODULE": "omnia_site.settings"},
+        env={**env_for_test_db(), "DJANGO_SETTINGS_MODULE": "omnia_site.settings"},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

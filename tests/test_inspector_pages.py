@@ -16,12 +16,6 @@ from memory.web.selectors import viewers
 ISOLDE = "5b0e6c1a-3f2d-4e8b-9a71-c4d2e8f90a13"
 
 
-@pytest.fixture
-def staff_client(client, django_user_model):
-    client.force_login(django_user_model.objects.create_user("ann", password="pw", is_staff=True))
-    return client
-
-
 def fragment(client, url: str) -> str:
     return client.get(url, headers={"HX-Request": "true"}).content.decode()
 

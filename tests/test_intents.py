@@ -16,6 +16,9 @@ from memory.engine.intents import (
     parse_outcome,
 )
 
+# The same on every backend: CI runs it on SQLite only (see the markers in pyproject.toml).
+pytestmark = pytest.mark.pure
+
 FIXTURES = Path(__file__).parent / "fixtures" / "omnia"
 
 

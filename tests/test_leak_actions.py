@@ -6,13 +6,10 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from django.contrib.auth.models import Group
 
 from memory.models import AliasChange, AuditLog, LeakAcceptance
 from memory.web import roles
-from memory.worlds.scenario import load_world
-from tests.test_leaks_readable import WORLD
 
 HX = {"HX-Request": "true"}
 HALE = {
@@ -22,21 +19,6 @@ HALE = {
     "text": "Hale",
     "filter_world": "millbrook",
 }
-
-
-@pytest.fixture
-def millbrook(db, tmp_path):
-    path = tmp_path / "millbrook.json"
-    path.write_text(json.dumps(WORLD))
-    load_world(path)
-
-
-@pytest.fixture
-def editor_client(client, django_user_model):
-    user = django_user_model.objects.create_user("eddie", password="pw")
-    user.groups.add(Group.objects.get(name=roles.EDITORS))
-    client.force_login(user)
-    return client
 
 
 def states(client, query: str = "") -> list[tuple[str, str, str, int, str]]:

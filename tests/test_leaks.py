@@ -7,6 +7,7 @@ import json
 import sqlite3
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,6 +20,9 @@ from memory.engine.leaks.scanner import (
     fold,
     scan_text,
 )
+
+# The same on every backend: CI runs it on SQLite only (see the markers in pyproject.toml).
+pytestmark = pytest.mark.pure
 
 FIXTURES = Path(__file__).parent / "fixtures" / "omnia"
 GUARD = "68edd7b6-360d-46f8-a332-36a0baf598d3"

@@ -1,22 +1,25 @@
 """follow_omnia against the game stand-in, as a person runs them: two processes and a file.
 
-Each test gets its own inspector database (a file, migrated once per session and copied), so
-the follower can be killed with SIGKILL and started again exactly as in production."""
+Each test gets its own inspector database (a file, migrated once per run and copied:
+`fresh_sqlite`), so the follower can be killed with SIGKILL and started again exactly as in
+production."""
 
 from __future__ import annotations
 
 import json
-import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.cli import ROOT, child_env, manage
+from tests.cli import ROOT, isolated_env, manage
+from tests.helpers import wait_until
+
+# The same on every backend: CI runs it on SQLite only (see the markers in pyproject.toml).
+pytestmark = pytest.mark.terminal
 
 # The mirrored tables, omnia's columns (plus ours that an import fixes: file_order where the
 # import numbers rows by their place in the file, the shard, the untimed mark, the ledger's
@@ -41,23 +44,6 @@ ORDERS = {
 }
 
 
-@pytest.fixture(scope="session")
-def migrated(tmp_path_factory) -> Path:
-    db = tmp_path_factory.mktemp("live-template") / "template.sqlite3"
-    manage("migrate", "-v0", env=child_env(db))
-    return db
-
-
-@pytest.fixture
-def fresh_db(migrated, tmp_path):
-    def make(name: str) -> Path:
-        db = tmp_path / f"{name}.sqlite3"
-        shutil.copy(migrated, db)
-        return db
-
-    return make
-
-
 def snapshot(db: Path, name: str = "game") -> dict[str, list]:
     """The save's rows (a save --replace retired stays readable for a grace period)."""
     with sqlite3.connect(db) as conn:
@@ -75,14 +61,20 @@ def snapshot(db: Path, name: str = "game") -> dict[str, list]:
 
 
 def assert_same_as_fresh_import(followed: Path, save: Path, fresh: Path) -> None:
-    manage("import_omnia", str(save), env=child_env(fresh))
+    manage("import_omnia", str(save), env=isolated_env(fresh))
+    assert_same_as_imported(followed, save, fresh)
+
+
+def assert_same_as_imported(followed: Path, save: Path, fresh: Path) -> None:
+    """The followed save, row for row, is `fresh` (an import of `save`), and its projections
+    verify."""
     ours, theirs = snapshot(followed), snapshot(fresh)
     for table in theirs:
         assert ours[table] == theirs[table], table
     with sqlite3.connect(save) as game:
         assert len(ours["buffer_entries"]) == game.execute(
             "SELECT COUNT(*) FROM buffer_entries").fetchone()[0]  # fmt: skip
-    verify = manage("rebuild_projections", "--verify", env=child_env(followed), check=False)
+    verify = manage("rebuild_projections", "--verify", env=isolated_env(followed), check=False)
     assert verify.returncode == 0, verify.stdout + verify.stderr
     assert " 0 drifted fields" in verify.stdout and "0 differing" in verify.stdout
 
@@ -91,41 +83,37 @@ def follower(db: Path, save: Path, *extra: str) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "manage.py", "follow_omnia", str(save), "--interval", "0.05", *extra],
         cwd=ROOT,
-        env=child_env(db),
+        env=isolated_env(db),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
 
 
-def applied_rowid(db: Path) -> int:
-    with sqlite3.connect(db) as conn:
-        row = conn.execute("SELECT MAX(buffer_mark) FROM memory_live_follows").fetchone()
-    return row[0] or 0
+def wait_caught_up(followed: Path, fresh: Path, timeout: float = 180) -> None:
+    """Until the followed save holds what a fresh import of the file holds (the file's last
+    rows, its deletes and its alias changes all applied). The follower's follow-up for that
+    batch (fold, leak findings) runs in the same tick, which a SIGTERM lets finish."""
+    theirs = snapshot(fresh)
+    assert wait_until(lambda: snapshot(followed) == theirs, seconds=timeout, every=0.1), (
+        "the follower did not catch up"
+    )
 
 
-def wait_caught_up(db: Path, save: Path, timeout: float = 180) -> None:
-    with sqlite3.connect(save) as game:
-        last = game.execute("SELECT MAX(rowid) FROM buffer_entries").fetchone()[0]
-    deadline = time.monotonic() + timeout
-    while applied_rowid(db) < last:
-        assert time.monotonic() < deadline, "the follower did not catch up"
-        time.sleep(0.1)
-    time.sleep(1.0)  # its follow-up (fold, leak findings) for that last batch
-
-
-def test_follow_while_the_game_writes_2000_rows(fresh_db, tmp_path):
-    db, save = fresh_db("followed"), tmp_path / "game.sqlite"
-    manage("omnia_standin", str(save), "--rows", "0", env=child_env(db))  # the world exists
+def test_follow_while_the_game_writes_2000_rows(fresh_sqlite, tmp_path):
+    db, save = fresh_sqlite("followed"), tmp_path / "game.sqlite"
+    manage("omnia_standin", str(save), "--rows", "0", env=isolated_env(db))  # the world exists
     follow = follower(db, save)
     try:
         game = manage(
             "omnia_standin", str(save), "--rows", "2000", "--rate", "300", "--seed", "3",
             "--delete-every", "7", "--alias-every", "4", "--json",
-            env=child_env(db),
+            env=isolated_env(db),
         )  # fmt: skip
         report = json.loads(game.stdout)
-        wait_caught_up(db, save)
+        fresh = fresh_sqlite("fresh")
+        manage("import_omnia", str(save), env=isolated_env(fresh))
+        wait_caught_up(db, fresh)
     finally:
         follow.send_signal(signal.SIGTERM)
         out, err = follow.communicate(timeout=30)
@@ -138,14 +126,14 @@ def test_follow_while_the_game_writes_2000_rows(fresh_db, tmp_path):
     with sqlite3.connect(db) as conn:
         batches = conn.execute("SELECT batches FROM memory_live_follows").fetchone()[0]
     assert batches >= 4, err  # followed as it went, not read once at the end
-    assert_same_as_fresh_import(db, save, fresh_db("fresh"))
+    assert_same_as_imported(db, save, fresh)
 
 
-def test_kill_9_mid_batch_then_resume(fresh_db, tmp_path):
-    db, save = fresh_db("followed"), tmp_path / "game.sqlite"
+def test_kill_9_mid_batch_then_resume(fresh_sqlite, tmp_path):
+    db, save = fresh_sqlite("followed"), tmp_path / "game.sqlite"
     manage(
         "omnia_standin", str(save), "--rows", "3000", "--rate", "0", "--seed", "5",
-        "--delete-every", "5", env=child_env(db),
+        "--delete-every", "5", env=isolated_env(db),
     )  # fmt: skip
     for kill_after in ("batch 2:", "batch 5:", "batch 9:"):
         follow = follower(db, save, "--batch-rows", "97")
@@ -159,16 +147,16 @@ def test_kill_9_mid_batch_then_resume(fresh_db, tmp_path):
         # The game goes on meanwhile: deletes and new rows the restart must pick up.
         manage(
             "omnia_standin", str(save), "--rows", "150", "--rate", "0", "--seed", "6",
-            "--delete-every", "3", env=child_env(db),
+            "--delete-every", "3", env=isolated_env(db),
         )  # fmt: skip
-    done = manage("follow_omnia", str(save), "--once", env=child_env(db))
+    done = manage("follow_omnia", str(save), "--once", env=isolated_env(db))
     assert "batches" in done.stdout
     with sqlite3.connect(db) as conn, sqlite3.connect(save) as game:
         held = conn.execute("SELECT COUNT(*), COUNT(DISTINCT entry_id) FROM memory_live_rows "
                             "WHERE table_name = 'buffer_entries'").fetchone()  # fmt: skip
         in_file = game.execute("SELECT COUNT(*) FROM buffer_entries").fetchone()[0]
     assert held == (in_file, in_file)
-    assert_same_as_fresh_import(db, save, fresh_db("fresh"))
+    assert_same_as_fresh_import(db, save, fresh_sqlite("fresh"))
 
 
 def new_game_over(save: Path, db: Path, *, same_inode: bool) -> None:
@@ -176,7 +164,7 @@ def new_game_over(save: Path, db: Path, *, same_inode: bool) -> None:
     inode) or written into it (the inode a filesystem may hand a new file after an unlink)."""
     other = save.with_name("other.sqlite")
     manage("omnia_standin", str(other), "--rows", "60", "--rate", "0", "--seed", "9",
-           env=child_env(db))  # fmt: skip
+           env=isolated_env(db))  # fmt: skip
     inode = save.stat().st_ino
     if same_inode:
         with save.open("r+b") as old:
@@ -195,16 +183,16 @@ def new_game_over(save: Path, db: Path, *, same_inode: bool) -> None:
         (True, "buffer_entries: other rows stand where the rows applied were"),
     ],
 )
-def test_a_new_game_at_the_path_replaces_the_old_one(fresh_db, tmp_path, same_inode, why):
-    db, save = fresh_db("followed"), tmp_path / "game.sqlite"
-    manage("omnia_standin", str(save), "--rows", "300", "--rate", "0", env=child_env(db))
-    manage("follow_omnia", str(save), "--once", env=child_env(db))
+def test_a_new_game_at_the_path_replaces_the_old_one(fresh_sqlite, tmp_path, same_inode, why):
+    db, save = fresh_sqlite("followed"), tmp_path / "game.sqlite"
+    manage("omnia_standin", str(save), "--rows", "300", "--rate", "0", env=isolated_env(db))
+    manage("follow_omnia", str(save), "--once", env=isolated_env(db))
     old_game = live_saves(db)["game"]
     new_game_over(save, db, same_inode=same_inode)
-    again = manage("follow_omnia", str(save), "--once", env=child_env(db))
+    again = manage("follow_omnia", str(save), "--once", env=isolated_env(db))
     assert f"batch 1: replaced ({why}), +62 buffer_entries" in again.stderr
     assert live_saves(db)["game"] != old_game  # a save of its own, under the old one's name
-    assert_same_as_fresh_import(db, save, fresh_db("fresh"))
+    assert_same_as_fresh_import(db, save, fresh_sqlite("fresh"))
 
 
 def live_saves(db: Path) -> dict[str, int]:
@@ -212,11 +200,11 @@ def live_saves(db: Path) -> dict[str, int]:
         return dict(conn.execute("SELECT name, id FROM memory_saves WHERE retired_at IS NULL"))
 
 
-def test_follow_refuses_what_is_not_an_omnia_save(fresh_db, tmp_path):
-    db = fresh_db("followed")
+def test_follow_refuses_what_is_not_an_omnia_save(fresh_sqlite, tmp_path):
+    db = fresh_sqlite("followed")
     missing = manage("follow_omnia", str(tmp_path / "nope.sqlite"), "--once",
-                     env=child_env(db), check=False)  # fmt: skip
+                     env=isolated_env(db), check=False)  # fmt: skip
     assert missing.returncode == 2 and "no such file" in missing.stderr
-    bad = manage("follow_omnia", str(tmp_path / "x"), "--interval", "0", env=child_env(db),
+    bad = manage("follow_omnia", str(tmp_path / "x"), "--interval", "0", env=isolated_env(db),
                  check=False)  # fmt: skip
     assert bad.returncode == 2 and "--interval" in bad.stderr

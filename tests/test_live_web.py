@@ -11,13 +11,6 @@ from memory.worlds.live import Follower
 from memory.worlds.standin import StandIn
 
 
-@pytest.fixture
-def reader(client, django_user_model):
-    user = django_user_model.objects.create_user("reader", password="pw")
-    client.force_login(user)
-    return client
-
-
 @pytest.mark.django_db
 def test_live_version_needs_a_login(client):
     response = client.get("/live/")
@@ -25,65 +18,65 @@ def test_live_version_needs_a_login(client):
 
 
 @pytest.mark.django_db
-def test_live_version_answers_304_until_something_is_applied(reader, tmp_path):
-    first = reader.get("/live/")
+def test_live_version_answers_304_until_something_is_applied(reader_client, tmp_path):
+    first = reader_client.get("/live/")
     assert first.status_code == 200
     assert first.json() == {
         "follows": 0, "live": False, "version": "0.0", "updated_at": None,
         "heartbeat_at": None, "age_s": None,
     }  # fmt: skip
     tag = first["ETag"]
-    assert reader.get("/live/", headers={"If-None-Match": tag}).status_code == 304
+    assert reader_client.get("/live/", headers={"If-None-Match": tag}).status_code == 304
     game = StandIn(tmp_path / "game.sqlite", seed=1)
     game.run(40, 0)
     follower = Follower(tmp_path / "game.sqlite", name="t")
     assert follower.tick() is not None
-    moved = reader.get("/live/", headers={"If-None-Match": tag})
+    moved = reader_client.get("/live/", headers={"If-None-Match": tag})
     assert moved.status_code == 200 and moved["ETag"] != tag
     body = moved.json()
     assert body["follows"] == 1 and body["version"] == "1.2" and body["live"] is True
-    again = reader.get("/live/", headers={"If-None-Match": moved["ETag"]})
+    again = reader_client.get("/live/", headers={"If-None-Match": moved["ETag"]})
     assert again.status_code == 304 and again.content == b""
     assert follower.tick() is None  # nothing new in the file: nothing applied, no new version
-    assert reader.get("/live/", headers={"If-None-Match": moved["ETag"]}).status_code == 304
+    assert reader_client.get("/live/", headers={"If-None-Match": moved["ETag"]}).status_code == 304
     LiveFollow.objects.update(heartbeat_at=timezone.now() - timezone.timedelta(minutes=1))
-    stopped = reader.get("/live/", headers={"If-None-Match": moved["ETag"]})
+    stopped = reader_client.get("/live/", headers={"If-None-Match": moved["ETag"]})
     assert stopped.status_code == 200 and stopped.json()["live"] is False
     game.close()
 
 
 @pytest.mark.django_db
-def test_a_new_row_and_a_planted_leak_reach_the_api_after_one_tick(reader, tmp_path):
+def test_a_new_row_and_a_planted_leak_reach_the_api_after_one_tick(reader_client, tmp_path):
     game = StandIn(tmp_path / "game.sqlite", seed=2, delete_every=0)
     game.run(20, 0)
     follower = Follower(tmp_path / "game.sqlite")
     follower.tick()
-    before = reader.get("/api/saves/game/viewers/mara/buffer?limit=200").json()
-    assert reader.get("/api/saves/game/leaks?viewer=mara").json()["items"] == []
+    before = reader_client.get("/api/saves/game/viewers/mara/buffer?limit=200").json()
+    assert reader_client.get("/api/saves/game/leaks?viewer=mara").json()["items"] == []
     ids = game.plant_leak()
     result = follower.tick()
     assert result.added["buffer_entries"] == len(ids)
-    after = reader.get("/api/saves/game/viewers/mara/buffer?limit=200").json()
+    after = reader_client.get("/api/saves/game/viewers/mara/buffer?limit=200").json()
     new = [e for e in after["items"] if e["id"] not in {b["id"] for b in before["items"]}]
     assert [e["line"] for e in new] == ["I say 'They call him Tobin Reed'"]
-    leaks = reader.get("/api/saves/game/leaks?viewer=mara").json()["items"]
+    leaks = reader_client.get("/api/saves/game/leaks?viewer=mara").json()["items"]
     assert [(f["text"], f["entity_id"]) for f in leaks] == [("Tobin Reed", "tobin")]
     game.close()
 
 
 @pytest.mark.django_db
-def test_the_marker_and_the_live_regions_are_on_the_pages(reader, tmp_path):
+def test_the_marker_and_the_live_regions_are_on_the_pages(reader_client, tmp_path):
     game = StandIn(tmp_path / "game.sqlite", seed=3)
     game.run(10, 0)
     Follower(tmp_path / "game.sqlite").tick()
-    viewer = reader.get("/saves/game/viewers/mara/").content.decode()
+    viewer = reader_client.get("/saves/game/viewers/mara/").content.decode()
     assert 'data-live-url="/live/"' in viewer and "memory/js/live.js" in viewer
     for panel in ("buffer-panel", "sessions-panel", "aliases-panel"):
         start = viewer.index(f'id="{panel}"')
         assert "data-live-refresh" in viewer[start : viewer.index(">", start)]
-    leaks = reader.get("/saves/game/leaks/").content.decode()
+    leaks = reader_client.get("/saves/game/leaks/").content.decode()
     start = leaks.index('id="leak-table"')
     assert 'hx-trigger="live-changed"' in leaks[start : leaks.index(">", start)]
-    overview = reader.get("/saves/game/").content.decode()
+    overview = reader_client.get("/saves/game/").content.decode()
     assert 'id="leak-counts"' in overview and 'id="projection-panel"' in overview
     game.close()

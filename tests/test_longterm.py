@@ -33,11 +33,6 @@ INSPECTOR = "5b0e6c1a-3f2d-4e8b-9a71-c4d2e8f90a13"
 SIGNAL_NIGHTS = "abs-tobiah-signal-nights"
 
 
-@pytest.fixture
-def demo(db) -> None:
-    load_demo()
-
-
 def _summary(viewer_id: str, **kwargs) -> dict:
     answer = viewer_faces(viewer_id, **kwargs)
     return {

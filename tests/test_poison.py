@@ -8,7 +8,6 @@ from __future__ import annotations
 import io
 import json
 
-import pytest
 from django.core.management import call_command
 from django.db import connection
 from django.test import Client
@@ -64,13 +63,7 @@ def good_rows_only() -> tuple[list, list]:
     return session_rows(), episode_rows()
 
 
-@pytest.fixture
-def reader(client, django_user_model):
-    client.force_login(django_user_model.objects.create_user("reader", password="pw"))
-    return client
-
-
-def test_one_poison_row_per_shard_is_quarantined_and_every_other_row_folds(cast, reader):
+def test_one_poison_row_per_shard_is_quarantined_and_every_other_row_folds(cast, reader_client):
     owners = owners_one_per_shard(cast.world)
     for owner in owners:
         write(owner, 0)
@@ -116,7 +109,7 @@ def test_one_poison_row_per_shard_is_quarantined_and_every_other_row_folds(cast,
     assert report["drift"] == [] and report["episodes"]["drift"] == []
 
     # /healthz: degraded, the count, and no id or text of any row.
-    health = reader.get("/healthz")
+    health = reader_client.get("/healthz")
     assert health.status_code == 200
     body = health.json()
     assert (body["status"], body["problems"], body["projection_lag_rows"]) == ("degraded", 4, 0)
@@ -125,7 +118,7 @@ def test_one_poison_row_per_shard_is_quarantined_and_every_other_row_folds(cast,
         assert word not in content
 
     # The overview lists them with their reasons; the API too.
-    page = reader.get("/saves/cast/").content.decode()
+    page = reader_client.get("/saves/cast/").content.decode()
     assert 'Quarantined rows: <strong class="problem-count">4</strong>' in page
     for owner in owners:
         assert f'<span class="muted">{owner} · tavern</span>' in page
@@ -134,7 +127,7 @@ def test_one_poison_row_per_shard_is_quarantined_and_every_other_row_folds(cast,
     assert (
         Client().get("/api/saves/cast/problems").status_code == 401
     )  # reads need a login or token
-    api = reader.get("/api/saves/cast/problems").json()
+    api = reader_client.get("/api/saves/cast/problems").json()
     assert api["count"] == 4
     assert sorted(item["owner_id"] for item in api["items"]) == sorted(owners)
     assert sorted(item["reason"][:20] for item in api["items"]) == sorted(
@@ -145,10 +138,10 @@ def test_one_poison_row_per_shard_is_quarantined_and_every_other_row_folds(cast,
     # The owners' pages answer (the buffer shows the rows it can, the sessions the folded).
     for owner in owners:
         for path in ("", "buffer/", "sessions/", "prompt/"):
-            response = reader.get(f"/saves/cast/viewers/{owner}/{path}")
+            response = reader_client.get(f"/saves/cast/viewers/{owner}/{path}")
             assert response.status_code == 200, (owner, path, response.status_code)
-        assert reader.get(f"/api/saves/cast/viewers/{owner}/buffer").status_code == 200
-        assert reader.get(f"/api/saves/cast/viewers/{owner}/sessions").status_code == 200
+        assert reader_client.get(f"/api/saves/cast/viewers/{owner}/buffer").status_code == 200
+        assert reader_client.get(f"/api/saves/cast/viewers/{owner}/sessions").status_code == 200
         for command in (("render_buffer", owner), ("render_prompt", owner), ("faces", owner)):
             assert _run(*command)[0] == 0  # no traceback from the commands either
 

@@ -14,9 +14,13 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
+import pytest
 from django.core.management import get_commands
 
-from tests.cli import ROOT, child_env
+from tests.cli import ROOT, isolated_env
+
+# The same on every backend: CI runs it on SQLite only (see the markers in pyproject.toml).
+pytestmark = pytest.mark.readme
 
 README = (ROOT / "README.md").read_text()
 
@@ -125,7 +129,7 @@ def test_every_readme_command_runs_in_order(tmp_path: Path) -> None:
     # A make target new to README must be sorted into SERVED or DRY here, or it fails.
     assert set(makes) == SERVED | DRY, set(makes) ^ (SERVED | DRY)
     # As a newcomer's shell has it: no OMNIA_* set; README's own `export` lines set them.
-    env = child_env(DATABASE_URL=f"sqlite:///{tmp_path / 'readme.sqlite3'}")
+    env = isolated_env(DATABASE_URL=f"sqlite:///{tmp_path / 'readme.sqlite3'}")
     for command in [*commands, *inline_manage_commands(README)]:
         if command in SERVED:
             serve_and_probe(command, env)

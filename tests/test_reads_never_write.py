@@ -25,7 +25,8 @@ def snapshot() -> dict[str, list]:
 
 
 @pytest.fixture
-def world(cast, django_user_model):
+def folded_tavern(cast):
+    """The cast, alice's three memories of bob waving and charlie's reply, folded: the reply."""
     for minute in range(3):
         remember(
             "alice",
@@ -50,19 +51,12 @@ def world(cast, django_user_model):
         timestamp="2026-07-06T12:05:00.000Z",
     ).entry
     run_cycle()
-    staff = django_user_model.objects.create_user(
-        "staff", password="pw", is_staff=True, is_superuser=True
-    )
-    return entry, staff
+    return entry
 
 
 @pytest.fixture
-def demo_world(db, django_user_model):
-    from memory.engine.projections import run_cycle
-    from memory.worlds.demo import load_demo
-
-    load_demo()
-    run_cycle()
+def demo_a_row_behind(demo):
+    """The demo world, folded, then one memory of npc-pip's written and not folded."""
     remember(
         "npc-pip",
         {
@@ -73,12 +67,13 @@ def demo_world(db, django_user_model):
             "targetIds": [],
         },
     )  # leaves one row unfolded
-    return django_user_model.objects.create_user("staff", password="pw", is_staff=True)
 
 
-def test_reading_the_long_term_prompt_and_leak_pages_writes_nothing(client, demo_world) -> None:
-    _token, raw = issue_token(demo_world, "reader")
-    client.force_login(demo_world)
+def test_reading_the_long_term_prompt_and_leak_pages_writes_nothing(
+    client, demo_a_row_behind, staff
+) -> None:
+    _token, raw = issue_token(staff, "reader")
+    client.force_login(staff)
     before = snapshot()
     pages = [
         "/",
@@ -126,10 +121,10 @@ def test_reading_the_long_term_prompt_and_leak_pages_writes_nothing(client, demo
     assert snapshot() == before
 
 
-def test_reading_every_page_and_api_read_writes_nothing(client, world) -> None:
-    entry, staff = world
-    _token, raw = issue_token(staff, "reader")
-    client.force_login(staff)
+def test_reading_every_page_and_api_read_writes_nothing(client, folded_tavern, root) -> None:
+    entry = folded_tavern
+    _token, raw = issue_token(root, "reader")
+    client.force_login(root)
     before = snapshot()
     pages = [
         "/",

@@ -6,29 +6,21 @@ from __future__ import annotations
 
 import re
 
-import pytest
 from axes.models import AccessAttempt
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, Group
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from memory.engine.write_door import remember
 from memory.models import AuditLog
 from memory.web import roles
 from memory.web.auth import issue_token
 from memory.web.lockout import THROTTLED_MESSAGE
+from tests.helpers import CHEST
 
 MAX_FAILURES = settings.AXES_FAILURE_LIMIT
 WINDOW_SECONDS = int(settings.AXES_COOLOFF_TIME.total_seconds())
 
-CHEST = {
-    "type": "action",
-    "originalText": "x",
-    "description": "opened the wooden chest",
-    "actorId": "bob",
-    "targetIds": [],
-}
 # Public on purpose: the sign-in pages and /healthz (counts only). The API root is a bare 404
 # with no data. The API's schema and docs are not public (issue 14 item 11): they are
 # refused to anonymous callers like every other route.
@@ -40,26 +32,6 @@ def user_in(django_user_model, name: str, *groups: str, **flags):
     for group in groups:
         user.groups.add(Group.objects.get(name=group))
     return user
-
-
-@pytest.fixture
-def reader(django_user_model):
-    return user_in(django_user_model, "rita", roles.READERS)
-
-
-@pytest.fixture
-def editor(django_user_model):
-    return user_in(django_user_model, "eddie", roles.EDITORS)
-
-
-@pytest.fixture
-def admin_user(django_user_model):
-    return user_in(django_user_model, "ada", roles.ADMINS)
-
-
-@pytest.fixture
-def chest(cast):
-    return remember("alice", CHEST, timestamp="2026-07-06T12:03:00.000Z").entry
 
 
 def bearer(user) -> dict:
@@ -80,17 +52,15 @@ def test_groups_exist_with_nested_permissions(db):
     assert perms[roles.READERS] < perms[roles.EDITORS] < perms[roles.ADMINS]
 
 
-def test_role_permissions(db, django_user_model, reader, editor, admin_user):
+def test_role_permissions(db, django_user_model, reader, editor, admin, staff, root):
     plain = user_in(django_user_model, "plain")
-    staff = user_in(django_user_model, "stan", is_staff=True)
-    root = django_user_model.objects.create_superuser("root", password="pw")
     gone = user_in(django_user_model, "gone", roles.ADMINS, is_active=False)
     table = {
         "anonymous": (AnonymousUser(), (False, False, False)),
         "plain": (plain, (True, False, False)),
         "reader": (reader, (True, False, False)),
         "editor": (editor, (True, True, False)),
-        "admin": (admin_user, (True, True, True)),
+        "admin": (admin, (True, True, True)),
         "staff": (staff, (True, True, True)),
         "superuser": (root, (True, True, True)),
         "inactive": (gone, (False, False, False)),
@@ -228,14 +198,11 @@ def test_editor_writes_and_each_write_is_one_audit_row(client, chest, editor):
     assert AuditLog.objects.filter(action="alias.set", target="alice->charlie").count() == 1
 
 
-def test_admin_may_rebuild(client, chest, admin_user):
-    assert (
-        client.post("/api/saves/cast/projections/rebuild", **bearer(admin_user)).status_code == 200
-    )
+def test_admin_may_rebuild(client, chest, admin):
+    assert client.post("/api/saves/cast/projections/rebuild", **bearer(admin)).status_code == 200
 
 
-def test_staff_still_writes(client, chest, django_user_model):
-    staff = user_in(django_user_model, "stan", is_staff=True)
+def test_staff_still_writes(client, chest, staff):
     r = client.post(
         "/api/saves/cast/viewers/alice/memories",
         {"intent": CHEST},
@@ -245,11 +212,11 @@ def test_staff_still_writes(client, chest, django_user_model):
     assert r.status_code == 201
 
 
-def test_header_names_the_role_not_staff(client, cast, reader, editor, django_user_model):
+def test_header_names_the_role_not_staff(client, cast, reader, editor, staff):
     for user, shown in (
         (reader, "rita (reader)"),
         (editor, "eddie (editor)"),
-        (user_in(django_user_model, "stan", is_staff=True), "stan (admin)"),
+        (staff, "staff (admin)"),
     ):
         client.force_login(user)
         assert f'<span class="who">{shown}</span>' in client.get("/").content.decode()

@@ -9,7 +9,6 @@ import sqlite3
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
 from django.db import connection
@@ -19,8 +18,15 @@ from memory.active_save import use
 from memory.engine.saves import get_save, purge_retired
 from memory.models import BufferEntry, Save, WorldObject
 from memory.worlds.omnia_import import import_omnia
-from tests.helpers import FIXTURES, ROOT, child_env, table_rows
-from tests.test_import_lifetime import big_world, validator_up
+from tests.helpers import (
+    FIXTURES,
+    ROOT,
+    big_world,
+    env_for_test_db,
+    table_rows,
+    validator_up,
+    wait_until,
+)
 
 V1 = FIXTURES / "omnia-74ffb45-tavern.sqlite"
 V2 = FIXTURES / "omnia-head-tavern.sqlite"
@@ -84,9 +90,12 @@ def test_replace_under_a_concurrent_reader_never_shows_a_mix(django_user_model):
     reader = threading.Thread(target=read)
     reader.start()
     try:
-        time.sleep(0.2)
+        # The reader has read the old file whole before the replace, and the new one after.
+        assert wait_until(lambda: len(seen) >= 1 or errors, seconds=30), "the reader never read"
         import_omnia(V2, as_name="tavern", replace=True)
-        time.sleep(0.3)
+        assert wait_until(lambda: (seen and seen[-1] == new_view) or errors, seconds=30), (
+            "the reader never saw the new file"
+        )
     finally:
         stop.set()
         reader.join(30)
@@ -111,7 +120,7 @@ def test_a_replace_killed_mid_import_leaves_the_old_save_intact(tmp_path):
     importer = subprocess.Popen(
         [sys.executable, "manage.py", "import_omnia", str(source), "--as", "tavern", "--replace"],
         cwd=ROOT,
-        env=child_env(),
+        env=env_for_test_db(),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -127,11 +136,12 @@ def test_a_replace_killed_mid_import_leaves_the_old_save_intact(tmp_path):
     ]
 
 
+@pytest.mark.terminal
 def test_a_store_from_before_saves_migrates_in_place(tmp_path):
     """A store at 0015 (before saves) with a world written into it, migrated on in a child
     process: the world is a save named after its file, every row kept and readable."""
     db = tmp_path / "old.sqlite3"
-    env = {**child_env(), "DATABASE_URL": f"sqlite:///{db}"}
+    env = {**env_for_test_db(), "DATABASE_URL": f"sqlite:///{db}"}
 
     def manage(*args: str) -> str:
         done = subprocess.run(

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -14,6 +15,9 @@ from memory.engine.longterm.shadowing import (
     shadow_key_of,
     shadow_names_of,
 )
+
+# The same on every backend: CI runs it on SQLite only (see the markers in pyproject.toml).
+pytestmark = pytest.mark.pure
 
 # No deadline: timings belong in bench/, never in assertions (and CI machines are noisy).
 PROPERTY = settings(deadline=None)

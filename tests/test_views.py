@@ -6,8 +6,7 @@ import pytest
 
 from memory.engine.write_door import remember
 from memory.models import AliasChange, AuditLog, WorldObject
-
-CHEST_LINE = "[12:03:00 PM] the hooded figure opened the wooden chest (Outcome: Succeeded)"
+from tests.helpers import CHEST_LINE
 
 
 def v1(
@@ -20,32 +19,6 @@ def v1(
         "actorId": actor,
         "targetIds": targets or [],
     }
-
-
-@pytest.fixture
-def chest(cast):
-    return remember(
-        "alice",
-        v1("opened the wooden chest", "bob"),
-        timestamp="2026-07-06T12:03:00.000Z",
-        outcome={"isValid": True, "reason": "it was unlocked"},
-    ).entry
-
-
-@pytest.fixture
-def staff(django_user_model):
-    return django_user_model.objects.create_user("staff", password="pw", is_staff=True)
-
-
-@pytest.fixture
-def reader(django_user_model):
-    return django_user_model.objects.create_user("reader", password="pw")
-
-
-@pytest.fixture
-def staff_client(client, staff):
-    client.force_login(staff)
-    return client
 
 
 PAGES = [

@@ -8,11 +8,11 @@ test_ database on PostgreSQL), so these tests commit for real (transaction=True)
 from __future__ import annotations
 
 import json
+import select
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 
 import pytest
 from django.db import connection, transaction
@@ -21,7 +21,7 @@ from memory.engine.projections import rebuild, run_cycle, verify
 from memory.engine.projections.worker import parse_shards, projection_status
 from memory.engine.shards import notify_written, shard_count
 from memory.models import MemorySession, ProjectionShard
-from tests.helpers import ROOT, child_env, episode_rows, session_rows, write
+from tests.helpers import ROOT, env_for_test_db, episode_rows, session_rows, wait_until, write
 
 pytestmark = pytest.mark.django_db(transaction=True)
 on_postgres = pytest.mark.skipif(
@@ -35,7 +35,7 @@ def start_worker(*args: str) -> subprocess.Popen:
     proc = subprocess.Popen(
         [sys.executable, "manage.py", "run_projections", "--loop", "--json", *args],
         cwd=ROOT,
-        env=child_env(),
+        env=env_for_test_db(),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -49,13 +49,12 @@ def folded_total() -> int:
     return sum(MemorySession.objects.values_list("memory_count", flat=True))
 
 
-def wait_for(check: Callable[[], bool], seconds: float = 30.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.1)
-    return check()
+def cycle_report(proc: subprocess.Popen, seconds: float = 30.0) -> dict:
+    """The worker's next line: the report it prints when a cycle that folded rows has ended,
+    just before it goes back to waiting. {} if none came in time."""
+    ready, _, _ = select.select([proc.stdout], [], [], seconds)
+    line = proc.stdout.readline() if ready else ""
+    return json.loads(line) if line.strip() else {}
 
 
 def stop(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> tuple[int, str, str]:
@@ -79,11 +78,11 @@ def test_loop_folds_rows_written_while_running_and_exits_cleanly(cast, sig):
         write(("alice", "bob", "charlie")[i % 3], i, conversation=f"c{i % 4}")
     proc = start_worker("--poll", "0.2")
     try:
-        assert wait_for(lambda: folded_total() == 10), proc.stderr
+        assert wait_until(lambda: folded_total() == 10), proc.stderr
         # Rows written after the worker started are folded too, without restarting it.
         for i in range(10, 25):
             write(("alice", "bob", "charlie")[i % 3], i, conversation=f"c{i % 4}")
-        assert wait_for(lambda: folded_total() == 25)
+        assert wait_until(lambda: folded_total() == 25)
     finally:
         code, out, err = stop(proc, sig)
     assert code == 0, err
@@ -123,7 +122,7 @@ def test_loop_on_some_shards_leaves_the_others(cast):
     behind = [s["rows_behind"] for s in projection_status()["shards"]]
     proc = start_worker("--poll", "0.2", "--shards", "0")
     try:
-        assert wait_for(lambda: projection_status()["shards"][0]["rows_behind"] == 0)
+        assert wait_until(lambda: projection_status()["shards"][0]["rows_behind"] == 0)
     finally:
         code, _out, err = stop(proc)
     assert code == 0, err
@@ -140,13 +139,13 @@ def test_notify_wakes_a_listening_worker_long_before_its_poll(cast):
     try:
         # The first row is folded by the worker's first cycle; then it waits (poll 120 s).
         write("alice", 1)
-        assert wait_for(lambda: folded_total() == 1)
-        time.sleep(0.5)
+        # Its first cycle folded that row and ended: the worker is back to waiting.
+        assert cycle_report(proc).get("rows_folded") == 1
         with transaction.atomic():
             write("alice", 2)
             notify_written()
         # A timeout guard, not the thing tested: the next poll is 120 s away.
-        assert wait_for(lambda: folded_total() == 2, seconds=20)
+        assert wait_until(lambda: folded_total() == 2, seconds=20)
     finally:
         code, out, err = stop(proc)
     assert code == 0, err
@@ -166,7 +165,7 @@ def test_two_workers_share_the_shards_and_fold_each_row_once(cast):
             with transaction.atomic():
                 write(owners[i % 3], i % 50, conversation=f"c{i % 9}" if i % 2 else None)
                 notify_written()
-        assert wait_for(lambda: projection_status()["lag_rows"] == 0, seconds=60)
+        assert wait_until(lambda: projection_status()["lag_rows"] == 0, seconds=60)
     finally:
         results = [stop(w) for w in workers]
     assert [code for code, _, _ in results] == [0, 0], [err for _, _, err in results]
@@ -209,7 +208,7 @@ def test_sigkill_mid_cycle_loses_nothing_and_folds_nothing_twice(cast):
     proc = subprocess.Popen(
         [sys.executable, "-c", KILLED_MID_BATCH],
         cwd=ROOT,
-        env={**child_env(), "DJANGO_SETTINGS_MODULE": "omnia_site.settings"},
+        env={**env_for_test_db(), "DJANGO_SETTINGS_MODULE": "omnia_site.settings"},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -222,7 +221,9 @@ def test_sigkill_mid_cycle_loses_nothing_and_folds_nothing_twice(cast):
     proc.send_signal(signal.SIGKILL)
     proc.wait(10)
     # The server notices the dead client and drops its lock; until then the shard is skipped.
-    assert wait_for(lambda: not run_cycle().shards_skipped and projection_status()["lag_rows"] == 0)
+    assert wait_until(
+        lambda: not run_cycle().shards_skipped and projection_status()["lag_rows"] == 0
+    )
     assert folded_total() == 150  # every row counted exactly once
     assert verify().drift == []
     concurrent = (session_rows(), episode_rows())
@@ -238,8 +239,8 @@ def test_settle_folds_a_burst_of_notified_writes_in_one_cycle(cast):
     proc = start_worker("--poll", "120", "--settle", str(settle))
     try:
         write("alice", 1)
-        assert wait_for(lambda: folded_total() == 1)
-        time.sleep(0.5)
+        # Its first cycle folded that row and ended: the worker is back to waiting.
+        assert cycle_report(proc).get("rows_folded") == 1
         # Ten writes, ten NOTIFYs, well inside the settle window.
         started = time.monotonic()
         for i in range(2, 12):
@@ -248,7 +249,7 @@ def test_settle_folds_a_burst_of_notified_writes_in_one_cycle(cast):
                 notify_written()
         burst = time.monotonic() - started
         assert burst < settle, f"the burst itself took {burst:.1f} s"
-        assert wait_for(lambda: folded_total() == 11, seconds=30)
+        assert wait_until(lambda: folded_total() == 11, seconds=30)
     finally:
         code, out, err = stop(proc)
     assert code == 0, err
@@ -263,7 +264,7 @@ def test_settle_must_not_be_negative(cast):
     done = subprocess.run(
         [sys.executable, "manage.py", "run_projections", "--loop", "--settle", "-1"],
         cwd=ROOT,
-        env=child_env(),
+        env=env_for_test_db(),
         capture_output=True,
         text=True,
     )

@@ -4,22 +4,15 @@ every other page says them, and shot at 390, 1440 and 1920 px."""
 
 from __future__ import annotations
 
-import re
-from urllib.parse import quote
-
 import pytest
 from axe_playwright_python.sync_playwright import Axe
 
-from memory.active_save import use
-from memory.engine.projections import run_cycle
-from memory.engine.saves import get_save
-from memory.worlds.omnia_import import import_omnia
 from tests.browser.test_inspector_pages import CLIPPED_PANELS, CLIPPED_TABLES, ISO, SAID
-from tests.helpers import FIXTURES
+from tests.helpers import TAVERN_V1, TAVERN_V2
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-V1, V2 = "omnia-74ffb45-tavern", "omnia-head-tavern"
+V1, V2 = TAVERN_V1, TAVERN_V2
 PAGES = {
     "compare-saves": f"/compare/?a={V1}&b={V2}&viewer=alice",
     "compare-viewers": f"/compare/?save={V2}&a=alice&b=charlie",
@@ -29,25 +22,10 @@ WIDER_THAN_THE_SCREEN = (
 )
 
 
-@pytest.fixture
-def two_saves(django_user_model) -> None:
-    for name in (V1, V2):
-        import_omnia(FIXTURES / f"{name}.sqlite")
-        with use(get_save(name)):
-            run_cycle()
-    django_user_model.objects.create_user("designer", password="correct horse", is_staff=True)
-
-
-def login(page, url: str) -> None:
-    page.goto(f"/accounts/login/?next={quote(url, safe='/')}")
-    page.fill("#id_username", "designer")
-    page.fill("#id_password", "correct horse")
-    page.click("button[type=submit]")
-    page.wait_for_url(re.compile(r"/compare/"))
-
-
 @pytest.mark.parametrize("name", list(PAGES))
-def test_the_compare_page_reads_well_at_every_width(page, two_saves, screenshots, name) -> None:
+def test_the_compare_page_reads_well_at_every_width(
+    login, page, two_eras, screenshots, name
+) -> None:
     login(page, PAGES[name])
     assert page.locator("#compare-summary").count() == 1
     results = Axe().run(page)

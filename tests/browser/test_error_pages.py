@@ -5,20 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.test_inspector import login
-
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def designer(cast, django_user_model):
-    return django_user_model.objects.create_user(
-        "designer", password="correct horse", is_staff=True
-    )
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("cast"),
+]
 
 
-def test_404_page_has_the_site_header_navigation_and_message(page, designer, screenshots) -> None:
-    login(page)
+def test_404_page_has_the_site_header_navigation_and_message(login, page, screenshots) -> None:
+    login(page, "/")
     response = page.goto("/viewers/nobody/")
     assert response.status == 404
     assert page.locator(".site-header nav a", has_text="Overview").is_visible()

@@ -13,29 +13,18 @@ from django.contrib.sessions.models import Session
 from playwright.sync_api import expect
 
 from memory.models import AliasChange, WorldObject
+from tests.helpers import DESIGNER_PASSWORD
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def demo(demo, django_user_model):
-    """The demo world, and its login as `make run` makes it (a staff account, no superuser)."""
-    django_user_model.objects.create_user("designer", password="correct horse", is_staff=True)
-
-
-def login(page, next_url: str = "/") -> None:
-    page.goto(f"/accounts/login/?next={next_url}")
-    page.fill("#id_username", "designer")
-    page.fill("#id_password", "correct horse")
-    page.click("button[type=submit]")
-    page.wait_for_url(re.compile(re.escape(next_url) + "$"))
 
 
 def label_of(viewer: str, target: str) -> str | None:
     return dict(json.loads(WorldObject.objects.get(id=viewer).aliases_json)).get(target)
 
 
-def test_expired_session_during_a_swap_lands_on_the_login_page(page, demo, screenshots) -> None:
+def test_expired_session_during_a_swap_lands_on_the_login_page(
+    login, page, demo, screenshots
+) -> None:
     login(page, "/saves/demo/viewers/npc-pip/")
     Session.objects.all().delete()  # the session expires while the page is open
     page.click("#faces-panel a.shadowed-toggle")
@@ -44,13 +33,15 @@ def test_expired_session_during_a_swap_lands_on_the_login_page(page, demo, scree
     assert page.locator("#faces-panel").count() == 0  # a whole page, not a panel's insides
     # Signing in again goes back to the page the person was on.
     page.fill("#id_username", "designer")
-    page.fill("#id_password", "correct horse")
+    page.fill("#id_password", DESIGNER_PASSWORD)
     page.click("button[type=submit]")
     page.wait_for_url(re.compile(r"/saves/demo/viewers/npc-pip/$"))
     assert page.console_errors == []
 
 
-def test_a_failing_request_shows_its_error_in_the_panel_with_retry(page, demo, screenshots) -> None:
+def test_a_failing_request_shows_its_error_in_the_panel_with_retry(
+    login, page, demo, screenshots
+) -> None:
     login(page, "/saves/demo/viewers/npc-tobiah/")
     failures = []
 
@@ -77,7 +68,7 @@ def test_a_failing_request_shows_its_error_in_the_panel_with_retry(page, demo, s
     assert page.url.endswith("/saves/demo/viewers/npc-tobiah/faces/?include_shadowed=1")
 
 
-def test_every_request_shows_busy_and_the_title_follows_the_viewer(page, demo) -> None:
+def test_every_request_shows_busy_and_the_title_follows_the_viewer(login, page, demo) -> None:
     login(page, "/saves/demo/viewers/npc-pip/")
     assert page.title() == "Pip Dunn — Omnia Memory Inspector"
     page.evaluate(
@@ -97,7 +88,7 @@ def test_every_request_shows_busy_and_the_title_follows_the_viewer(page, demo) -
 
 
 def test_refused_label_stays_in_the_input_and_focus_returns_to_the_row(
-    page, demo, screenshots
+    login, page, demo, screenshots
 ) -> None:
     login(page, "/saves/demo/viewers/npc-pip/")
     before = label_of("npc-pip", "npc-sable")
@@ -118,13 +109,20 @@ def test_refused_label_stays_in_the_input_and_focus_returns_to_the_row(
     assert page.input_value(field) == "the woman in grey"
 
 
-def test_forget_asks_first_and_undo_brings_the_label_back(page, context, demo) -> None:
+def test_forget_asks_first_and_undo_brings_the_label_back(login, page, context, demo) -> None:
     login(page, "/saves/demo/viewers/npc-pip/")
     before = label_of("npc-pip", "npc-sable")
     assert before is not None
-    # The page fixture dismisses dialogs: Forget asked, and nothing was forgotten.
-    page.click("#alias-npc-sable button[value=delete]")
-    page.wait_for_timeout(300)
+    # The page fixture dismisses dialogs: Forget asked, and nothing was forgotten (a dismissed
+    # confirm sends nothing; one turn of the page's event loop later, no request went out).
+    sent = []
+    page.on(
+        "request", lambda request: sent.append(request.url) if "/aliases/" in request.url else None
+    )
+    with page.expect_event("dialog"):
+        page.click("#alias-npc-sable button[value=delete]")
+    page.evaluate("() => new Promise((done) => setTimeout(done, 0))")
+    assert sent == []
     assert page.dialogs == [
         f"Forget the label “{before}” that npc-pip uses for npc-sable? Lines about them will "
         "use a description again."
@@ -147,7 +145,7 @@ def test_forget_asks_first_and_undo_brings_the_label_back(page, context, demo) -
     assert AliasChange.objects.order_by("-id").first().source == "inspector undo"
 
 
-def test_use_suggestion_in_one_click(page, demo) -> None:
+def test_use_suggestion_in_one_click(login, page, demo) -> None:
     login(page, "/saves/demo/viewers/npc-pip/")
     row = page.locator("#aliases-panel tr", has=page.locator(".alias-suggest")).first
     target = row.get_attribute("data-target")
@@ -160,7 +158,7 @@ def test_use_suggestion_in_one_click(page, demo) -> None:
     assert suggestion == f"Use “{label}” as the label for {target}"
 
 
-def test_faces_explained_in_place_and_entry_pages(page, demo, screenshots) -> None:
+def test_faces_explained_in_place_and_entry_pages(login, page, demo, screenshots) -> None:
     login(page, "/saves/demo/viewers/npc-oswin/faces/?include_shadowed=1")
     carrier = page.locator("#faces-panel li[data-entry-id=ltm-oswin-01]")
     shadowed = carrier.locator(".shadowed-under > li")
@@ -186,7 +184,9 @@ def test_faces_explained_in_place_and_entry_pages(page, demo, screenshots) -> No
     assert page.console_errors == []
 
 
-def test_admin_entity_page_for_the_demo_login_links_both_ways(page, demo, screenshots) -> None:
+def test_admin_entity_page_for_the_demo_login_links_both_ways(
+    login, page, demo, screenshots
+) -> None:
     login(page, "/saves/demo/viewers/npc-pip/")
     # Straight to this save's row (the admin keys rows by uid: ids repeat across saves).
     pip = WorldObject.every_save.get(game_save__name="demo", id="npc-pip")

@@ -5,10 +5,9 @@ import re
 import pytest
 
 from memory.engine.write_door import remember
+from tests.helpers import CHEST_LINE
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-CHEST_LINE = "[12:03:00 PM] the hooded figure opened the wooden chest (Outcome: Succeeded)"
 
 
 def _action(description: str, actor: str) -> dict:
@@ -22,31 +21,19 @@ def _action(description: str, actor: str) -> dict:
 
 
 @pytest.fixture
-def story(cast, django_user_model):
-    chest = remember(
-        "alice",
-        _action("opened the wooden chest", "bob"),
-        timestamp="2026-07-06T12:03:00.000Z",
-        outcome={"isValid": True, "reason": "r"},
-    ).entry
+def story_with_a_script(chest):
+    """alice saw bob open the chest, then write a script on the wall; bob waved at the room."""
     remember(
         "alice", _action("<script>alert(1)</script>", "bob"), timestamp="2026-07-06T12:04:00.000Z"
     )
     remember("bob", _action("waved at the room", "charlie"), timestamp="2026-07-06T12:05:00.000Z")
-    django_user_model.objects.create_user("designer", password="correct horse", is_staff=True)
     return chest
 
 
-def login(page) -> None:
-    page.goto("/accounts/login/?next=/")
-    page.fill("#id_username", "designer")
-    page.fill("#id_password", "correct horse")
-    page.click("button[type=submit]")
-    page.wait_for_url(re.compile(r"/$"))
-
-
-def test_login_and_read_a_rendered_buffer_line(page, story, screenshots) -> None:
-    login(page)
+def test_login_and_read_a_rendered_buffer_line(
+    login, page, story_with_a_script, screenshots
+) -> None:
+    login(page, "/")
     screenshots("overview")
     page.goto("/saves/cast/viewers/alice/")
     page.wait_for_selector(f"text={CHEST_LINE}")
@@ -54,8 +41,8 @@ def test_login_and_read_a_rendered_buffer_line(page, story, screenshots) -> None
     assert page.console_errors == []
 
 
-def test_switch_viewer_without_reload_and_back(page, story) -> None:
-    login(page)
+def test_switch_viewer_without_reload_and_back(login, page, story_with_a_script) -> None:
+    login(page, "/")
     page.goto("/saves/cast/viewers/alice/")
     page.evaluate("window.__noReload = 'still here'")
     page.click("nav.viewer-switch >> text=bob")
@@ -75,19 +62,21 @@ def test_switch_viewer_without_reload_and_back(page, story) -> None:
     assert page.console_errors == []
 
 
-def test_qa_toggle_reveals_ids(page, story) -> None:
-    login(page)
+def test_qa_toggle_reveals_ids(login, page, story_with_a_script) -> None:
+    login(page, "/")
     page.goto("/saves/cast/viewers/alice/")
     assert page.locator(".qa-ids").count() == 0
     page.click("a.qa-toggle")
     page.wait_for_url(re.compile(r"/saves/cast/viewers/alice/buffer/\?qa=1$"))
     page.wait_for_selector(".qa-ids")
-    assert story.id in page.inner_text("#buffer-panel")
+    assert story_with_a_script.id in page.inner_text("#buffer-panel")
     assert page.console_errors == []
 
 
-def test_inline_alias_edit_shows_at_once_in_buffer_and_history(page, story, screenshots) -> None:
-    login(page)
+def test_inline_alias_edit_shows_at_once_in_buffer_and_history(
+    login, page, story_with_a_script, screenshots
+) -> None:
+    login(page, "/")
     page.goto("/saves/cast/viewers/alice/")
     page.fill("#label-bob", "Gareth")
     page.click("#alias-bob button[value=set]")
@@ -105,8 +94,8 @@ def test_inline_alias_edit_shows_at_once_in_buffer_and_history(page, story, scre
     assert page.console_errors == []
 
 
-def test_script_in_memory_shows_as_text_and_never_runs(page, story) -> None:
-    login(page)
+def test_script_in_memory_shows_as_text_and_never_runs(login, page, story_with_a_script) -> None:
+    login(page, "/")
     page.goto("/saves/cast/viewers/alice/?qa=1")
     page.wait_for_selector("text=the hooded figure <script>alert(1)</script>")
     page.goto("/saves/cast/viewers/alice/buffer/?qa=1")
@@ -115,8 +104,8 @@ def test_script_in_memory_shows_as_text_and_never_runs(page, story) -> None:
     assert page.console_errors == []
 
 
-def test_keyboard_navigation(page, story) -> None:
-    login(page)
+def test_keyboard_navigation(login, page, story_with_a_script) -> None:
+    login(page, "/")
     page.goto("/saves/cast/viewers/alice/")
     page.keyboard.press("j")
     assert page.evaluate("document.activeElement.classList.contains('buffer-line')")
@@ -127,7 +116,9 @@ def test_keyboard_navigation(page, story) -> None:
     assert page.evaluate("document.activeElement.id") == "viewer-search"
 
 
-def test_a_crowded_world_pages_and_filters_its_knowledge_matrix(page, story, screenshots) -> None:
+def test_a_crowded_world_pages_and_filters_its_knowledge_matrix(
+    login, page, story_with_a_script, screenshots
+) -> None:
     import json
 
     from memory.models import Attribute, WorldObject
@@ -142,7 +133,7 @@ def test_a_crowded_world_pages_and_filters_its_knowledge_matrix(page, story, scr
         Attribute.objects.create(
             object_id=f"sailor-{n:02d}", name="name", value=f"Sailor {n}", visibility="PUBLIC"
         )
-    login(page)
+    login(page, "/")
     page.goto("/saves/cast/")  # the matrix is drawn on its save's page
     assert page.inner_text(".matrix-nav").startswith("Viewers 1–25 of 63")
     screenshots("overview-crowd")

@@ -11,26 +11,14 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 PANELS = ("aliases-panel", "buffer-panel", "sessions-panel", "faces-panel")
 
 
-@pytest.fixture
-def demo(demo, django_user_model):
-    """The shared demo world, and someone to log in as."""
-    django_user_model.objects.create_user("designer", password="correct horse", is_staff=True)
-
-
-def login(page) -> None:
-    page.goto("/accounts/login/?next=/saves/demo/")
-    page.fill("#id_username", "designer")
-    page.fill("#id_password", "correct horse")
-    page.click("button[type=submit]")
-    page.wait_for_url(re.compile(r"/saves/demo/$"))
-
-
 def panels(page) -> dict[str, str]:
     return {p: page.locator(f"#{p}").inner_text() for p in PANELS}
 
 
-def test_picking_a_viewer_swaps_all_four_panels_and_back_restores(page, demo, screenshots) -> None:
-    login(page)
+def test_picking_a_viewer_swaps_all_four_panels_and_back_restores(
+    login, page, demo, screenshots
+) -> None:
+    login(page, "/saves/demo/")
     screenshots("overview-demo")
     page.goto("/saves/demo/viewers/npc-pip/")
     page.evaluate("window.__noReload = 'still here'")
@@ -53,8 +41,8 @@ def test_picking_a_viewer_swaps_all_four_panels_and_back_restores(page, demo, sc
     screenshots("viewer-demo")
 
 
-def test_faces_toggle_is_a_permalink(page, demo) -> None:
-    login(page)
+def test_faces_toggle_is_a_permalink(login, page, demo) -> None:
+    login(page, "/saves/demo/")
     page.goto("/saves/demo/viewers/npc-tobiah/")
     page.evaluate("window.__noReload = 1")
     page.click("#faces-panel a.shadowed-toggle")
@@ -69,9 +57,9 @@ def test_faces_toggle_is_a_permalink(page, demo) -> None:
     assert page.console_errors == []
 
 
-def test_prompt_page_highlights_the_planted_leak_and_copies(page, demo, screenshots) -> None:
+def test_prompt_page_highlights_the_planted_leak_and_copies(login, page, demo, screenshots) -> None:
     page.context.grant_permissions(["clipboard-read", "clipboard-write"])
-    login(page)
+    login(page, "/saves/demo/")
     page.goto("/saves/demo/viewers/npc-pip/prompt/")
     mark = page.locator("#prompt-text mark.leak")
     assert mark.count() == 1
@@ -96,8 +84,8 @@ def test_prompt_page_highlights_the_planted_leak_and_copies(page, demo, screensh
     assert page.console_errors == []
 
 
-def test_projection_buttons_answer_in_place(page, demo) -> None:
-    login(page)
+def test_projection_buttons_answer_in_place(login, page, demo) -> None:
+    login(page, "/saves/demo/")
     page.evaluate("window.__noReload = 1")
     page.click("#projection-panel >> text=Verify a rebuild")
     page.wait_for_selector("#projection-panel .result")
@@ -111,8 +99,8 @@ def test_projection_buttons_answer_in_place(page, demo) -> None:
     assert page.console_errors == []
 
 
-def test_leaks_and_entry_pages_render_what_they_name(page, demo, screenshots) -> None:
-    login(page)
+def test_leaks_and_entry_pages_render_what_they_name(login, page, demo, screenshots) -> None:
+    login(page, "/saves/demo/")
     page.goto("/saves/demo/leaks/")
     title = page.locator("#leak-title").inner_text()
     assert re.fullmatch(r"[1-9]\d* findings?", title), title

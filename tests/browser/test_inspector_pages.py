@@ -20,19 +20,6 @@ SAID = re.compile(r"[A-Z][a-z]{2} \d{1,2}, \d{1,2}:\d{2} [AP]M")
 ISO = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}")
 
 
-@pytest.fixture
-def demo(demo, django_user_model):
-    django_user_model.objects.create_user("designer", password="correct horse", is_staff=True)
-
-
-def login(page) -> None:
-    page.goto("/accounts/login/?next=/")
-    page.fill("#id_username", "designer")
-    page.fill("#id_password", "correct horse")
-    page.click("button[type=submit]")
-    page.wait_for_url(re.compile(r"/$"))
-
-
 # Every page this test file owns, with the states worth seeing (QA on, a line selected,
 # shadowed faces shown, each panel's own URL).
 PAGES = {
@@ -66,9 +53,9 @@ def box(page, selector: str) -> dict:
 # --- 1. names first ------------------------------------------------------------------------
 
 
-def test_names_come_first_and_ids_stay_as_hints(page, demo, screenshots) -> None:
+def test_names_come_first_and_ids_stay_as_hints(login, page, demo, screenshots) -> None:
     WorldObject.objects.create(id="crate-7", type="entity", world_id="harbor-town", is_agent=0)
-    login(page)
+    login(page, "/")
     page.goto("/saves/demo/")  # the save's page lists its viewers and draws its matrix
     viewers = page.locator("#viewer-list ul.viewer-list").first
     assert viewers.locator("li a").all_inner_texts() == [
@@ -107,8 +94,8 @@ def test_names_come_first_and_ids_stay_as_hints(page, demo, screenshots) -> None
     assert page.console_errors == []
 
 
-def test_a_search_with_one_match_opens_that_viewer(page, demo) -> None:
-    login(page)
+def test_a_search_with_one_match_opens_that_viewer(login, page, demo) -> None:
+    login(page, "/")
     page.fill("#viewer-search", "Isolde")
     page.press("#viewer-search", "Enter")
     page.wait_for_url(re.compile(rf"/saves/demo/viewers/{ISOLDE}/$"))
@@ -128,8 +115,8 @@ def test_a_search_with_one_match_opens_that_viewer(page, demo) -> None:
 
 
 @pytest.mark.parametrize("width", [1280, 1440, 1920])
-def test_buffer_is_the_main_column_with_panels_beside_it(page, demo, width) -> None:
-    login(page)
+def test_buffer_is_the_main_column_with_panels_beside_it(login, page, demo, width) -> None:
+    login(page, "/")
     page.set_viewport_size({"width": width, "height": 1000})
     page.goto("/saves/demo/viewers/npc-tobiah/faces/?include_shadowed=1")
     buffer = box(page, "#buffer-panel")
@@ -141,8 +128,8 @@ def test_buffer_is_the_main_column_with_panels_beside_it(page, demo, width) -> N
     assert page.evaluate(CLIPPED_TABLES) == []
 
 
-def test_one_readable_column_and_a_compact_header_at_390(page, demo, screenshots) -> None:
-    login(page)
+def test_one_readable_column_and_a_compact_header_at_390(login, page, demo, screenshots) -> None:
+    login(page, "/")
     page.set_viewport_size({"width": 390, "height": 844})
     page.goto("/saves/demo/viewers/npc-pip/")
     assert box(page, ".site-header")["height"] <= 90
@@ -154,8 +141,8 @@ def test_one_readable_column_and_a_compact_header_at_390(page, demo, screenshots
 
 
 @pytest.mark.parametrize("panel", ["aliases", "buffer", "sessions", "faces"])
-def test_a_panel_url_focuses_and_highlights_its_panel(page, demo, panel) -> None:
-    login(page)
+def test_a_panel_url_focuses_and_highlights_its_panel(login, page, demo, panel) -> None:
+    login(page, "/")
     page.set_viewport_size({"width": 390, "height": 700})  # panels stacked: scrolling shows
     page.goto(f"/saves/demo/viewers/npc-tobiah/{panel}/")
     section = page.locator(f"#{panel}-panel")
@@ -169,8 +156,8 @@ def test_a_panel_url_focuses_and_highlights_its_panel(page, demo, panel) -> None
     assert page.locator(".panel.focused").count() == 0
 
 
-def test_overview_tables_fit_and_the_watermark_reads_as_a_time(page, demo) -> None:
-    login(page)
+def test_overview_tables_fit_and_the_watermark_reads_as_a_time(login, page, demo) -> None:
+    login(page, "/")
     page.set_viewport_size({"width": 1440, "height": 900})
     page.goto("/saves/demo/")
     assert page.locator("table.matrix thead th[data-target]").count() == 6
@@ -188,8 +175,8 @@ def _standoff_line(page):
     return page.locator("#buffer-panel .buffer-line", has_text="Open this crate, sailor")
 
 
-def test_selecting_a_line_lights_its_session_episode_and_aliases(page, demo) -> None:
-    login(page)
+def test_selecting_a_line_lights_its_session_episode_and_aliases(login, page, demo) -> None:
+    login(page, "/")
     page.goto("/saves/demo/viewers/npc-pip/")
     page.evaluate("window.__noReload = 1")
     line = _standoff_line(page)
@@ -213,10 +200,10 @@ def test_selecting_a_line_lights_its_session_episode_and_aliases(page, demo) -> 
     assert page.console_errors == []
 
 
-def test_linked_panels_work_without_javascript(browser, live_server, demo) -> None:
+def test_linked_panels_work_without_javascript(login, browser, live_server, demo) -> None:
     context = browser.new_context(java_script_enabled=False, base_url=live_server.url)
     page = context.new_page()
-    login(page)
+    login(page, "/")
     page.goto("/saves/demo/viewers/npc-pip/")
     _standoff_line(page).locator("a.line-time").click()
     page.wait_for_url(re.compile(r"\?line="))
@@ -231,8 +218,8 @@ def test_linked_panels_work_without_javascript(browser, live_server, demo) -> No
     context.close()
 
 
-def test_an_alias_row_shows_the_lines_that_use_it(page, demo) -> None:
-    login(page)
+def test_an_alias_row_shows_the_lines_that_use_it(login, page, demo) -> None:
+    login(page, "/")
     page.goto("/saves/demo/viewers/npc-pip/")
     every = page.locator("#buffer-panel .buffer-line").count()
     page.evaluate("window.__noReload = 1")
@@ -257,8 +244,8 @@ def test_an_alias_row_shows_the_lines_that_use_it(page, demo) -> None:
 # --- 4. one time format, one direction --------------------------------------------------------
 
 
-def test_times_read_one_way_with_iso_beside_and_one_direction(page, demo) -> None:
-    login(page)
+def test_times_read_one_way_with_iso_beside_and_one_direction(login, page, demo) -> None:
+    login(page, "/")
     page.goto("/saves/demo/viewers/npc-pip/")
     gutter = page.locator("#buffer-panel .buffer-line .line-time time")
     assert gutter.count() == page.locator("#buffer-panel .buffer-line").count()
@@ -314,8 +301,8 @@ def test_times_read_one_way_with_iso_beside_and_one_direction(page, demo) -> Non
 
 
 @pytest.mark.parametrize("name", list(PAGES))
-def test_every_page_is_axe_clean_unclipped_and_shot(page, demo, screenshots, name) -> None:
-    login(page)
+def test_every_page_is_axe_clean_unclipped_and_shot(login, page, demo, screenshots, name) -> None:
+    login(page, "/")
     page.set_viewport_size({"width": 1440, "height": 900})
     page.goto(PAGES[name])
     results = Axe().run(page)
@@ -330,9 +317,9 @@ def test_every_page_is_axe_clean_unclipped_and_shot(page, demo, screenshots, nam
     assert page.console_errors == []
 
 
-def test_the_table_check_fails_on_a_clipped_table(page, demo) -> None:
+def test_the_table_check_fails_on_a_clipped_table(login, page, demo) -> None:
     """The width check is not vacuous: a table forced wider than its panel is reported."""
-    login(page)
+    login(page, "/")
     page.goto("/saves/demo/viewers/npc-pip/")
     page.evaluate(
         "document.querySelector('#sessions-panel table').style.minWidth = '3000px';"

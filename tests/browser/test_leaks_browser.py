@@ -4,7 +4,6 @@ widths with no table wider than its panel at 1440 px."""
 
 from __future__ import annotations
 
-import json
 import re
 from io import StringIO
 
@@ -15,28 +14,15 @@ from playwright.sync_api import expect
 from memory.models import AliasChange, AuditLog
 from memory.worlds.demo import load_demo
 from memory.worlds.omnia_import import import_omnia
-from memory.worlds.scenario import load_world
 from tests.helpers import FIXTURES
-from tests.test_leaks_readable import WORLD
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture
-def worlds(db, tmp_path, django_user_model):
-    path = tmp_path / "millbrook.json"
-    path.write_text(json.dumps(WORLD))
-    load_world(path)
+def millbrook_and_demo(millbrook) -> None:
+    """Two saves, neither folded: millbrook, then the demo world."""
     load_demo()
-    django_user_model.objects.create_user("designer", password="correct horse", is_staff=True)
-
-
-def login(page, then: str = "/saves/millbrook/leaks/") -> None:
-    page.goto(f"/accounts/login/?next={then}")
-    page.fill("#id_username", "designer")
-    page.fill("#id_password", "correct horse")
-    page.click("button[type=submit]")
-    page.wait_for_url(re.compile(re.escape(then) + "$"))
 
 
 def scan_leaks(*args: str) -> tuple[int, str]:
@@ -54,7 +40,7 @@ def rows(page) -> list[str]:
     )
 
 
-def test_accept_as_expected_turns_fail_on_leak_from_1_to_0(page, worlds) -> None:
+def test_accept_as_expected_turns_fail_on_leak_from_1_to_0(login, page, millbrook_and_demo) -> None:
     code, _out = scan_leaks("--world", "millbrook", "--fail-on-leak")
     assert code == 1
     login(page, "/saves/millbrook/leaks/?world=millbrook")
@@ -102,7 +88,7 @@ def test_accept_as_expected_turns_fail_on_leak_from_1_to_0(page, worlds) -> None
     assert page.console_errors == []
 
 
-def test_add_alias_from_the_leak_report(page, worlds, screenshots) -> None:
+def test_add_alias_from_the_leak_report(login, page, millbrook_and_demo, screenshots) -> None:
     login(page, "/saves/millbrook/leaks/?viewer=ida")
     assert rows(page) == ["ida unknown_name open", "ida system_id open"]
     row = page.locator("tr.leak-row[data-kind=unknown_name]")
@@ -124,7 +110,9 @@ def test_add_alias_from_the_leak_report(page, worlds, screenshots) -> None:
     assert page.console_errors == []
 
 
-def test_leak_report_screens_fit_their_panels(page, worlds, screenshots) -> None:
+def test_leak_report_screens_fit_their_panels(
+    login, page, millbrook_and_demo, screenshots, monkeypatch
+) -> None:
     login(page, "/saves/demo/")
     # A save page's leak panel: names first, ids as hints.
     panel = page.locator("section[aria-labelledby=leaks-title]")
@@ -135,7 +123,10 @@ def test_leak_report_screens_fit_their_panels(page, worlds, screenshots) -> None
     screenshots("leaks-millbrook")
     page.goto("/saves/demo/leaks/")
     assert len(rows(page)) == 4  # Isolde's uuid hint is the widest cell: the page to look at
-    shots = screenshots("leaks")
+    # The shots are asked for here whatever the run says, to hold their names to one form.
+    with monkeypatch.context() as asked:
+        asked.setenv("OMNIA_SCREENSHOTS", "1")
+        shots = screenshots("leaks")
     assert [p.name for p in shots] == ["leaks-1440.png", "leaks-1920.png", "leaks-390.png"]
     pages = ("/saves/millbrook/leaks/", "/saves/demo/leaks/", "/saves/millbrook/", "/saves/demo/")
     for width, height in ((1440, 900), (1920, 1080)):

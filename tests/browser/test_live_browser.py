@@ -14,11 +14,11 @@ from memory.worlds.live import Follower
 from memory.worlds.standin import StandIn
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+POLL_MS = 2000  # static/memory/js/live.js polls /live/ this often
 
 
 @pytest.fixture
-def game(db, tmp_path, django_user_model):
-    django_user_model.objects.create_user("designer", password="correct horse", is_staff=True)
+def game(db, tmp_path):
     stand_in = StandIn(tmp_path / "game.sqlite", seed=4, delete_every=0)
     stand_in.run(30, 0)
     follower = Follower(tmp_path / "game.sqlite", name="browser")
@@ -28,16 +28,10 @@ def game(db, tmp_path, django_user_model):
     follower.close()
 
 
-def login(page, then: str) -> None:
-    page.goto(f"/accounts/login/?next={then}")
-    page.fill("#id_username", "designer")
-    page.fill("#id_password", "correct horse")
-    page.click("button[type=submit]")
-    page.wait_for_url(re.compile(re.escape(then) + "$"))
-
-
-def test_a_new_row_and_a_new_leak_appear_without_a_reload(page, game, screenshots):
+def test_a_new_row_and_a_new_leak_appear_without_a_reload(login, page, game, screenshots):
     stand_in, follower = game
+    # The page's own clock, which Playwright can move on: Pause is proven by polls not made.
+    page.clock.install()
     login(page, "/saves/browser/viewers/mara/")
     marker = page.locator(".live-marker")
     expect(marker).to_be_visible()
@@ -80,7 +74,7 @@ def test_a_new_row_and_a_new_leak_appear_without_a_reload(page, game, screenshot
     expect(marker.locator("[data-live-text]")).to_have_text(re.compile(r"^paused · "))
     stand_in.plant_leak(viewer="mara", named="ilse")
     follower.tick()
-    page.wait_for_timeout(3000)
+    page.clock.run_for(3 * POLL_MS)  # three polls' time on the page's clock: none is made
     expect(page.locator("#leak-table tr.leak-row")).to_have_count(shown)
     page.click("[data-live-pause]")
     expect(

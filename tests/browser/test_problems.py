@@ -3,8 +3,6 @@ its reason, and the rest of the page works as before)."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 from django.db import connection
 
@@ -17,7 +15,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture
-def poisoned(cast, django_user_model):
+def poisoned(cast):
     remember(
         "alice",
         {
@@ -43,15 +41,10 @@ def poisoned(cast, django_user_model):
             ],  # fmt: skip
         )
     run_cycle()
-    django_user_model.objects.create_user("designer", password="correct horse", is_staff=True)
 
 
-def test_the_overview_lists_a_quarantined_row_with_its_reason(page, poisoned, screenshots):
-    page.goto("/accounts/login/?next=/saves/cast/")
-    page.fill("#id_username", "designer")
-    page.fill("#id_password", "correct horse")
-    page.click("button[type=submit]")
-    page.wait_for_url(re.compile(r"/saves/cast/$"))
+def test_the_overview_lists_a_quarantined_row_with_its_reason(login, page, poisoned, screenshots):
+    login(page, "/saves/cast/")
     panel = page.locator("#problems-panel")
     assert panel.locator(".problem-count").inner_text() == "1"
     row = panel.locator("li")
