@@ -10,7 +10,8 @@ instead of mixing two playthroughs. Code that means every save says so: `Model.e
 `use(SOLE)` is "the one save this database holds": the default of a command run without
 `--save` (and of the tests). With two saves it refuses, naming them.
 
-Below the models on purpose (models.py imports it for the managers and the column default).
+Below the models on purpose (memory/models/saves.py imports it for the managers and the column
+default).
 """
 
 from __future__ import annotations
