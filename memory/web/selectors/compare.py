@@ -1,5 +1,5 @@
 """The compare page and its JSON twin read the same thing: the query's parameters checked
-once here, then the engine's comparison (memory/engine/compare.py) as a dict.
+once here, then the engine's comparison (memory/engine/compare/) as a dict.
 
 The parameters are the command's: `a` and `b` are two saves (with `viewer`, one viewer;
 without, every viewer both hold), or, with `save`, two viewers in that save. A page never
