@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from memory.engine.aliases import KnownIds, derive_descriptor, descriptor_words
+from memory.engine.descriptors import KnownIds, derive_descriptor, descriptor_words
 from memory.engine.knowledge import FOLDS_TO_WORD, get_viewer, known_ids_among, world_knowledge
 from memory.models import Attribute, WorldObject
 from memory.web.selectors.viewers import (
