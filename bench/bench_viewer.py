@@ -194,7 +194,7 @@ def first_upkeep() -> dict:
     from memory.engine.leaks.world_scan import scan_world
     from memory.engine.upkeep import run_upkeep
     from memory.models import BufferEntry
-    from memory.web.selectors import leaks
+    from memory.selectors import leaks
 
     started = time.perf_counter()
     cycle = run_upkeep()
@@ -208,8 +208,8 @@ def first_upkeep() -> dict:
     assert not report.pending and len(report.findings) == len(scans)
     assert stored.refresh().viewers_scanned == 0
     # One alias edit: the editor's viewer alone is rescanned, in the edit's transaction.
+    from memory import services
     from memory.engine.write_door import remember
-    from memory.web import services
 
     started = time.perf_counter()
     services.set_alias(VIEWER, "npc-0001", "the bosun", source="bench")
@@ -283,7 +283,7 @@ def session_cookie() -> str:
     user = User.objects.create_user("bench", password="bench", is_staff=True, is_superuser=True)
     session = SessionStore()
     session[SESSION_KEY] = str(user.pk)
-    session[BACKEND_SESSION_KEY] = "memory.web.roles.RoleBackend"
+    session[BACKEND_SESSION_KEY] = "memory.roles.RoleBackend"
     session[HASH_SESSION_KEY] = user.get_session_auth_hash()
     session.create()
     return f"{settings.SESSION_COOKIE_NAME}={session.session_key}"

@@ -10,12 +10,12 @@ import pytest
 from django.contrib.auth.models import Group
 from django.core.management import call_command
 
+from memory import roles
 from memory.models import (
     AliasChange,
     Save,  # noqa: E402
     WorldObject,
 )
-from memory.web import roles
 
 
 def change_url(entity_id: str) -> str:

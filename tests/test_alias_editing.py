@@ -11,8 +11,8 @@ import json
 import pytest
 from django.contrib.auth.models import Group
 
+from memory import roles
 from memory.models import AliasChange, AuditLog, MemorySession, WorldObject
-from memory.web import roles
 
 HX = {"HX-Request": "true"}
 

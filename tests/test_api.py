@@ -6,7 +6,7 @@ import pytest
 
 from memory.engine.write_door import remember
 from memory.models import AliasChange, ApiToken, AuditLog, BufferEntry, WorldObject
-from memory.web.auth import hash_token, issue_token
+from memory.tokens import hash_token, issue_token
 
 CHEST_LINE = "[12:03:00 PM] the hooded figure opened the wooden chest (Outcome: Succeeded)"
 CHEST = {

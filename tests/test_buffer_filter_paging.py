@@ -8,7 +8,7 @@ import pytest
 from django.test import override_settings
 
 from memory.engine.knowledge import get_viewer
-from memory.web.selectors.buffer import buffer_page
+from memory.selectors.buffer import buffer_page
 
 
 @pytest.fixture

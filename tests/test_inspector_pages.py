@@ -11,7 +11,7 @@ import pytest
 from django.template import Context, Template
 
 from memory.models import WorldObject
-from memory.web.selectors import viewers
+from memory.selectors import viewers
 
 ISOLDE = "5b0e6c1a-3f2d-4e8b-9a71-c4d2e8f90a13"
 

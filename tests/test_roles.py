@@ -13,10 +13,10 @@ from django.contrib.auth.models import AnonymousUser, Group
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
+from memory import roles
 from memory.engine.write_door import remember
 from memory.models import AuditLog
-from memory.web import roles
-from memory.web.auth import issue_token
+from memory.tokens import issue_token
 from memory.web.lockout import THROTTLED_MESSAGE
 
 MAX_FAILURES = settings.AXES_FAILURE_LIMIT

@@ -12,15 +12,15 @@ from dataclasses import astuple
 
 import pytest
 
+from memory import services
 from memory.engine.errors import NotFound
 from memory.engine.knowledge import get_viewer, world_knowledge
 from memory.engine.projections import run_cycle
 from memory.engine.shards import shard_count
 from memory.engine.write_door import remember
 from memory.models import Attribute, ObjectType, WorldObject
-from memory.web import services
-from memory.web.selectors import buffer, faces, leaks, projections, viewers
-from memory.web.selectors import matrix as matrix_reads
+from memory.selectors import buffer, faces, leaks, projections, viewers
+from memory.selectors import matrix as matrix_reads
 
 CHEST = "[12:03:00 PM] the hooded figure opened the wooden chest (Outcome: Succeeded)"
 HI = '[12:05:00 PM] the bartender spoke to you: "Hi"'

@@ -527,7 +527,7 @@ def test_entry_page_names_people_and_pretty_prints_the_intent(staff_client, demo
 
 
 def test_highlight_cuts_at_offsets_and_skips_overlaps() -> None:
-    from memory.web.selectors.leaks import Segment, highlight
+    from memory.selectors.leaks import Segment, highlight
 
     a = {"start": 4, "end": 7, "kind": "system_id"}
     b = {"start": 5, "end": 9, "kind": "unknown_name"}  # overlaps a: dropped
@@ -727,7 +727,7 @@ def test_viewer_switch_shows_a_window_around_the_viewer(staff_client, cast, monk
 def test_alias_suggestions_are_derived_only_for_the_rows_shown(
     staff_client, cast, monkeypatch
 ) -> None:
-    from memory.web.selectors import viewers
+    from memory.selectors import viewers
     from memory.web.views import viewer_panels
 
     for i in range(5):

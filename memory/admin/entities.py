@@ -1,6 +1,6 @@
 """Entities with their aliases as an editable table; the entity row itself is never saved here.
 
-Alias writes go through memory.web.services (validation, AliasChange history, AuditLog), never
+Alias writes go through memory.services (validation, AliasChange history, AuditLog), never
 by saving aliases_json directly.
 """
 
@@ -14,13 +14,13 @@ from django.db import transaction
 from django.forms import formset_factory
 from django.http import HttpRequest, HttpResponseRedirect
 
+from memory import services
 from memory.admin.base import EverySaveAdmin
 from memory.engine.aliases import AliasesJsonError, parse_aliases_json
 from memory.engine.knowledge import viewer_of
 from memory.models import Attribute, Entity, ObjectType
-from memory.web import services
-from memory.web.roles import EDIT_PERMISSION, READ_PERMISSION
-from memory.web.selectors.viewers import alias_history, alias_rows
+from memory.roles import EDIT_PERMISSION, READ_PERMISSION
+from memory.selectors.viewers import alias_history, alias_rows
 
 
 class AliasForm(forms.Form):

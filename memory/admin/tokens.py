@@ -10,7 +10,7 @@ from django.template.response import TemplateResponse
 
 from memory.engine import audit
 from memory.models import ApiToken
-from memory.web.auth import new_token
+from memory.tokens import new_token
 
 
 class ApiTokenForm(forms.ModelForm):

@@ -7,12 +7,12 @@ from django.contrib.auth.decorators import login_required, permission_required
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.views.decorators.http import require_POST
 
+from memory import services
 from memory.engine.errors import NotFound
 from memory.engine.knowledge import Viewer, get_viewer
-from memory.web import services
-from memory.web.roles import EDIT_PERMISSION
+from memory.roles import EDIT_PERMISSION
+from memory.selectors import viewers as viewer_reads
 from memory.web.saves import reverse
-from memory.web.selectors import viewers as viewer_reads
 from memory.web.views._common import get_viewer_for_user, path_id, render_page, wants_fragment
 from memory.web.views.viewer_panels import panel_view, viewer_context
 

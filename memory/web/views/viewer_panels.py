@@ -20,13 +20,13 @@ from django.views.decorators.http import require_GET
 from memory.engine.cursor import BadCursor
 from memory.engine.errors import NotFound
 from memory.engine.knowledge import Viewer
+from memory.roles import EDIT_PERMISSION
+from memory.selectors import buffer as buffer_reads
+from memory.selectors import faces as face_reads
+from memory.selectors import projections as projection_reads
+from memory.selectors import viewers as viewer_reads
 from memory.web.converters import IdConverter
-from memory.web.roles import EDIT_PERMISSION
 from memory.web.saves import reverse
-from memory.web.selectors import buffer as buffer_reads
-from memory.web.selectors import faces as face_reads
-from memory.web.selectors import projections as projection_reads
-from memory.web.selectors import viewers as viewer_reads
 from memory.web.views import markup
 from memory.web.views._common import (
     get_viewer_for_user,

@@ -11,8 +11,8 @@ from memory.active_save import use
 from memory.engine.knowledge import AGENTS
 from memory.engine.saves import live_saves
 from memory.models import ObjectType, Save, WorldObject
-from memory.web.selectors import leaks as leak_reads
-from memory.web.selectors import projections as projection_reads
+from memory.selectors import leaks as leak_reads
+from memory.selectors import projections as projection_reads
 
 
 def _loads(text: str, default: Any) -> Any:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from memory.engine.aliases import alias_state
 from memory.engine.knowledge import AGENTS, true_names, viewer_of, world_knowledge
 from memory.models import WorldObject
-from memory.web.selectors.viewers import search_entities, world_entities
+from memory.selectors.viewers import search_entities, world_entities
 
 
 @dataclass(frozen=True)
