@@ -63,7 +63,7 @@ def _resolve_sole() -> int:
     cached = _sole_cache.get("sole")
     if cached and cached[0] == _saves_generation[0]:
         return cached[1]
-    from memory.models import Save  # noqa: PLC0415  (models imports this module)
+    from memory.models import Save  # here, not above: the models import this module
 
     rows = list(Save.objects.filter(retired_at__isnull=True).values_list("id", "name")[:50])
     if len(rows) != 1:

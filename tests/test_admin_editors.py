@@ -13,7 +13,7 @@ from django.core.management import call_command
 from memory import roles
 from memory.models import (
     AliasChange,
-    Save,  # noqa: E402
+    Save,
     WorldObject,
 )
 

@@ -81,7 +81,7 @@ def summaries() -> list[SaveSummary]:
 
 def live_row_counts() -> dict[str, int]:
     """The active save's rows per table, as they stand now (what a delete would remove)."""
-    from memory.engine.saves import save_scoped_models  # noqa: PLC0415
+    from memory.engine.saves import save_scoped_models
 
     counts = {}
     for model in sorted(save_scoped_models(), key=lambda m: m._meta.db_table):
