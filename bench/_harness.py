@@ -110,7 +110,7 @@ def session_cookie(env: dict[str, str]) -> str:
         "is_superuser=True)\n"
         "s = SessionStore()\n"
         "s[SESSION_KEY] = str(u.pk)\n"
-        "s[BACKEND_SESSION_KEY] = 'memory.web.roles.RoleBackend'\n"
+        "s[BACKEND_SESSION_KEY] = 'memory.roles.RoleBackend'\n"
         "s[HASH_SESSION_KEY] = u.get_session_auth_hash()\n"
         "s.create()\n"
         "print(f'{settings.SESSION_COOKIE_NAME}={s.session_key}')\n"

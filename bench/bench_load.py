@@ -167,7 +167,7 @@ import json
 from memory.active_save import SOLE, activate
 activate(SOLE)
 from django.contrib.auth.models import Group, User
-from memory.web.auth import issue_token
+from memory.tokens import issue_token
 from memory.models import BufferEntry, ObjectType, WorldObject
 reader = User.objects.create_user("reader", password="reader-pw")
 reader.groups.add(Group.objects.get(name="readers"))
@@ -181,7 +181,7 @@ sessions = []
 for _ in range(64):
     s = store()
     s[SESSION_KEY] = str(reader.pk)
-    s[BACKEND_SESSION_KEY] = "memory.web.roles.RoleBackend"
+    s[BACKEND_SESSION_KEY] = "memory.roles.RoleBackend"
     s[HASH_SESSION_KEY] = reader.get_session_auth_hash()
     s.create()
     sessions.append(s.session_key)

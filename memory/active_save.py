@@ -10,7 +10,8 @@ instead of mixing two playthroughs. Code that means every save says so: `Model.e
 `use(SOLE)` is "the one save this database holds": the default of a command run without
 `--save` (and of the tests). With two saves it refuses, naming them.
 
-Below the models on purpose (models.py imports it for the managers and the column default).
+Below the models on purpose (memory/models/saves.py imports it for the managers and the column
+default).
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ def _resolve_sole() -> int:
     cached = _sole_cache.get("sole")
     if cached and cached[0] == _saves_generation[0]:
         return cached[1]
-    from memory.models import Save  # noqa: PLC0415  (models imports this module)
+    from memory.models import Save  # here, not above: the models import this module
 
     rows = list(Save.objects.filter(retired_at__isnull=True).values_list("id", "name")[:50])
     if len(rows) != 1:

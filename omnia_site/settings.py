@@ -121,7 +121,7 @@ MIDDLEWARE = [
 # backend that reads Django's permissions off the role groups.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
-    "memory.web.roles.RoleBackend",
+    "memory.roles.RoleBackend",
 ]
 
 ROOT_URLCONF = "omnia_site.urls"
@@ -137,7 +137,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "memory.web.roles.role_context",
+                "memory.roles.role_context",
             ],
         },
     },
@@ -219,7 +219,7 @@ STORAGES = {
 }
 WHITENOISE_USE_FINDERS = DEBUG or TESTING
 
-# Django's ModelBackend, plus the roles an account holds by its flags (memory/web/roles.py).
+# Django's ModelBackend, plus the roles an account holds by its flags (memory/roles.py).
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "memory:overview"
 LOGOUT_REDIRECT_URL = "login"

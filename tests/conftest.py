@@ -8,7 +8,7 @@ bartender (knows bob as "Gareth"). `chest`: alice's memory of bob opening the wo
 `demo`: the demo world, loaded and folded. `millbrook`: the river town with readable ids.
 `two_eras`: the tavern's v1 and v2 omnia files, one save each, folded. `save`: an empty save.
 
-The people, one account per role (memory/web/roles.py), password "pw": `reader` (rita, the
+The people, one account per role (memory/roles.py), password "pw": `reader` (rita, the
 readers group), `editor` (eddie, the editors group), `admin` (ada, the admins group), `staff`
 (a staff account: an admin by its flag), `root` (a superuser), `designer` (the demo login as
 `make run` makes it). Each `<person>_client` is Django's test client signed in as them.
@@ -318,7 +318,7 @@ def _account(django_user_model, username: str, *groups: str, **flags):
 @pytest.fixture
 def reader(django_user_model):
     """rita, a reader: every page and read API, no writes."""
-    from memory.web.roles import READERS
+    from memory.roles import READERS
 
     return _account(django_user_model, "rita", READERS)
 
@@ -326,7 +326,7 @@ def reader(django_user_model):
 @pytest.fixture
 def editor(django_user_model):
     """eddie, an editor: reads, and edits aliases and memories, runs cycles."""
-    from memory.web.roles import EDITORS
+    from memory.roles import EDITORS
 
     return _account(django_user_model, "eddie", EDITORS)
 
@@ -334,7 +334,7 @@ def editor(django_user_model):
 @pytest.fixture
 def admin(django_user_model):
     """ada, an admin by the admins group: edits and rebuilds."""
-    from memory.web.roles import ADMINS
+    from memory.roles import ADMINS
 
     return _account(django_user_model, "ada", ADMINS)
 

@@ -10,7 +10,7 @@ import pytest
 
 from memory.models import (
     AliasChange,
-    Save,  # noqa: E402
+    Save,
     WorldObject,
 )
 

@@ -12,12 +12,12 @@ from memory.engine.aliases import (
     UNFAMILIAR,
     AliasesJsonError,
     alias_state,
-    derive_descriptor,
     dump_aliases_json,
     parse_aliases_json,
     resolve_alias,
     validate_alias_label,
 )
+from memory.engine.descriptors import derive_descriptor
 from memory.engine.knowledge import Viewer
 
 # The same on every backend: CI runs it on SQLite only (see the markers in pyproject.toml).

@@ -6,7 +6,7 @@ import pytest
 
 from memory.engine.write_door import remember
 from memory.models import AliasChange, ApiToken, AuditLog, BufferEntry, WorldObject
-from memory.web.auth import hash_token, issue_token
+from memory.tokens import hash_token, issue_token
 from tests.helpers import CHEST, CHEST_LINE
 
 

@@ -19,7 +19,7 @@ schema.app = application
 @pytest.fixture
 def token(cast, django_user_model) -> str:
     from memory.engine.write_door import remember
-    from memory.web.auth import issue_token
+    from memory.tokens import issue_token
 
     remember(
         "alice",

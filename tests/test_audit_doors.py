@@ -13,7 +13,7 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from memory.models import ApiToken, AuditLog, BufferEntry
-from memory.web.auth import issue_token
+from memory.tokens import issue_token
 from tests.helpers import FIXTURES, write
 
 V1 = FIXTURES / "omnia-74ffb45-tavern.sqlite"
@@ -163,9 +163,9 @@ def test_cli_writes_are_one_row_each_as_the_os_user_and_no_ops_none():
 def test_a_command_writing_through_services_is_audited_as_the_os_user(cast):
     """The helper a CLI door uses: services take audit.cli_actor() where a page passes its
     account, so an alias command's row names "cli:<os user>"."""
+    from memory import services
     from memory.engine import audit
     from memory.models import AliasChange
-    from memory.web import services
 
     services.set_alias("alice", "bob", "the stranger", user=audit.cli_actor(), source="cli")
     services.set_alias("alice", "bob", "the stranger", user=audit.cli_actor(), source="cli")

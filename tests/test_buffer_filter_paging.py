@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.test import override_settings
 
 from memory.engine.knowledge import get_viewer
-from memory.web.selectors.buffer import buffer_page
+from memory.selectors.buffer import buffer_page
 
 
 def test_filtered_page_with_every_match_has_no_paging_links(reader_client, demo) -> None:

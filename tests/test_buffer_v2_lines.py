@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from memory.engine.buffer.v2 import hydrate
 from memory.engine.knowledge import Viewer
 from memory.engine.write_door import remember
-from memory.web.services import set_alias
+from memory.services import set_alias
 from memory.worlds.scenario import load_world
 from tests.helpers import FIXTURES, at
 

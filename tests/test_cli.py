@@ -16,7 +16,7 @@ from django.core.management import call_command, get_commands, load_command_clas
 from django.core.management.base import CommandError
 
 from memory.models import Save
-from memory.web.roles import ADMIN_PERMISSION, EDIT_PERMISSION, READ_PERMISSION
+from memory.roles import ADMIN_PERMISSION, EDIT_PERMISSION, READ_PERMISSION
 from tests.cli import ROOT, isolated_env, long_scenario, manage, manage_on_a_terminal
 from tests.helpers import table_rows
 

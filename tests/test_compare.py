@@ -17,7 +17,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from memory.active_save import use
-from memory.engine.compare import BY_CONTENT, BY_ID, compare_saves, compare_viewers
+from memory.engine.compare import Matching, compare_saves, compare_viewers
 from memory.engine.projections import run_cycle
 from memory.engine.saves import get_save
 from memory.engine.write_door import remember
@@ -108,7 +108,7 @@ def test_the_two_tavern_saves_differ_in_exactly_these_lines(two_eras):
     assert [v.id for v in result.viewers_only_b] == [GUARD_V2, "ale-barrel"]
     assert result.notices == []
     for v in result.viewers:
-        assert v.buffer.matching == BY_CONTENT
+        assert v.buffer.matching == Matching.BY_CONTENT
         assert v.buffer.why == "no entry id appears in both saves: matched by time and intent"
         assert [line.id for line in v.buffer.only_a] == ONLY_V1[v.viewer.id]
         assert [line.id for line in v.buffer.only_b] == ONLY_V2[v.viewer.id]
@@ -174,7 +174,7 @@ def test_same_ids_are_matched_by_id_and_an_alias_edit_shows_as_lines_read_differ
     before = compare_saves("run-1", "run-2", "alice")
     buffer = before.viewers[0].buffer
     assert (buffer.matching, buffer.why) == (
-        BY_ID,
+        Matching.BY_ID,
         "8 entry id(s) appear in both saves: ids are stable",
     )
     assert (buffer.only_a, buffer.only_b, buffer.changed, buffer.same) == ([], [], [], 8)
@@ -331,7 +331,7 @@ def test_what_alice_knows_that_charlie_does_not(two_eras):
     assert [s.session_key for s in r.sessions_only_a] == ["scene:"]
     assert r.sessions_only_b == [] and r.sessions_shared == 1
     # Memories: matched by time and intent; the shared events read as each reads them.
-    assert r.memories.matching == BY_CONTENT
+    assert r.memories.matching == Matching.BY_CONTENT
     assert [line.id for line in r.memories.only_a] == ["mem-alice-1"]
     assert [line.text for line in r.memories.only_b] == ["I wonder why Gareth came back"]
     assert len(r.memories.changed) == 7 and r.memories.same == 0

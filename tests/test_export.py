@@ -15,7 +15,7 @@ from django.core.management import call_command
 from memory.active_save import use
 from memory.engine.saves import get_save
 from memory.models import WorldObject
-from memory.web.services import remember_memory, set_alias
+from memory.services import remember_memory, set_alias
 from memory.worlds.export import UnknownWorld, export_omnia
 from memory.worlds.omnia_import import import_omnia
 from tests.helpers import FIXTURES

@@ -81,7 +81,7 @@ def test_database_unreachable_is_a_503_json_then_recovers_without_restart(client
 def test_database_unreachable_pages_and_api_say_503_then_recover(
     client, monkeypatch, cast, django_user_model
 ):
-    from memory.web.auth import issue_token
+    from memory.tokens import issue_token
 
     user = django_user_model.objects.create_user("reader", password="pw")
     raw = issue_token(user, "ci")[1]

@@ -11,7 +11,7 @@ import pytest
 from django.template import Context, Template
 
 from memory.models import WorldObject
-from memory.web.selectors import viewers
+from memory.selectors import viewers
 
 ISOLDE = "5b0e6c1a-3f2d-4e8b-9a71-c4d2e8f90a13"
 
@@ -220,10 +220,10 @@ def test_projection_status_says_the_watermark_as_a_time(staff_client, demo) -> N
 
 def test_a_selected_line_keeps_its_aliases_in_the_window(staff_client, demo, monkeypatch) -> None:
     """The rows a selected line lights up are shown even when the stranger window is full."""
-    from memory.web.views import viewer
+    from memory.web.views import viewer_panels
 
-    monkeypatch.setattr(viewer, "ALIASES_SHOWN", 1)
-    monkeypatch.setattr(viewer, "STRANGERS_SHOWN", 0)
+    monkeypatch.setattr(viewer_panels, "ALIASES_SHOWN", 1)
+    monkeypatch.setattr(viewer_panels, "STRANGERS_SHOWN", 0)
     WorldObject.objects.filter(id="npc-pip").update(aliases_json="[]")  # both are strangers now
     body = staff_client.get("/saves/demo/viewers/npc-pip/?line=m-d02-pip").content.decode()
     assert "more entities this viewer has no name for." in body

@@ -8,8 +8,8 @@ import json
 
 from django.contrib.auth.models import Group
 
+from memory import roles
 from memory.models import AliasChange, AuditLog, LeakAcceptance
-from memory.web import roles
 
 HX = {"HX-Request": "true"}
 HALE = {
@@ -153,7 +153,7 @@ def test_the_report_lists_names_first_with_links(editor_client, millbrook) -> No
 
 
 def test_the_api_accepts_and_reopens_with_the_same_rules(client, django_user_model, millbrook):
-    from memory.web.auth import issue_token
+    from memory.tokens import issue_token
 
     editor = django_user_model.objects.create_user("eddie", password="pw")
     editor.groups.add(Group.objects.get(name=roles.EDITORS))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.web.spreadsheet import safe_row
+from memory.engine.spreadsheet import safe_row
 
 
 def test_every_formula_leader_is_neutralised_and_nothing_else_changes():
@@ -27,7 +27,7 @@ def test_every_formula_leader_is_neutralised_and_nothing_else_changes():
 def test_the_leak_csv_export_neutralises_hostile_cells(
     client, django_user_model, monkeypatch, cast
 ):
-    from memory.web.selectors import leaks
+    from memory.selectors import leaks
 
     hostile = {
         "viewer_id": "npc-1",

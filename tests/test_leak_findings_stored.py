@@ -13,12 +13,12 @@ from django.db import connection
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from memory import services
 from memory.engine.leaks import stored
 from memory.engine.leaks.world_scan import all_findings, scan_world
 from memory.engine.upkeep import run_upkeep, verify_all
 from memory.models import LeakFinding, LeakScan, WorldObject
-from memory.web import services
-from memory.web.selectors import leaks
+from memory.selectors import leaks
 
 
 def fresh() -> list[dict]:

@@ -10,8 +10,8 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
+from memory import services
 from memory.models import AuditLog, LeakAcceptance
-from memory.web import services
 
 
 def run(*args: str) -> tuple[int, str, str]:
@@ -151,7 +151,7 @@ def test_every_line_of_the_long_term_and_buffer_sections_names_its_row(db):
     from memory.engine.knowledge import get_viewer
     from memory.engine.prompt import prompt_context
     from memory.models import BufferEntry
-    from memory.web.selectors.faces import long_term_entry
+    from memory.selectors.faces import long_term_entry
     from memory.worlds.demo import load_demo
 
     load_demo()

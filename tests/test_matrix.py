@@ -8,7 +8,7 @@ import json
 import pytest
 
 from memory.models import Attribute, WorldObject
-from memory.web.selectors.viewers import MATRIX_COLS, MATRIX_ROWS, matrix_window
+from memory.selectors.matrix import MATRIX_COLS, MATRIX_ROWS, matrix_window
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ from django.test.utils import CaptureQueriesContext
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memory.engine import projections
 from memory.engine.abstract import AbstractConflict, abstract
 from memory.engine.projections import (
     MEMORY_PROJECTION_NAMES,
@@ -22,6 +21,7 @@ from memory.engine.projections import (
     Projection,
     episodes,
     rebuild,
+    registry,
     run_cycle,
     verify,
 )
@@ -138,7 +138,7 @@ def test_registry_refuses_a_projection_without_fold_or_door():
     with pytest.raises(TypeError, match="without a fold"):
         Projection(name="topic", fold=None, door=print)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="registered twice"):
-        projections._registry(MEMORY_PROJECTIONS["session"], MEMORY_PROJECTIONS["session"])
+        registry._registry(MEMORY_PROJECTIONS["session"], MEMORY_PROJECTIONS["session"])
 
 
 def test_session_state_carries_no_author_and_no_stability():

@@ -9,7 +9,7 @@ from django.db import connection
 from memory.engine.projections import run_cycle
 from memory.engine.write_door import remember
 from memory.models import WorldObject
-from memory.web.auth import issue_token
+from memory.tokens import issue_token
 
 
 def snapshot() -> dict[str, list]:

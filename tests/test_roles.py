@@ -12,9 +12,9 @@ from django.contrib.auth.models import AnonymousUser, Group
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
+from memory import roles
 from memory.models import AuditLog
-from memory.web import roles
-from memory.web.auth import issue_token
+from memory.tokens import issue_token
 from memory.web.lockout import THROTTLED_MESSAGE
 from tests.helpers import CHEST
 

@@ -82,7 +82,7 @@ def test_replace_under_a_concurrent_reader_never_shows_a_mix(django_user_model):
         try:
             while not stop.is_set():
                 seen.append((_view("tavern"), _page_view(reader, "tavern")))
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:  # reported below
             errors.append(exc)
         finally:
             connection.close()

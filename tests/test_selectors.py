@@ -12,14 +12,15 @@ from dataclasses import astuple
 
 import pytest
 
+from memory import services
 from memory.engine.errors import NotFound
 from memory.engine.knowledge import get_viewer, world_knowledge
 from memory.engine.projections import run_cycle
 from memory.engine.shards import shard_count
 from memory.engine.write_door import remember
 from memory.models import Attribute, ObjectType, WorldObject
-from memory.web import services
-from memory.web.selectors import buffer, faces, leaks, projections, viewers
+from memory.selectors import buffer, faces, leaks, projections, viewers
+from memory.selectors import matrix as matrix_reads
 
 CHEST = "[12:03:00 PM] the hooded figure opened the wooden chest (Outcome: Succeeded)"
 HI = '[12:05:00 PM] the bartender spoke to you: "Hi"'
@@ -176,7 +177,7 @@ def test_list_viewers_and_viewer_ids_answer_in_one_query(story, django_assert_ma
 
 def test_knowledge_matrix_is_every_label_of_every_viewer(story, django_assert_max_num_queries):
     with django_assert_max_num_queries(QUERIES["knowledge_matrix"]):
-        entities, cells = viewers.knowledge_matrix("tavern")
+        entities, cells = matrix_reads.knowledge_matrix("tavern")
     matrix = labels(cells)
     assert [e.id for e in entities] == ["alice", "bob", "charlie"]
     assert matrix == {
@@ -197,7 +198,7 @@ def test_knowledge_matrix_is_every_label_of_every_viewer(story, django_assert_ma
 
 def test_knowledge_matrix_on_the_demo_world(demo, django_assert_max_num_queries):
     with django_assert_max_num_queries(DEMO_QUERIES["knowledge_matrix"]):
-        entities, cells = viewers.knowledge_matrix("harbor-town")
+        entities, cells = matrix_reads.knowledge_matrix("harbor-town")
     matrix = labels(cells)
     assert [e.id for e in entities] == [
         "5b0e6c1a-3f2d-4e8b-9a71-c4d2e8f90a13",
@@ -528,7 +529,7 @@ def test_panel_reads_take_the_same_queries_in_a_bigger_world(story, django_asser
         "list_viewers": lambda: viewers.list_viewers(),
         "viewer_ids": lambda: viewers.viewer_ids("tavern"),
         "list_worlds": viewers.list_worlds,
-        "knowledge_matrix": lambda: viewers.knowledge_matrix("tavern"),
+        "knowledge_matrix": lambda: matrix_reads.knowledge_matrix("tavern"),
         "alias_rows": lambda: viewers.alias_rows(alice),
         "buffer_page": lambda: buffer.buffer_page(alice),
         "get_entry": lambda: buffer.get_entry(alice, "m-chest"),

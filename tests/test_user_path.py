@@ -170,7 +170,7 @@ def test_cursor_pages_seek_to_the_cursor_on_sqlite(world):
     if connection.vendor != "sqlite":
         pytest.skip("the plan text checked here is SQLite's; PostgreSQL's is checked above")
     from memory.engine.knowledge import get_viewer
-    from memory.web.selectors.buffer import buffer_page
+    from memory.selectors.buffer import buffer_page
 
     viewer = get_viewer(world["viewer"])
     first = buffer_page(viewer)
@@ -186,7 +186,7 @@ def test_cursor_pages_seek_to_the_cursor_on_sqlite(world):
 
 def _every_match(viewer, **filters) -> list[str]:
     from memory.engine.buffer.rendered import render_entry
-    from memory.web.selectors.buffer import names_in, viewer_rows
+    from memory.selectors.buffer import names_in, viewer_rows
 
     found = []
     for row in viewer_rows(viewer).order_by("-timestamp", "-created_at", "-id"):
@@ -204,7 +204,7 @@ def test_a_filter_stopped_by_its_budget_says_so_and_continues_to_every_match(wor
     """With no time at all, each page reads one chunk, says how far back it searched, and
     the continue links together find exactly what one full scan finds, in order."""
     from memory.engine.knowledge import get_viewer
-    from memory.web.selectors.buffer import buffer_page
+    from memory.selectors.buffer import buffer_page
 
     viewer = get_viewer(world["viewer"])
     filters = {"q": world["word"]} if which == "q" else {"uses": world["person"]}

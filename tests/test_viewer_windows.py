@@ -8,10 +8,10 @@ import random
 
 import pytest
 
-from memory.engine.aliases import KnownIds, derive_descriptor, descriptor_words
+from memory.engine.descriptors import KnownIds, derive_descriptor, descriptor_words
 from memory.engine.knowledge import FOLDS_TO_WORD, get_viewer, known_ids_among, world_knowledge
 from memory.models import Attribute, WorldObject
-from memory.web.selectors.viewers import (
+from memory.selectors.viewers import (
     alias_page,
     alias_rows,
     alias_targets,
@@ -187,7 +187,7 @@ def test_viewer_window_ids_is_the_slice_of_every_viewer_id(
 
 
 # The alias row as viewer.html printed it before the row was made in the view: the reference
-# every state of _alias_row_html must print byte for byte.
+# every state of markup.alias_row must print byte for byte.
 OLD_ROW_LOOP = """    {% for item in aliases.rows %}
       <tr id="alias-{{ item.dom }}" data-target="{{ item.target }}"{% if item.selected %} class="selected" aria-current="true"{% endif %}>
         <th scope="row">{% if item.named %}<span class="qa-info" title="true name: QA information, never shown to the viewer">{{ item.name }}</span> <code class="id-hint">{{ item.target }}</code>{% else %}{{ item.target }}{% endif %}{% if not item.in_world %} <span class="muted">(not in world)</span>{% endif %}
@@ -245,7 +245,7 @@ def test_alias_row_html_prints_what_the_template_printed(can_edit) -> None:
     from django.utils.html import format_html
     from django.utils.safestring import mark_safe
 
-    from memory.web.views.viewer import _alias_row_html
+    from memory.web.views.markup import alias_row
 
     csrf = (
         format_html('<input type="hidden" name="csrfmiddlewaretoken" value="{}">', "t0k&n")
@@ -257,7 +257,7 @@ def test_alias_row_html_prints_what_the_template_printed(can_edit) -> None:
     context = {"aliases": {"rows": items, "csrf_input": csrf}, "viewer": {"id": viewer_id}}
     context["can_edit"] = can_edit
     before = Template(OLD_ROW_LOOP).render(Context(context))
-    rows = [{"html": mark_safe(_alias_row_html(i, viewer_id, can_edit, csrf))} for i in items]
+    rows = [{"html": mark_safe(alias_row(i, viewer_id, can_edit, csrf))} for i in items]
     loop = "    {% for item in aliases.rows %}\n      {{ item.html }}\n    {% endfor %}"
     after = Template(loop).render(Context({"aliases": {"rows": rows}}))
     assert after == before
@@ -277,7 +277,7 @@ def test_switch_link_html_prints_what_the_template_printed() -> None:
     from django.template import Context, Template
     from django.utils.safestring import mark_safe
 
-    from memory.web.views.viewer import _switch_link_html
+    from memory.web.views.markup import switch_link
 
     hostile = '<b>"Q&A" it\'s</b>'
     links = [
@@ -292,7 +292,7 @@ def test_switch_link_html_prints_what_the_template_printed() -> None:
         {"id": hostile, "name": hostile, "named": True, "url": "/v/?a=1&b=2", "current": False},
     ]
     before = Template(OLD_SWITCH_LOOP).render(Context({"links": links}))
-    rows = [{"html": mark_safe(_switch_link_html(link))} for link in links]
+    rows = [{"html": mark_safe(switch_link(link))} for link in links]
     loop = "{% for v in links %}\n      {{ v.html }}\n      {% endfor %}"
     assert Template(loop).render(Context({"links": rows})) == before
 

@@ -500,7 +500,7 @@ def test_entry_page_names_people_and_pretty_prints_the_intent(staff_client, demo
 
 
 def test_highlight_cuts_at_offsets_and_skips_overlaps() -> None:
-    from memory.web.selectors.leaks import Segment, highlight
+    from memory.selectors.leaks import Segment, highlight
 
     a = {"start": 4, "end": 7, "kind": "system_id"}
     b = {"start": 5, "end": 9, "kind": "unknown_name"}  # overlaps a: dropped
@@ -646,9 +646,9 @@ def test_projection_buttons_need_the_editor_role_and_post(client, reader, demo) 
 
 
 def test_aliases_panel_caps_strangers_and_links_show_all(staff_client, cast, monkeypatch) -> None:
-    from memory.web.views import viewer
+    from memory.web.views import viewer_panels
 
-    monkeypatch.setattr(viewer, "ALIASES_SHOWN", 1)
+    monkeypatch.setattr(viewer_panels, "ALIASES_SHOWN", 1)
     body = fragment(staff_client, "/saves/cast/viewers/alice/aliases/")
     # alice names both bob and charlie, so both stay; nothing is hidden
     assert 'data-target="bob"' in body and 'data-target="charlie"' in body
@@ -666,14 +666,14 @@ def test_aliases_panel_caps_strangers_and_links_show_all(staff_client, cast, mon
 def test_viewer_switch_shows_a_window_around_the_viewer(staff_client, cast, monkeypatch) -> None:
     import re
 
-    from memory.web.views import viewer
+    from memory.web.views import viewer_panels
 
     for i in range(6):
         WorldObject.objects.create(
             id=f"npc-{i}", type="entity", world_id="tavern", aliases_json="[]"
         )
     # The tavern now has alice, bob, charlie, npc-0..npc-5: nine viewers, in id order.
-    monkeypatch.setattr(viewer, "VIEWERS_SHOWN", 4)
+    monkeypatch.setattr(viewer_panels, "VIEWERS_SHOWN", 4)
 
     def switch(viewer_id: str) -> tuple[list[str], str | None, str]:
         body = staff_client.get(f"/saves/cast/viewers/{viewer_id}/").content.decode()
@@ -692,7 +692,7 @@ def test_viewer_switch_shows_a_window_around_the_viewer(staff_client, cast, monk
     assert "5 more of 9" in nav and 'href="/saves/cast/"' in nav
     assert switch("alice")[0] == ["alice", "bob", "charlie", "npc-0"]  # clamped at the start
     assert switch("npc-5")[0] == ["npc-2", "npc-3", "npc-4", "npc-5"]  # and at the end
-    monkeypatch.setattr(viewer, "VIEWERS_SHOWN", 50)
+    monkeypatch.setattr(viewer_panels, "VIEWERS_SHOWN", 50)
     links, current, nav = switch("bob")
     assert len(links) == 9 and current == "bob" and "more of" not in nav
 
@@ -700,14 +700,14 @@ def test_viewer_switch_shows_a_window_around_the_viewer(staff_client, cast, monk
 def test_alias_suggestions_are_derived_only_for_the_rows_shown(
     staff_client, cast, monkeypatch
 ) -> None:
-    from memory.web.selectors import viewers
-    from memory.web.views import viewer
+    from memory.selectors import viewers
+    from memory.web.views import viewer_panels
 
     for i in range(5):
         WorldObject.objects.create(
             id=f"npc-{i}", type="entity", world_id="tavern", aliases_json="[]"
         )
-    monkeypatch.setattr(viewer, "ALIASES_SHOWN", 3)
+    monkeypatch.setattr(viewer_panels, "ALIASES_SHOWN", 3)
     derived: list[int] = []
     real = viewers.derive_descriptor
     monkeypatch.setattr(
@@ -755,10 +755,10 @@ def test_aliases_first_paint_shows_every_label_and_a_few_strangers(
     ALIASES_SHOWN; labelled rows never do."""
     import re
 
-    from memory.web.views import viewer
+    from memory.web.views import viewer_panels
 
-    monkeypatch.setattr(viewer, "ALIASES_SHOWN", 6)
-    monkeypatch.setattr(viewer, "STRANGERS_SHOWN", 2)
+    monkeypatch.setattr(viewer_panels, "ALIASES_SHOWN", 6)
+    monkeypatch.setattr(viewer_panels, "STRANGERS_SHOWN", 2)
     for i in range(5):
         WorldObject.objects.create(
             id=f"npc-{i}", type="entity", world_id="tavern", aliases_json="[]"
@@ -787,7 +787,7 @@ def test_alias_edit_urls_spliced_once_match_reverse(target) -> None:
 
     from memory.models import Save
     from memory.web.saves import bound
-    from memory.web.views.viewer import _reverse_each
+    from memory.web.views.viewer_panels import _reverse_each
 
     with bound(Save(name="s1")):
         urls = _reverse_each("memory:alias_edit", ["al/ice%"], [target])

@@ -15,7 +15,8 @@ from django.conf import settings
 from django.db.models import BooleanField, Func, Q
 from django.db.models.functions import Lower
 
-from memory.engine.aliases import AliasesJsonError, KnownIds, parse_aliases_json
+from memory.engine.aliases import AliasesJsonError, parse_aliases_json
+from memory.engine.descriptors import KnownIds
 from memory.engine.errors import NotFound
 from memory.engine.visibility import PUBLIC, can_see
 from memory.models import Attribute, AttributeAcl, ObjectType, WorldObject

@@ -1,14 +1,12 @@
 """Who is asking and may they: a login session or `Authorization: Bearer <token>`, and the
-permission check every page and API operation applies (the permissions live in roles.py).
+permission check every page and API operation applies (the permissions live in memory/roles.py).
 
-Tokens are stored only as their sha256 (ApiToken.key_hash). Reading never writes, so a read
-does not touch `last_used_at`.
+Tokens are made in memory/tokens.py and stored only as their sha256 (ApiToken.key_hash).
+Reading never writes, so a read does not touch `last_used_at`.
 """
 
 from __future__ import annotations
 
-import hashlib
-import secrets
 from functools import wraps
 from typing import Any
 
@@ -20,29 +18,8 @@ from ninja.security import HttpBearer, django_auth
 from memory.engine.errors import Forbidden
 from memory.engine.knowledge import Viewer, get_viewer
 from memory.models import ApiToken
-from memory.web.roles import READ_PERMISSION, refusal
-
-TOKEN_PREFIX_LEN = 8
-
-
-def hash_token(raw: str) -> str:
-    return hashlib.sha256(raw.encode("utf-8")).hexdigest()
-
-
-def new_token(token: ApiToken) -> str:
-    """Give `token` a fresh secret (prefix and hash, unsaved); the raw value is returned once
-    and never stored."""
-    raw = "omi_" + secrets.token_urlsafe(32)
-    token.prefix, token.key_hash = raw[:TOKEN_PREFIX_LEN], hash_token(raw)
-    return raw
-
-
-def issue_token(user, name: str) -> tuple[ApiToken, str]:
-    """Create a token for `user`; the raw value is returned once and never stored."""
-    token = ApiToken(user=user, name=name)
-    raw = new_token(token)
-    token.save()
-    return token, raw
+from memory.roles import READ_PERMISSION, refusal
+from memory.tokens import hash_token
 
 
 class BearerToken(HttpBearer):

@@ -5,6 +5,7 @@ from django.urls import include, path
 from memory.web import converters  # noqa: F401  (registers the "oid" path converter)
 from memory.web.saves import in_save
 from memory.web.views import (
+    aliases,
     compare,
     entries,
     leaks,
@@ -31,8 +32,8 @@ in_one_save = [
     path("projections/<str:action>/", projections.projection_action, name="projection_action"),
     path("viewers/", overview.pick_viewer, name="pick_viewer"),
     path("viewers/<oid:viewer_id>/", viewer.viewer_page, name="viewer"),
-    path("viewers/<oid:viewer_id>/aliases/", viewer.aliases_panel, name="aliases_panel"),
-    path("viewers/<oid:viewer_id>/aliases/<oid:target_id>/", viewer.alias_edit, name="alias_edit"),
+    path("viewers/<oid:viewer_id>/aliases/", aliases.aliases_panel, name="aliases_panel"),
+    path("viewers/<oid:viewer_id>/aliases/<oid:target_id>/", aliases.alias_edit, name="alias_edit"),
     path("viewers/<oid:viewer_id>/buffer/", viewer.buffer_panel, name="buffer_panel"),
     path("viewers/<oid:viewer_id>/sessions/", viewer.sessions_panel, name="sessions_panel"),
     path("viewers/<oid:viewer_id>/faces/", viewer.faces_panel, name="faces_panel"),

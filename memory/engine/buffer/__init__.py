@@ -1,56 +1,13 @@
 """Subjective buffer serialization: one stored memory row as one viewer reads it (seed 000 §2-§3).
 
-Two eras. v1 intents (`originalText`/`description`) render byte for byte like the seed's
-`serializeSubjectiveBufferEntry`, quirks included (`v1`, with JavaScript's clock in `jsdate`).
-v2 intents (`content` with `entity@<id>[words]` tags) render like later omnia's `hydrate`, minus
-its bugs (`v2`, with the English agreement it needs in `grammar`). This module is the door:
-it tells the eras apart.
-
-This is the read path for up to a million rows per page of a benchmark, so no pydantic here:
-`json.loads`, precompiled regexes and a cached clock format. Validation lives at the doors
-(`memory.engine.intents`); a row the doors would have refused is `Undeliverable`, never a crash.
+`serializer` is the door (it tells the two eras apart); `entry`, `v1` (with JavaScript's clock
+in `jsdate`), `v2` (with the English agreement of `grammar`, `tags`, `coordination`,
+`first_person`) render them; `rendered` reads a stored row for one viewer.
 """
 
 from __future__ import annotations
 
-import json
-
-from memory.engine.aliases import AliasHolder
 from memory.engine.buffer.entry import Entry, Undeliverable
-from memory.engine.buffer.v1 import render_v1
-from memory.engine.buffer.v2 import render_v2
+from memory.engine.buffer.serializer import render_stored_entry, serialize_subjective_buffer_entry
 
 __all__ = ["Entry", "Undeliverable", "render_stored_entry", "serialize_subjective_buffer_entry"]
-
-
-def _render(timestamp: str, intent: object, outcome: object, viewer: AliasHolder) -> str:
-    if type(intent) is not dict:
-        raise Undeliverable("intent is not a JSON object")
-    if "content" in intent:
-        return render_v2(intent, outcome, viewer)
-    return render_v1(timestamp, intent, outcome, viewer)
-
-
-def serialize_subjective_buffer_entry(entry: Entry, viewer: AliasHolder) -> str:
-    """The seed's serializer over an already-parsed entry (`.timestamp`, `.intent`, `.outcome`)."""
-    return _render(entry.timestamp, entry.intent, entry.outcome, viewer)
-
-
-_loads = json.loads
-
-
-def render_stored_entry(
-    timestamp: str, intent_json: str, outcome_json: str | None, viewer: AliasHolder
-) -> str:
-    """Render a `buffer_entries` row straight from its columns; Undeliverable if it cannot be."""
-    try:
-        intent = _loads(intent_json)
-    except (ValueError, TypeError, RecursionError):
-        raise Undeliverable("intent_json is not JSON") from None
-    outcome = None
-    if outcome_json:
-        try:
-            outcome = _loads(outcome_json)
-        except (ValueError, TypeError, RecursionError):
-            raise Undeliverable("outcome_json is not JSON") from None
-    return _render(timestamp, intent, outcome, viewer)

@@ -8,7 +8,8 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from memory.engine.buffer import Undeliverable, render_stored_entry
+from memory.engine.buffer.entry import Undeliverable
+from memory.engine.buffer.serializer import render_stored_entry
 from memory.engine.knowledge import Viewer
 from memory.models import BufferEntry
 

@@ -19,14 +19,13 @@ is not counted.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
-
-from memory.engine.projections import doors
 from memory.engine.projections.cycle import CycleResult, run_cycle
 from memory.engine.projections.rebuild import RebuildResult, VerifyResult, rebuild, verify
-from memory.engine.projections.sessions import fold_session
+from memory.engine.projections.registry import (
+    MEMORY_PROJECTION_NAMES,
+    MEMORY_PROJECTIONS,
+    Projection,
+)
 
 __all__ = [
     "MEMORY_PROJECTIONS",
@@ -39,36 +38,3 @@ __all__ = [
     "run_cycle",
     "verify",
 ]
-
-
-# --- the closed registry -----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Projection:
-    """A projection is a name, a fold and a door, registered together or not at all."""
-
-    name: str
-    fold: Callable[..., Any]
-    door: Callable[..., Any]
-
-    def __post_init__(self) -> None:
-        if not self.name:
-            raise TypeError("a memory projection needs a name")
-        if not callable(self.fold):
-            raise TypeError(f"memory projection {self.name!r} registered without a fold")
-        if not callable(self.door):
-            raise TypeError(f"memory projection {self.name!r} registered without a door")
-
-
-def _registry(*projections: Projection) -> dict[str, Projection]:
-    names = [p.name for p in projections]
-    if len(set(names)) != len(names):
-        raise TypeError(f"memory projection registered twice: {names}")
-    return {p.name: p for p in projections}
-
-
-MEMORY_PROJECTIONS: dict[str, Projection] = _registry(
-    Projection(name="session", fold=fold_session, door=doors.sessions),
-)
-MEMORY_PROJECTION_NAMES: frozenset[str] = frozenset(MEMORY_PROJECTIONS)

@@ -6,9 +6,9 @@ from django.db import transaction
 
 from memory.engine import audit
 from memory.management.commands._base import OmniaCommand
-from memory.web.roles import ADMINS, EDITORS, READERS
+from memory.roles import ADMINS, EDITORS, READERS
 
-# What each role makes of an account (memory/web/roles.py): a reader is any active account,
+# What each role makes of an account (memory/roles.py): a reader is any active account,
 # an editor is in the editors group, an admin is a staff account (the admin site opens to it).
 _ROLE_GROUPS = {"reader": [], "editor": [EDITORS], "admin": []}
 

@@ -14,8 +14,8 @@ from memory.engine.leaks.world_scan import (
     scan_world,
     viewers_by_world,
 )
+from memory.engine.spreadsheet import safe_row
 from memory.management.commands._base import OmniaCommand, progress_bar, refuse
-from memory.web.spreadsheet import safe_row
 
 
 class Command(OmniaCommand):

@@ -1,14 +1,14 @@
 """Who may call an operation: the request's user (session or token) and the permission the
-operation needs (roles.py). Refusals are domain errors, mapped to 403/404 by errors.py."""
+operation needs (memory/roles.py). Refusals are domain errors, mapped to 403/404 by errors.py."""
 
 from __future__ import annotations
 
 from django.http import HttpRequest
 
+from memory import inputs
 from memory.engine.knowledge import Viewer
-from memory.web import inputs
+from memory.roles import ADMIN_PERMISSION, EDIT_PERMISSION, READ_PERMISSION
 from memory.web.auth import get_viewer_for_user, require_permission, user_of
-from memory.web.roles import ADMIN_PERMISSION, EDIT_PERMISSION, READ_PERMISSION
 
 
 def viewer(request: HttpRequest, viewer_id: str) -> Viewer:

@@ -8,9 +8,10 @@ from typing import Any, Literal
 from django.http import HttpRequest
 from ninja import Query, Router
 
+from memory import inputs, services
 from memory.engine.buffer.rendered import RenderedEntry
 from memory.engine.cursor import BadCursor
-from memory.web import inputs, services
+from memory.selectors import buffer as buffer_reads
 from memory.web.api import access
 from memory.web.api.errors import READ_ERRORS, WRITE_ERRORS, ApiError
 from memory.web.auth import user_of
@@ -23,7 +24,6 @@ from memory.web.schemas import (
     MemoryIn,
     MemoryOut,
 )
-from memory.web.selectors import buffer as buffer_reads
 
 router = Router()
 

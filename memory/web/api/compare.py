@@ -7,10 +7,10 @@ from typing import Any
 from django.http import HttpRequest
 from ninja import Router
 
+from memory.selectors import compare as compare_reads
 from memory.web.api import access
 from memory.web.api.errors import READ_ERRORS
 from memory.web.auth import API_AUTH
-from memory.web.selectors import compare as compare_reads
 
 # Its own router with the API's auth, registered in omnia_site/api.py beside the others.
 router = Router(auth=API_AUTH, tags=["memory"])

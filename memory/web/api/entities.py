@@ -5,7 +5,8 @@ from __future__ import annotations
 from django.http import HttpRequest
 from ninja import Router
 
-from memory.web import inputs, services
+from memory import inputs, services
+from memory.selectors import viewers as viewer_reads
 from memory.web.api import access
 from memory.web.api.errors import READ_ERRORS, WRITE_ERRORS
 from memory.web.auth import user_of
@@ -18,7 +19,6 @@ from memory.web.schemas import (
     EntityListOut,
     EntityOut,
 )
-from memory.web.selectors import viewers as viewer_reads
 
 router = Router()
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from django.http import HttpRequest
 from ninja import Router
 
-from memory.web import inputs, services
+from memory import inputs, services
+from memory.selectors import leaks as leak_reads
 from memory.web.api import access
 from memory.web.api.errors import READ_ERRORS, WRITE_ERRORS, ErrorOut
 from memory.web.auth import user_of
@@ -17,7 +18,6 @@ from memory.web.schemas import (
     LeaksOut,
     PromptOut,
 )
-from memory.web.selectors import leaks as leak_reads
 
 router = Router()
 

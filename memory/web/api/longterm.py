@@ -8,11 +8,12 @@ from typing import Any
 from django.http import HttpRequest
 from ninja import Router
 
+from memory import inputs, services
 from memory.engine.errors import NotFound
 from memory.engine.longterm import reader as longterm
 from memory.engine.longterm.reader import FaceItem
 from memory.engine.shards import generation_of
-from memory.web import inputs, services
+from memory.selectors import faces as faces_reads
 from memory.web.api import access
 from memory.web.api.errors import READ_ERRORS, WRITE_ERRORS
 from memory.web.auth import user_of
@@ -26,7 +27,6 @@ from memory.web.schemas import (
     SearchOut,
     SlugOut,
 )
-from memory.web.selectors import faces as faces_reads
 
 router = Router()
 

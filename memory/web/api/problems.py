@@ -7,11 +7,11 @@ from dataclasses import asdict
 from django.http import HttpRequest
 from ninja import Router, Schema
 
-from memory.web import inputs
+from memory import inputs
+from memory.selectors.problems import problem_list
 from memory.web.api import access
 from memory.web.api.errors import READ_ERRORS
 from memory.web.saves import SaveName
-from memory.web.selectors.problems import problem_list
 
 router = Router()
 

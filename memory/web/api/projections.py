@@ -6,8 +6,8 @@ from __future__ import annotations
 from django.http import HttpRequest
 from ninja import Router
 
+from memory import inputs, services
 from memory.engine.projections import doors
-from memory.web import inputs, services
 from memory.web.api import access
 from memory.web.api.errors import READ_ERRORS, WRITE_ERRORS
 from memory.web.auth import user_of

@@ -6,11 +6,11 @@ from django.http import HttpRequest
 from ninja import Router
 
 from memory.engine import saves as engine_saves
+from memory.selectors import saves as save_reads
 from memory.web.api import access
 from memory.web.api.errors import READ_ERRORS, WRITE_ERRORS
 from memory.web.auth import user_of
 from memory.web.schemas import SaveDeletedOut, SaveListOut, SaveOut
-from memory.web.selectors import saves as save_reads
 
 router = Router()
 

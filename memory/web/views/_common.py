@@ -8,9 +8,10 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.cache import patch_vary_headers
 
+from memory import inputs
 from memory.engine.errors import Forbidden, InvalidInput, NotFound
 from memory.engine.knowledge import Viewer
-from memory.web import auth, inputs
+from memory.web import auth
 
 
 def get_viewer_for_user(request: HttpRequest, viewer_id: str) -> Viewer:

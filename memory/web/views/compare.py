@@ -12,8 +12,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from memory.engine.errors import DomainError, NotFound
-from memory.web.roles import READ_PERMISSION
-from memory.web.selectors import compare as compare_reads
+from memory.roles import READ_PERMISSION
+from memory.selectors import compare as compare_reads
 
 
 @require_GET

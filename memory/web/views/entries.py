@@ -12,9 +12,9 @@ from django.views.decorators.http import require_GET
 from memory.engine.errors import NotFound
 from memory.engine.knowledge import Viewer, true_names
 from memory.models import ObjectType, WorldObject
+from memory.selectors import buffer as buffer_reads
+from memory.selectors import faces as face_reads
 from memory.web.saves import reverse
-from memory.web.selectors import buffer as buffer_reads
-from memory.web.selectors import faces as face_reads
 from memory.web.views._common import get_viewer_for_user, path_id, render_page
 
 

@@ -13,14 +13,14 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_POST
 
+from memory import inputs, services
 from memory.engine.errors import Conflict, InvalidInput, NotFound
 from memory.engine.leaks.world_scan import CSV_HEADER, FINDING_STATES
-from memory.web import inputs, services
-from memory.web.roles import EDIT_PERMISSION, READ_PERMISSION
+from memory.engine.spreadsheet import safe_row
+from memory.roles import EDIT_PERMISSION, READ_PERMISSION
+from memory.selectors import leaks as leak_reads
+from memory.selectors import viewers as viewer_reads
 from memory.web.saves import reverse
-from memory.web.selectors import leaks as leak_reads
-from memory.web.selectors import viewers as viewer_reads
-from memory.web.spreadsheet import safe_row
 from memory.web.views._common import get_viewer_for_user, path_id, render_page, wants_fragment
 
 LEAK_FORMATS = ("html", "csv", "json")

@@ -8,7 +8,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, HttpResponseNotModified, JsonResponse
 from django.views.decorators.http import require_GET
 
-from memory.web.selectors.live import live_status
+from memory.selectors.live import live_status
 
 
 @require_GET

@@ -13,13 +13,14 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from memory.active_save import use
+from memory.roles import ADMIN_PERMISSION, EDIT_PERMISSION, READ_PERMISSION
+from memory.selectors import leaks as leak_reads
+from memory.selectors import matrix as matrix_reads
+from memory.selectors import projections as projection_reads
+from memory.selectors import saves as save_reads
+from memory.selectors import viewers as viewer_reads
+from memory.selectors.problems import problem_list
 from memory.web import saves
-from memory.web.roles import ADMIN_PERMISSION, EDIT_PERMISSION, READ_PERMISSION
-from memory.web.selectors import leaks as leak_reads
-from memory.web.selectors import projections as projection_reads
-from memory.web.selectors import saves as save_reads
-from memory.web.selectors import viewers as viewer_reads
-from memory.web.selectors.problems import problem_list
 from memory.web.views._common import (
     get_viewer_for_user,
     query_text,
@@ -74,7 +75,7 @@ def matrix(request: HttpRequest, world) -> dict[str, Any]:
     mine = request.GET.get("mw") == world.id
     row_q = query_text(request, "mrq") if mine else None
     col_q = query_text(request, "mcq") if mine else None
-    window = viewer_reads.matrix_window(
+    window = matrix_reads.matrix_window(
         world,
         row_q=row_q,
         col_q=col_q,

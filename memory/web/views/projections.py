@@ -8,8 +8,9 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
-from memory.web import saves, services
-from memory.web.roles import EDIT_PERMISSION
+from memory import services
+from memory.roles import EDIT_PERMISSION
+from memory.web import saves
 from memory.web.views._common import render_page, wants_fragment
 from memory.web.views.overview import projection_context
 

@@ -12,10 +12,10 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
 from memory.engine import saves as engine_saves
+from memory.roles import ADMIN_PERMISSION, READ_PERMISSION
+from memory.selectors import saves as save_reads
+from memory.selectors import viewers as viewer_reads
 from memory.web import saves
-from memory.web.roles import ADMIN_PERMISSION, READ_PERMISSION
-from memory.web.selectors import saves as save_reads
-from memory.web.selectors import viewers as viewer_reads
 from memory.web.views._common import query_text, render_page, wants_fragment
 from memory.web.views.overview import VIEWERS_LISTED, matrix, projection_context
 

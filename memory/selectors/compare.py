@@ -1,5 +1,5 @@
 """The compare page and its JSON twin read the same thing: the query's parameters checked
-once here, then the engine's comparison (memory/engine/compare.py) as a dict.
+once here, then the engine's comparison (memory/engine/compare/) as a dict.
 
 The parameters are the command's: `a` and `b` are two saves (with `viewer`, one viewer;
 without, every viewer both hold), or, with `save`, two viewers in that save. A page never
@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from memory import inputs
 from memory.engine.compare import compare_saves, compare_viewers
 from memory.engine.errors import InvalidInput
 from memory.engine.saves import live_saves
-from memory.web import inputs
-from memory.web.selectors.leaks import named_reason
+from memory.selectors.leaks import named_reason
 
 PARAMS = ("a", "b", "viewer", "save")
 # Longer than any id or save name people type; a longer value names nothing.

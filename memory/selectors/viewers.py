@@ -8,13 +8,8 @@ from dataclasses import dataclass
 
 from django.db.models import Count, Q
 
-from memory.engine.aliases import (
-    UNFAMILIAR,
-    KnownIds,
-    alias_state,
-    derive_descriptor,
-    descriptor_words,
-)
+from memory.engine.aliases import UNFAMILIAR, alias_state
+from memory.engine.descriptors import KnownIds, derive_descriptor, descriptor_words
 from memory.engine.knowledge import (
     AGENTS,
     Viewer,
@@ -22,29 +17,28 @@ from memory.engine.knowledge import (
     known_ids_among,
     load_attributes,
     true_names,
-    viewer_of,
     world_knowledge,
     world_objects,
 )
 from memory.models import AliasChange, Attribute, ObjectType, WorldObject
 
 
-def _search(qs, q: str):
+def search_entities(qs, q: str):
     """Entities whose id or any attribute value holds `q` (attributes join by id within the
     active save: a subquery, since the composite keys leave no relation to follow)."""
     holding = Attribute.objects.filter(value__icontains=q).values("object_id")
     return qs.filter(Q(id__icontains=q) | Q(id__in=holding))
 
 
-def _entities(world_id: str | None):
+def world_entities(world_id: str | None):
     qs = WorldObject.objects.filter(type=ObjectType.ENTITY)
     return qs.filter(world_id=world_id) if world_id else qs
 
 
 def list_viewers(*, world_id: str | None = None, q: str | None = None) -> list[WorldObject]:
-    qs = _entities(world_id)
+    qs = world_entities(world_id)
     if q:
-        qs = _search(qs, q)
+        qs = search_entities(qs, q)
     return list(qs.order_by("world_id", "id"))
 
 
@@ -99,9 +93,9 @@ def entity_list(
 ) -> tuple[list[Entity], int]:
     """Entities matching `q` (id or any attribute, so a true name finds its entity), named,
     `limit` of them from `offset`, and how many match: the overview's list and /api/entities."""
-    qs = _entities(world_id)
+    qs = world_entities(world_id)
     if q:
-        qs = _search(qs, q)
+        qs = search_entities(qs, q)
     qs = qs.order_by("world_id", "id")
     objs = list(qs[offset:] if limit is None else qs[offset : offset + limit])
     complete = objs and (limit is None or len(objs) < limit)
@@ -116,7 +110,7 @@ def viewer_window(*, q: str | None = None, limit: int = 50) -> tuple[list[Entity
 
 
 def _viewers(world_id: str | None):
-    return _entities(world_id).filter(AGENTS)  # non-agents are no viewers (Entity.agent)
+    return world_entities(world_id).filter(AGENTS)  # non-agents are no viewers (Entity.agent)
 
 
 def viewer_ids(world_id: str | None) -> list[str]:
@@ -221,7 +215,7 @@ def alias_window(
     kinds = _kinds(world_id, asked)
     outside = _outside(viewer, kinds)
     # Counted on the (world, type) index alone; the viewer is one of them.
-    in_world = max(_entities(world_id).count() - 1, 0)
+    in_world = max(world_entities(world_id).count() - 1, 0)
     total = in_world + len(outside)
     if show_all or total <= limit:
         shown_world = list(entities.order_by("id").values_list("id", flat=True))
@@ -245,7 +239,7 @@ def alias_page(viewer: Viewer, *, offset: int, limit: int) -> AliasWindow:
     then labels for ids outside it): the API's pages, each read in queries bounded by it."""
     world_id = viewer.obj.world_id
     outside = _outside(viewer, _kinds(world_id, [t for t in viewer.aliases if t != viewer.id]))
-    in_world = max(_entities(world_id).count() - 1, 0)
+    in_world = max(world_entities(world_id).count() - 1, 0)
     ids = _alias_entities(viewer).order_by("id").values_list("id", flat=True)
     shown_world = list(ids[offset : offset + limit]) if offset < in_world else []
     start = max(offset - in_world, 0)
@@ -297,134 +291,6 @@ def _rows_shown(viewer: Viewer, shown_world: list[str], outside: list[str]) -> l
     )
     known = known_ids_among(world_id, words)
     return alias_rows(viewer, knowledge, targets=shown, known=known)
-
-
-@dataclass(frozen=True)
-class MatrixCell:
-    label: str | None
-    state: str
-
-
-def knowledge_matrix(world_id: str) -> tuple[list[WorldObject], dict[str, dict[str, MatrixCell]]]:
-    """Viewers × targets: the label each viewer uses for each other entity."""
-    knowledge = world_knowledge(world_id)
-    entities = knowledge.entities
-    matrix: dict[str, dict[str, MatrixCell]] = {}
-    for viewer_obj in entities:
-        viewer = viewer_of(viewer_obj)
-        row = {}
-        for target in entities:
-            if target.id == viewer.id:
-                continue
-            label = viewer.aliases.get(target.id)
-            row[target.id] = MatrixCell(
-                label=label, state=alias_state(label, knowledge.true_name(target.id))
-            )
-        matrix[viewer.id] = row
-    return entities, matrix
-
-
-# The overview draws at most this window of a world's matrix; the user pages and filters it.
-MATRIX_ROWS = 25
-MATRIX_COLS = 12
-
-
-@dataclass
-class MatrixWindow:
-    """A window of one world's viewers × targets matrix, chosen by filters and offsets."""
-
-    world: WorldObject
-    entities: int  # every entity of the world
-    viewer_total: int  # viewers matching the row filter
-    target_total: int  # targets matching the column filter
-    row_start: int
-    col_start: int
-    viewers: list[WorldObject]
-    targets: list[WorldObject]
-    cells: dict[str, dict[str, MatrixCell]]  # viewer -> target -> cell (self absent)
-    names: dict[str, str]  # display name of every viewer and target shown
-
-    @property
-    def heads(self) -> list[tuple[WorldObject, str]]:
-        return [(t, self.names[t.id]) for t in self.targets]
-
-    @property
-    def rows(
-        self,
-    ) -> list[tuple[WorldObject, str, list[tuple[WorldObject, MatrixCell | None]]]]:
-        return [
-            (v, self.names[v.id], [(t, self.cells[v.id].get(t.id)) for t in self.targets])
-            for v in self.viewers
-        ]
-
-    def _page(self, start: int, total: int, size: int) -> dict[str, int | None]:
-        return {
-            "prev": max(start - size, 0) if start > 0 else None,
-            "next": start + size if start + size < total else None,
-            "first": start + 1 if total else 0,
-            "last": min(start + size, total),
-        }
-
-    @property
-    def row_page(self) -> dict[str, int | None]:
-        return self._page(self.row_start, self.viewer_total, MATRIX_ROWS)
-
-    @property
-    def col_page(self) -> dict[str, int | None]:
-        return self._page(self.col_start, self.target_total, MATRIX_COLS)
-
-
-def _matching(world_id: str, q: str | None):
-    qs = _entities(world_id)
-    if q:
-        qs = _search(qs, q)
-    return qs.order_by("id")
-
-
-def matrix_window(
-    world: WorldObject,
-    *,
-    row_q: str | None = None,
-    col_q: str | None = None,
-    row_start: int = 0,
-    col_start: int = 0,
-) -> MatrixWindow:
-    """The labels a window of viewers uses for a window of targets: every query bounded by
-    the window, never by the world (a 2,000-entity world is four million cells)."""
-    # Rows are viewers: an entity the save marks as no agent (is_agent=0) thinks nothing and
-    # names nobody, so it is only ever a column.
-    viewers_qs = _matching(world.id, row_q).filter(AGENTS)
-    targets_qs = _matching(world.id, col_q)
-    viewer_total, target_total = viewers_qs.count(), targets_qs.count()
-    row_start = max(0, min(row_start, max(viewer_total - 1, 0)))
-    col_start = max(0, min(col_start, max(target_total - 1, 0)))
-    viewers = list(viewers_qs[row_start : row_start + MATRIX_ROWS])
-    targets = list(targets_qs[col_start : col_start + MATRIX_COLS])
-    # One query names both axes: the true names decide the cells' states and the headers.
-    names = true_names(list({o.id: None for o in (*viewers, *targets)}))
-    cells: dict[str, dict[str, MatrixCell]] = {}
-    for viewer_obj in viewers:
-        viewer = viewer_of(viewer_obj)
-        cells[viewer.id] = {
-            t.id: MatrixCell(label=label, state=alias_state(label, names.get(t.id)))
-            for t in targets
-            if t.id != viewer.id
-            for label in (viewer.aliases.get(t.id),)
-        }
-    return MatrixWindow(
-        world=world,
-        entities=_entities(world.id).count()
-        if (row_q or col_q)
-        else max(viewer_total, target_total),
-        viewer_total=viewer_total,
-        target_total=target_total,
-        row_start=row_start,
-        col_start=col_start,
-        viewers=viewers,
-        targets=targets,
-        cells=cells,
-        names={o.id: names.get(o.id) or o.id for o in (*viewers, *targets)},
-    )
 
 
 def alias_history(viewer_id: str, *, target_id: str | None = None, limit: int = 50) -> list:

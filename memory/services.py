@@ -23,7 +23,7 @@ from memory.engine.leaks import stored as leak_findings
 from memory.engine.upkeep import rebuild_all, run_upkeep, verify_all
 from memory.engine.write_door import remember, retract
 from memory.models import AliasChange, BufferEntry, LeakAcceptance, ObjectType, WorldObject
-from memory.web.selectors import leaks as leak_reads
+from memory.selectors import leaks as leak_reads
 
 
 class AliasRefused(InvalidInput):

@@ -13,7 +13,7 @@ from memory.engine.leaks.stored import scan_fresh, scan_state, stored_findings
 from memory.engine.leaks.world_scan import FINDING_KINDS, ScanFinding, scan_viewer
 from memory.engine.prompt import prompt_context
 from memory.models import LeakFinding, LeakScan, ObjectType, WorldObject
-from memory.web.selectors.viewers import display_names
+from memory.selectors.viewers import display_names
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ from memory.active_save import use
 from memory.engine.knowledge import AGENTS
 from memory.engine.saves import live_saves
 from memory.models import ObjectType, Save, WorldObject
-from memory.web.selectors import leaks as leak_reads
-from memory.web.selectors import projections as projection_reads
+from memory.selectors import leaks as leak_reads
+from memory.selectors import projections as projection_reads
 
 
 def _loads(text: str, default: Any) -> Any:
@@ -81,7 +81,7 @@ def summaries() -> list[SaveSummary]:
 
 def live_row_counts() -> dict[str, int]:
     """The active save's rows per table, as they stand now (what a delete would remove)."""
-    from memory.engine.saves import save_scoped_models  # noqa: PLC0415
+    from memory.engine.saves import save_scoped_models
 
     counts = {}
     for model in sorted(save_scoped_models(), key=lambda m: m._meta.db_table):

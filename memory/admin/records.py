@@ -1,0 +1,98 @@
+"""What the store records, read-only: buffer rows (each with the line its owner reads), the
+alias history, the audit log, and the leak findings editors accepted as expected."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+
+from memory.active_save import use
+from memory.admin.base import ReadOnlyAdmin, ReadOnlyEverySaveAdmin
+from memory.engine.buffer.rendered import render_entry
+from memory.engine.knowledge import viewer_of
+from memory.models import AliasChange, AuditLog, BufferEntry, LeakAcceptance, WorldObject
+
+
+@admin.register(BufferEntry)
+class BufferEntryAdmin(ReadOnlyEverySaveAdmin):
+    list_display = ("id", "save_name", "owner_id", "timestamp", "rendered_line", "retracted_at")
+    list_filter = ("game_save",)
+    search_fields = ("=id", "=owner_id")
+    show_full_result_count = False
+    list_per_page = 50
+    fields = (
+        "id",
+        "save_name",
+        "owner_id",
+        "timestamp",
+        "location_id",
+        "conversation_id",
+        "rendered_line",
+        "intent_json",
+        "outcome_json",
+        "created_at",
+        "retracted_at",
+        "abstracted_into",
+    )
+    readonly_fields = fields
+    ordering = ("-timestamp", "-created_at")
+
+    def lookup_allowed(self, lookup: str, value: str, request=None) -> bool:
+        # ?owner_id__exact=<viewer> filters to one viewer's rows without a list_filter that
+        # would list every object in the store.
+        return lookup in {"owner_id__exact", "owner_id"} or super().lookup_allowed(
+            lookup, value, request
+        )
+
+    @admin.display(description="rendered line (as the owner reads it)")
+    def rendered_line(self, obj: BufferEntry) -> str:
+        with use(obj.game_save_id):
+            owner = WorldObject.objects.filter(id=obj.owner_id).first()
+            if owner is None:
+                return f"undeliverable: owner {obj.owner_id} is not in this save"
+            rendered = render_entry(obj, viewer_of(owner))
+        return (
+            rendered.line
+            if rendered.line is not None
+            else f"undeliverable: {rendered.undeliverable}"
+        )
+
+
+@admin.register(AliasChange)
+class AliasChangeAdmin(ReadOnlyEverySaveAdmin):
+    list_display = (
+        "changed_at",
+        "save_name",
+        "viewer_id",
+        "target_id",
+        "before",
+        "after",
+        "changed_by",
+        "source",
+    )
+    list_filter = ("source",)
+    search_fields = ("=viewer_id", "=target_id")
+
+
+@admin.register(AuditLog)
+class AuditLogAdmin(ReadOnlyAdmin):
+    list_display = ("at", "action", "target", "actor", "actor_label")
+    list_filter = ("action",)
+    search_fields = ("target",)
+
+
+@admin.register(LeakAcceptance)
+class LeakAcceptanceAdmin(ReadOnlyEverySaveAdmin):
+    """Findings an editor accepted as expected (made and withdrawn on /leaks/, audited there)."""
+
+    list_display = (
+        "accepted_at",
+        "save_name",
+        "viewer_id",
+        "section",
+        "kind",
+        "text",
+        "reason",
+        "accepted_by",
+    )
+    list_filter = ("kind", "section")
+    search_fields = ("=viewer_id", "text", "reason")

@@ -1,0 +1,83 @@
+"""The stored leak findings (PRODUCT §7): per-viewer scan bookkeeping, the findings, and the
+findings an editor accepted as expected."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from memory.models.saves import SaveScoped
+
+
+class LeakScan(SaveScoped):
+    """The leak-findings projection's bookkeeping, one row per viewer: the fingerprint of the
+    inputs its stored findings were computed from, and whether a fold since has moved its
+    prompt (new rows change the recent buffer and the session digest)."""
+
+    pk = models.CompositePrimaryKey("game_save", "viewer_id")
+    viewer_id = models.TextField()
+    world_id = models.TextField(null=True, blank=True)
+    fingerprint = models.TextField(default="")
+    stale = models.BooleanField(default=True)
+    scanned_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta(SaveScoped.Meta):
+        db_table = "memory_leak_scans"
+        indexes = [models.Index(fields=["game_save", "stale"], name="leak_scans_stale")]
+
+
+class LeakFinding(SaveScoped):
+    """One stored leak finding in one viewer's prompt context (PRODUCT §7)."""
+
+    viewer_id = models.TextField()
+    ordinal = models.IntegerField()  # the scanner's order within the viewer's prompt
+    section = models.TextField()
+    kind = models.TextField()
+    start = models.IntegerField()
+    end = models.IntegerField()
+    text = models.TextField()
+    entity_id = models.TextField(null=True, blank=True)
+    attribute_name = models.TextField(null=True, blank=True)
+    reason = models.TextField()
+    # One row per distinct leak in a section (issue 13 item 10): start/end are its first
+    # occurrence; every occurrence is kept as [[start, end, source row id], ...].
+    world_id = models.TextField(null=True, blank=True)
+    count = models.IntegerField(default=1)
+    source_id = models.TextField(null=True, blank=True)
+    occurrences_json = models.TextField(default="[]")
+    context_before = models.TextField(default="")
+    context_after = models.TextField(default="")
+
+    class Meta(SaveScoped.Meta):
+        db_table = "memory_leak_findings"
+        indexes = [
+            models.Index(fields=["game_save", "viewer_id", "ordinal"], name="leak_findings_viewer")
+        ]
+
+
+class LeakAcceptance(SaveScoped):
+    """An editor's "expected, not a leak" for one finding, kept by what identifies it to a
+    person (viewer, section, kind, text): it survives rescans while those are unchanged."""
+
+    viewer_id = models.TextField()
+    section = models.TextField()
+    kind = models.TextField()
+    text = models.TextField()
+    reason = models.TextField()
+    accepted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    accepted_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta(SaveScoped.Meta):
+        db_table = "memory_leak_acceptances"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["game_save", "viewer_id", "section", "kind", "text"],
+                name="leak_acceptance_once",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.viewer_id} [{self.section}] {self.kind} {self.text!r}"

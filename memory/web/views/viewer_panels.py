@@ -1,0 +1,398 @@
+"""The viewer page's context, panel by panel (aliases, buffer, sessions, faces, the viewer
+switcher): each read lazily, so a panel's fragment pays for its own panel alone. The views
+are in viewer.py (the page and three panels) and aliases.py (the aliases panel and its edit).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.middleware.csrf import get_token
+from django.utils.functional import SimpleLazyObject
+from django.utils.http import RFC3986_SUBDELIMS
+from django.utils.text import slugify
+from django.views.decorators.http import require_GET
+
+from memory.engine.cursor import BadCursor
+from memory.engine.errors import NotFound
+from memory.engine.knowledge import Viewer
+from memory.roles import EDIT_PERMISSION
+from memory.selectors import buffer as buffer_reads
+from memory.selectors import faces as face_reads
+from memory.selectors import projections as projection_reads
+from memory.selectors import viewers as viewer_reads
+from memory.web.converters import IdConverter
+from memory.web.saves import reverse
+from memory.web.views import markup
+from memory.web.views._common import (
+    get_viewer_for_user,
+    query_text,
+    render_page,
+)
+
+_IDS = IdConverter()
+
+
+BUFFER_TYPES = ("dialogue", "action", "monologue", "thought")
+
+
+@dataclass
+class BufferState:
+    before: str | None
+    after: str | None
+    types: tuple[str, ...]
+    q: str | None
+    qa: bool
+    uses: str | None = None  # only the lines naming this entity (an alias row's "lines")
+    line: str | None = None  # the selected line: its session, episode and aliases light up
+
+    @classmethod
+    def from_request(cls, request: HttpRequest) -> BufferState:
+        types = tuple(t for t in request.GET.getlist("type") if t in BUFFER_TYPES)
+        return cls(
+            before=query_text(request, "before"),
+            after=query_text(request, "after"),
+            types=types,
+            q=query_text(request, "q"),
+            qa=request.GET.get("qa") == "1",
+            uses=query_text(request, "uses"),
+            line=query_text(request, "line"),
+        )
+
+    def query(self, **overrides: Any) -> str:
+        values = {
+            "before": self.before,
+            "after": self.after,
+            "q": self.q,
+            "uses": self.uses,
+            "qa": "1" if self.qa else None,
+            "line": self.line,
+        }
+        values.update(overrides)
+        pairs = [("type", t) for t in self.types]
+        pairs += [(k, v) for k, v in values.items() if v]
+        return urlencode(pairs)
+
+
+def _buffer_context(viewer: Viewer, state: BufferState) -> dict[str, Any]:
+    base = reverse("memory:buffer_panel", args=[viewer.id])
+    error = None
+    try:
+        page = buffer_reads.buffer_page(
+            viewer,
+            before=state.before,
+            after=state.after,
+            types=frozenset(state.types) or None,
+            q=state.q,
+            uses=state.uses,
+        )
+    except BadCursor as exc:
+        error = str(exc)
+        page = buffer_reads.buffer_page(
+            viewer, types=frozenset(state.types) or None, q=state.q, uses=state.uses
+        )
+
+    def url(**overrides: Any) -> str:
+        qs = state.query(**overrides)
+        return f"{base}?{qs}" if qs else base
+
+    page_base = reverse("memory:viewer", args=[viewer.id])
+    # Selecting a line is a permalink to the whole page with the same buffer state: the
+    # server lights up its session, episode and aliases (no JS needed; htmx swaps it in).
+    lines = [
+        {
+            "e": e,
+            "select_url": f"{page_base}?{state.query(line=e.id)}#line-{slugify(e.id)}",
+            "dom": f"line-{slugify(e.id)}",
+            "selected": e.id == state.line,
+        }
+        for e in page.entries
+    ]
+    return {
+        "lines": lines,
+        "uses_name": viewer_reads.display_names([state.uses])[state.uses] if state.uses else None,
+        "clear_uses_url": url(uses=None, before=None, after=None),
+        "page": page,
+        "state": state,
+        "error": error,
+        "types": BUFFER_TYPES,
+        "self_url": url(),
+        "older_url": url(before=page.older, after=None) if page.older else None,
+        "newer_url": url(after=page.newer, before=None) if page.newer else None,
+        "qa_url": url(qa=None if state.qa else "1"),
+        "json_url": reverse("api:buffer", args=[viewer.id])
+        + (f"?{twin_query}" if (twin_query := state.query(qa=None, line=None)) else ""),
+    }
+
+
+def _reverse_each(name: str, head: list[str], ids: list[str]) -> dict[str, str]:
+    """reverse(name, args=[*head, i]) for each id, as one reverse and a splice per id: the
+    last argument is quoted the way reverse quotes an <oid:> segment (a reverse per row was a
+    sixth of the aliases panel's rows)."""
+    marker = "\ue000"  # a private-use character no id needs; its quoted form appears once
+    pattern = reverse(name, args=[*head, marker])
+    before, sep, after = pattern.partition(quote(marker))
+    if not sep:  # not an <oid:> last segment after all: reverse each, as before
+        return {i: reverse(name, args=[*head, i]) for i in ids}
+    return {
+        i: f"{before}{quote(_IDS.to_url(i), safe=RFC3986_SUBDELIMS + '/~:@')}{after}"
+        if i
+        else reverse(name, args=[*head, i])
+        for i in ids
+    }
+
+
+ALIASES_SHOWN = 100
+
+
+# Strangers (targets the viewer has no label for) are alike: "unknown", "an unfamiliar figure",
+# a descriptor to take. A few show what such a row is and let an editor name one at once; more
+# would push the labels that matter (and the history) out of sight on a crowded world and make
+# the page pay for rows nobody reads. The count and "Show all" say where the rest are.
+STRANGERS_SHOWN = 10
+
+
+def _alias_item(
+    r: viewer_reads.AliasRow,
+    buffer_url: str,
+    edit_url: str,
+    *,
+    can_edit: bool,
+    errors: list[str],
+    warnings: list[str],
+    rejected: str | None,
+    selected: bool,
+) -> dict[str, Any]:
+    """One alias row with every value markup.alias_row prints made here, once (a hundred
+    rows' slugify, {% url %} and nested lookups were most of the page in the template)."""
+    dom = slugify(r.target_id)
+    name = r.true_name or r.target_id
+    return {
+        "target": r.target_id,
+        "name": name,
+        "named": name != r.target_id,
+        "in_world": r.in_world,
+        "state": r.state,
+        "label": r.label,
+        "shown_as": r.shown_as,
+        "suggestion": r.suggestion,
+        # An editor gets one click to take the suggestion, unless it is already the label.
+        "offer": can_edit and bool(r.suggestion) and r.suggestion != r.label,
+        # A refused label stays in its input, beside the reason, to be corrected.
+        "value": rejected if rejected is not None else (r.label or ""),
+        "rejected": rejected,
+        "errors": errors,
+        "warnings": warnings,
+        "dom": dom,
+        "edit_url": edit_url,
+        "uses_url": f"{buffer_url}?{urlencode({'uses': r.target_id})}",
+        "selected": selected,
+    }
+
+
+def _aliases_context(
+    viewer: Viewer,
+    errors: dict[str, list[str]] | None = None,
+    warnings=None,
+    show_all: bool = False,
+    selected: tuple[str, ...] = (),
+    rejected: dict[str, str] | None = None,
+    can_edit: bool = False,
+    csrf_token: str = "",
+) -> dict:
+    """Every alias row; past ALIASES_SHOWN targets only the labelled ones, any the edit just
+    touched or the selected line names, and the first STRANGERS_SHOWN strangers, unless
+    ?all_aliases=1 (a crowd of strangers would make the page megabytes)."""
+    errors, warnings, rejected = errors or {}, warnings or {}, rejected or {}
+    # A selected line's targets stay too: the line lights up their rows.
+    window = viewer_reads.alias_window(
+        viewer,
+        pinned=[*errors, *warnings, *selected],
+        show_all=show_all,
+        limit=ALIASES_SHOWN,
+        strangers=STRANGERS_SHOWN,
+    )
+    buffer_url = reverse("memory:buffer_panel", args=[viewer.id])
+    edit_urls = _reverse_each("memory:alias_edit", [viewer.id], [r.target_id for r in window.rows])
+    rows = [
+        _alias_item(
+            r,
+            buffer_url,
+            edit_urls[r.target_id],
+            can_edit=can_edit,
+            errors=errors.get(r.target_id, []),
+            warnings=warnings.get(r.target_id, []),
+            rejected=rejected.get(r.target_id),
+            selected=r.target_id in selected,
+        )
+        for r in window.rows
+    ]
+    csrf_input = markup.csrf_input(csrf_token) if can_edit else ""
+    for item in rows:
+        item["html"] = markup.alias_row(item, viewer.id, can_edit, csrf_input)
+    shown = {item["target"] for item in rows}
+    return {
+        "rows": rows,
+        "hidden": window.total - len(rows),
+        "all_url": reverse("memory:aliases_panel", args=[viewer.id]) + "?all_aliases=1",
+        "other_errors": [(t, errs) for t, errs in errors.items() if t not in shown],
+        "history": viewer_reads.alias_history(viewer.id),
+        "errors": errors,
+        "warnings": warnings,
+        "aliases_error": viewer.aliases_error,
+        # What {% csrf_token %} prints, made once for the two forms of every row.
+        "csrf_input": csrf_input,
+    }
+
+
+def _sessions_context(viewer: Viewer, links: buffer_reads.LineLinks | None) -> dict[str, Any]:
+    panel = projection_reads.sessions_panel(viewer)
+    selected_session = links.session_key if links else None
+    selected_episode = panel.episode_at(links.entry.timestamp) if links else None
+    items = [
+        {
+            "s": s,
+            "summary": panel.summaries.get(s.session_key),
+            "dom": f"session-{slugify(s.session_key)}",
+            "selected": s.session_key == selected_session,
+        }
+        for s in panel.sessions_oldest_first
+    ]
+    episodes = panel.episodes_oldest_first
+    return {
+        "sessions": items,
+        "digest": panel.digest,
+        "episodes": [{"e": e, "selected": e.ordinal == selected_episode} for e in episodes],
+        "timeline": _timeline(episodes, selected_episode),
+    }
+
+
+def _timeline(episodes: list, selected: int | None = None) -> list[dict[str, Any]]:
+    """Episodes as bars on one row, oldest left: x/width in percent of the SVG's width."""
+    if not episodes:
+        return []
+    ordered = sorted(episodes, key=lambda e: e.ordinal)
+    total = sum(max(e.member_count, 1) for e in ordered)
+    x = 0.0
+    bars = []
+    for e in ordered:
+        width = 100.0 * max(e.member_count, 1) / total
+        bars.append(
+            {
+                "episode": e,
+                "x": f"{x:.2f}",
+                "width": f"{max(width - 0.4, 0.3):.2f}",
+                "selected": e.ordinal == selected,
+            }
+        )
+        x += width
+    return bars
+
+
+def _faces_context(request: HttpRequest, viewer: Viewer) -> dict[str, Any]:
+    include = request.GET.get("include_shadowed") == "1"
+    base = reverse("memory:faces_panel", args=[viewer.id])
+    toggle = base if include else f"{base}?include_shadowed=1"
+    context: dict[str, Any] = {
+        "include_shadowed": include,
+        "toggle_url": toggle,
+        "json_url": reverse("api:faces", args=[viewer.id])
+        + ("?include_shadowed=true" if include else ""),
+    }
+    context["view"] = face_reads.faces_view(viewer, include_shadowed=include)
+    return context
+
+
+VIEWERS_SHOWN = 50
+
+
+def _viewer_switch(viewer: Viewer) -> dict[str, Any]:
+    """The switcher's window: at most VIEWERS_SHOWN ids of the viewer's world around the
+    current one (a list of 1,000 links is neither quick to render nor usable); the rest are
+    one search away (the header's "Find a viewer", the overview). Each link's URL and name
+    are made here, once: fifty {% url %} tags were a tenth of the page."""
+    shown, total = viewer_reads.viewer_window_ids(viewer, VIEWERS_SHOWN)
+    names = viewer_reads.display_names(shown)
+    urls = _reverse_each("memory:viewer", [], shown)
+    links = [
+        {
+            "id": i,
+            "name": names[i],
+            "named": names[i] != i,
+            "url": urls[i],
+            "current": i == viewer.id,
+        }
+        for i in shown
+    ]
+    for link in links:
+        link["html"] = markup.switch_link(link)
+    return {
+        "links": links,
+        "hidden": total - len(shown),
+        "total": total,
+    }
+
+
+def _line_links(viewer: Viewer, state: BufferState) -> buffer_reads.LineLinks | None:
+    if not state.line:
+        return None
+    try:
+        return buffer_reads.line_links(viewer, state.line)
+    except NotFound:
+        return None  # a stale permalink: the page, with nothing selected
+
+
+def viewer_context(
+    request: HttpRequest, viewer: Viewer, focus: str | None = None, **aliases_extra: Any
+) -> dict[str, Any]:
+    state = BufferState.from_request(request)
+    links = _line_links(viewer, state)
+    names = viewer_reads.display_names([viewer.id])
+    can_edit = request.user.has_perm(EDIT_PERMISSION)
+    # Lazy: a panel fragment reads only its own panel, so it pays only for that panel.
+    return {
+        "viewer": viewer,
+        "viewer_name": names[viewer.id],
+        "focus": focus,
+        "selected_line": links,
+        "viewers": SimpleLazyObject(lambda: _viewer_switch(viewer)),
+        "aliases": SimpleLazyObject(
+            lambda: _aliases_context(
+                viewer,
+                show_all=request.GET.get("all_aliases") == "1",
+                selected=links.alias_targets if links else (),
+                can_edit=can_edit,
+                csrf_token=get_token(request) if can_edit else "",
+                **aliases_extra,
+            )
+        ),
+        "buffer": SimpleLazyObject(lambda: _buffer_context(viewer, state)),
+        "sessions": SimpleLazyObject(lambda: _sessions_context(viewer, links)),
+        "faces": SimpleLazyObject(lambda: _faces_context(request, viewer)),
+        "can_edit": can_edit,
+        "json_twin": reverse("api:buffer", args=[viewer.id]),
+    }
+
+
+def panel_view(partial: str, twin: str):
+    @require_GET
+    @login_required
+    def view(request: HttpRequest, viewer_id: str) -> HttpResponse:
+        viewer = get_viewer_for_user(request, viewer_id)
+        # The panel's own URL shows the whole page with that panel in focus (scrolled to,
+        # highlighted, announced); to htmx it is the panel alone.
+        # A panel re-reading itself (the buffer after an alias edit) takes no focus: the
+        # person is still working where they were.
+        refresh = request.headers.get("HX-Trigger") == partial
+        context = viewer_context(
+            request, viewer, focus=None if refresh else partial.removesuffix("-panel")
+        )
+        context["json_twin"] = reverse(twin, args=[viewer.id])
+        return render_page(request, "memory/viewer.html", partial, context)
+
+    view.__name__ = partial.replace("-", "_")
+    return view

@@ -1,0 +1,227 @@
+"""Our side of the follow: what the inspector holds of the file (LiveRow: which row stood at
+which rowid), and a batch written into the save with the resume state beside it, through the
+import's own helpers (memory.worlds.bulk: insert_ignore, sync_objects, ImportClock), so a
+follower killed at any point resumes with no gap and no duplicate; then the derived rows (the
+owners whose rows were deleted refolded, the projection cycle, the stored leak findings) and
+the version the pages poll. Never reads the game's file: what it writes comes in as
+changes.Changes.
+"""
+
+from __future__ import annotations
+
+import json
+
+from django.db.models import Count, F
+from django.utils import timezone
+
+from memory.active_save import current_id, use
+from memory.engine.clock import is_untimed
+from memory.engine.projections.refold import refold_owners
+from memory.engine.scopes import home_scope
+from memory.engine.shards import bump_generations, notify_written, shard_count, shard_of
+from memory.engine.upkeep import run_upkeep
+from memory.models import BufferEntry, LedgerEntry, LiveFollow, LiveRow, Save, WorldObject
+from memory.worlds import bulk
+from memory.worlds.live.changes import (
+    BUCKET_SIZE,
+    REWIND_ROWS,
+    BatchResult,
+    Changes,
+    Ours,
+)
+from memory.worlds.report import WorldImportError
+
+
+def held(save: Save | None, table: str, mark: int) -> Ours:
+    """The LiveRow rows at or before the watermark: how many, and the newest (for a rewind)."""
+    if not mark or save is None:
+        return Ours()
+    with use(save):
+        rows = LiveRow.objects.filter(table_name=table, rowid__lte=mark)
+        return Ours(
+            held=rows.count(),
+            tail=list(rows.order_by("-rowid").values_list("rowid", "entry_id")[:REWIND_ROWS]),
+        )
+
+
+def held_buckets(save: Save, table: str, mark: int) -> dict[int, int]:
+    """How many rows we hold in each rowid bucket at or before the watermark: counted by the
+    database on the (save, table, rowid) index (at a million rows the rows never come to
+    Python, which took about a second of every deletion)."""
+    with use(save):
+        return dict(
+            LiveRow.objects.filter(table_name=table, rowid__lte=mark)
+            .annotate(bucket=F("rowid") / BUCKET_SIZE)
+            .values("bucket")
+            .annotate(n=Count("*"))
+            .values_list("bucket", "n")
+        )
+
+
+def held_between(save: Save, table: str, low: int, high: int) -> list[tuple[int, str]]:
+    """The (rowid, id) rows we hold from `low` to `high`."""
+    with use(save):
+        return list(
+            LiveRow.objects.filter(table_name=table, rowid__gte=low, rowid__lte=high).values_list(
+                "rowid", "entry_id"
+            )
+        )
+
+
+def write_batch(
+    changes: Changes,
+    *,
+    follow: int,
+    identity: tuple[int, int],
+    source: str,
+    replaced: str | None = None,
+) -> BatchResult:
+    """One batch's rows and the resume state that says they are in, in the active save; the
+    caller holds the transaction. `follow` is the LiveFollow's key, `identity` the file's
+    (device, inode)."""
+    result = BatchResult(replaced=replaced)
+    state = LiveFollow.objects.select_for_update().get(pk=follow)
+    marks = bulk.lock_all_shards()
+    touched: set[str] = set()
+    deleted_owners: set[str] = set()
+    if changes.small is not None:
+        object_rows, attribute_rows, acl_rows, worlds = changes.small
+        gone = WorldObject.objects.filter(world_id__in=changes.world_ids).exclude(
+            id__in=list(worlds)
+        )
+        gone_ids = list(gone.values_list("id", flat=True))
+        if gone_ids:  # the game removed objects: their rows go with them
+            deleted_owners.update(gone_ids)
+            for model in (BufferEntry, LedgerEntry):
+                model.objects.filter(owner_id__in=gone_ids).delete()
+            gone.delete()
+        bulk.sync_objects(object_rows, attribute_rows, acl_rows)
+        # The save's source hash is part of every viewer's leak-findings fingerprint: a
+        # moved hash is how the stored findings learn that the world changed.
+        Save.objects.filter(pk=current_id()).update(source_sha256=f"live:{changes.small_hash}")
+        result.objects_synced = True
+    clock = bulk.ImportClock(marks)
+    for table, model, tc in (
+        ("buffer_entries", BufferEntry, changes.buffer),
+        ("ledger_entries", LedgerEntry, changes.ledger),
+    ):
+        if tc.deleted:
+            ids = [entry_id for _rowid, entry_id in tc.deleted]
+            for start in range(0, len(ids), 500):
+                chunk = model.objects.filter(id__in=ids[start : start + 500])
+                deleted_owners.update(o for o in chunk.values_list("owner_id", flat=True) if o)
+                result.deleted[table] = result.deleted.get(table, 0) + chunk.count()
+                chunk.delete()
+            rowids = [r for r, _ in tc.deleted]
+            for start in range(0, len(rowids), 500):
+                LiveRow.objects.filter(
+                    table_name=table, rowid__in=rowids[start : start + 500]
+                ).delete()
+        if tc.rewound_to is not None:
+            LiveRow.objects.filter(table_name=table, rowid__gt=tc.rewound_to).delete()
+    shards = shard_count()
+    buffer_rows = [
+        (
+            *row[1:],
+            clock.take(shard_of(row[2], shards)),
+            shard_of(row[2], shards),
+            is_untimed(row[3]),
+        )
+        for row in changes.buffer.new
+    ]
+    added = bulk.insert_ignore("buffer_entries", bulk.BUFFER_COLUMNS, buffer_rows)
+    if added != len(buffer_rows):
+        _check_owners(source, "buffer_entries", BufferEntry, changes.buffer.new)
+    result.added["buffer_entries"] = added
+    touched.update(row[2] for row in changes.buffer.new)
+    ledger_rows = [
+        (
+            *row[1:],
+            home_scope(row[2]),
+            f"ledger/{row[1]}",
+            clock.take(shard_of(row[2], shards)),
+        )
+        for row in changes.ledger.new
+    ]
+    added = bulk.insert_ignore("ledger_entries", bulk.LEDGER_COLUMNS, ledger_rows)
+    if added != len(ledger_rows):
+        _check_owners(source, "ledger_entries", LedgerEntry, changes.ledger.new)
+    result.added["ledger_entries"] = added
+    touched.update(row[2] for row in changes.ledger.new if row[2])
+    # file_order: the row's rowid in the file, so an export keeps the game's order.
+    result.added["ledger_involved_entities"] = bulk.insert_ignore(
+        "ledger_involved_entities",
+        ("entry_id", "entity_id", "file_order"),
+        [(entry_id, entity_id, rowid) for rowid, entry_id, entity_id in changes.involved],
+    )
+    LiveRow.objects.bulk_create(
+        [
+            LiveRow(table_name=table, rowid=row[0], entry_id=row[1])
+            for table, tc in (
+                ("buffer_entries", changes.buffer),
+                ("ledger_entries", changes.ledger),
+            )
+            for row in tc.new
+        ],
+        batch_size=1000,
+    )
+    bump_generations(touched | deleted_owners)
+    bulk.advance_shards(clock.assigned)
+    pending = set(json.loads(state.pending_refold)) | deleted_owners
+    LiveFollow.objects.filter(pk=follow).update(
+        world_id=changes.world_ids[0] if changes.world_ids else "",
+        device=identity[0],
+        inode=identity[1],
+        buffer_mark=changes.buffer.mark,
+        buffer_mark_id=changes.buffer.mark_id,
+        ledger_mark=changes.ledger.mark,
+        ledger_mark_id=changes.ledger.mark_id,
+        involved_mark=changes.involved_mark,
+        small_tables_hash=changes.small_hash,
+        pending_refold=json.dumps(sorted(pending)),
+        batches=state.batches + 1,
+        applied_at=timezone.now(),
+    )
+    notify_written()
+    return result
+
+
+def _check_owners(source: str, table: str, model, rows: list[tuple]) -> None:
+    """A row skipped on conflict must be the same row (a resumed batch), never another
+    world's row with the same id."""
+    by_id = {row[1]: row[2] for row in rows}
+    ids = list(by_id)
+    for start in range(0, len(ids), 500):
+        for entry_id, owner in model.objects.filter(id__in=ids[start : start + 500]).values_list(
+            "id", "owner_id"
+        ):
+            if owner != by_id[entry_id]:
+                raise WorldImportError(
+                    source, table, f"id={entry_id}", f"id already belongs to {owner!r}"
+                )
+
+
+def derive(save: Save, follow: int, pending: list[str]) -> int:
+    """The derived rows, current in the same cycle: owners with deleted rows refolded (how
+    many is returned), the projection cycle, the stored leak findings; then the version the
+    pages poll moves."""
+    refolded = 0
+    with use(save):
+        if pending:
+            refolded = refold_owners(pending)
+        run_upkeep()
+        LiveFollow.objects.filter(pk=follow).update(
+            pending_refold="[]", version=F("version") + 1, heartbeat_at=timezone.now()
+        )
+    return refolded
+
+
+def readable(follow: int) -> None:
+    """The batch's rows are readable: pages may show them before the fold and the leak
+    rescan (derive moves the version again once those are current)."""
+    LiveFollow.every_save.filter(pk=follow).update(version=F("version") + 1)
+
+
+def heartbeat(follow: int) -> None:
+    """The follower is running (the pages' "live" marker)."""
+    LiveFollow.every_save.filter(pk=follow).update(heartbeat_at=timezone.now())
