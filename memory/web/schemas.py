@@ -103,11 +103,7 @@ class BufferPageOut(Schema):
     older: str | None = Field(description="cursor for the page before this one (pass as `before`)")
     newer: str | None = Field(description="cursor for the page after this one (pass as `after`)")
     rows_visited: int
-    searched_to: str | None = Field(
-        None,
-        description="set when a filtered page ran out of its time budget before it filled: the "
-        "timestamp of the last row searched; the cursor in the page's direction continues there",
-    )
+    searched_to: str | None = Field(None, description="out of time: the last row's timestamp")
 
 
 class MemoryIn(_In):
