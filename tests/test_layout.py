@@ -36,3 +36,24 @@ def test_no_module_past_400_lines_but_those_readme_names_with_a_reason() -> None
     long = _long_modules()
     assert sorted(long) == sorted(named), (long, named)
     assert all(reason for reason in named.values())
+
+
+def _layout_block() -> str:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    return readme.split("## Layout", 1)[1].split("```", 2)[1]
+
+
+def test_readme_layout_names_every_module() -> None:
+    # One line per module (issue 26): a module added without its line in the Layout is a
+    # module a reader of README cannot find. Packages' __init__ files re-export only, and the
+    # commands are listed by name under "Commands"; migrations are Django's.
+    block = _layout_block()
+    missing = [
+        path.relative_to(ROOT).as_posix()
+        for path in sorted((ROOT / "memory").rglob("*.py"))
+        if "migrations" not in path.parts
+        and path.name != "__init__.py"
+        and not (path.parent.name == "commands" and not path.name.startswith("_"))
+        and not re.search(rf"(?<![\w]){re.escape(path.name)}\b", block)
+    ]
+    assert missing == []
