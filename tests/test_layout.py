@@ -6,8 +6,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 LIMIT = 400
+
+pytestmark = pytest.mark.pure  # files only: the same on every backend
 
 
 def _long_modules() -> dict[str, int]:
