@@ -5,7 +5,8 @@ from __future__ import annotations
 import time
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from datetime import datetime
 
 from django.conf import settings
 from django.db.models import Q, QuerySet
@@ -14,6 +15,8 @@ from memory.active_save import current_id
 from memory.engine import text_index
 from memory.engine.buffer.rendered import BUFFER_FIELDS, RenderedEntry, render_entry
 from memory.engine.buffer.words import (
+    IndexTerm,
+    StoredWords,
     TermPlanner,
     WordSearch,
     query_words,
@@ -93,18 +96,51 @@ def _key(entry) -> Key:
     return entry.timestamp, entry.created_at, entry.id
 
 
+@dataclass(slots=True)
+class _Row:
+    """A buffer row as a page reads it: the columns render_entry reads, without the cost of
+    a model instance (a filtered page may read thousands)."""
+
+    uid: int
+    id: str
+    timestamp: str
+    created_at: int
+    intent_json: str
+    outcome_json: str | None
+    location_id: str | None
+    conversation_id: str | None
+    retracted_at: datetime | None
+    abstracted_into: str | None
+    owner_id: str
+    untimed: bool
+
+
+_ROW_FIELDS = ("uid", *BUFFER_FIELDS)
+assert tuple(f.name for f in fields(_Row)) == _ROW_FIELDS
+
+
 class _Rows:
     """The rows a page reads, in reading order from a key: every row of the viewer (`base`,
     a query seeking the owner's time index), or only those the text index names."""
 
-    def __init__(self, base: QuerySet, indexed: list[tuple[int, Key]] | None = None) -> None:
+    def __init__(
+        self,
+        base: QuerySet,
+        indexed: list[tuple[int, Key]] | None = None,
+        stored: StoredWords | None = None,
+    ) -> None:
         self.base = base
         self.indexed = indexed
         self.keys = [key for _uid, key in indexed] if indexed is not None else []
+        self.stored = stored
 
-    def past(self, key: Key | None, forward: bool, n: int) -> list:
+    def may_pass(self, entry: _Row) -> bool:
+        """Whether the row's stored words allow its line to pass (else it is not rendered)."""
+        return self.stored is None or self.stored.hold(entry.intent_json, entry.outcome_json)
+
+    def past(self, key: Key | None, forward: bool, n: int) -> list[_Row]:
         if self.indexed is None:
-            return list(_past(self.base, key, forward)[:n])
+            return [_Row(*r) for r in _past(self.base, key, forward)[:n].values_list(*_ROW_FIELDS)]
         if forward:
             at = 0 if key is None else bisect_right(self.keys, key)
             picked = self.indexed[at : at + n]
@@ -113,7 +149,7 @@ class _Rows:
             picked = self.indexed[max(0, at - n) : at][::-1]
         # By primary key alone: the rows are known to be the viewer's.
         found = BufferEntry.every_save.filter(uid__in=[uid for uid, _ in picked])
-        by_uid = {row.uid: row for row in found.only(*BUFFER_FIELDS)}
+        by_uid = {row[0]: _Row(*row) for row in found.values_list(*_ROW_FIELDS)}
         return [by_uid[uid] for uid, _ in picked if uid in by_uid]
 
     def any_past(self, key: Key, forward: bool) -> bool:
@@ -162,6 +198,8 @@ def _scan(
         for entry in chunk:
             visited += 1
             last = _key(entry)
+            if matches is not None and not rows.may_pass(entry):
+                continue
             rendered = render_entry(entry, viewer)
             if matches is None or matches(rendered):
                 picked.append(rendered)
@@ -195,7 +233,7 @@ def _has_match(
         for entry in chunk:
             read += 1
             key = _key(entry)
-            if matches(render_entry(entry, viewer)):
+            if rows.may_pass(entry) and matches(render_entry(entry, viewer)):
                 return True, read
             if read >= budget or time.monotonic() >= deadline:
                 return True, read
@@ -209,11 +247,11 @@ def _has_match(
 INDEXED_ROWS = 10_000
 
 
-def _indexed(
+def _terms(
     viewer: Viewer, words: tuple[str, ...], types: frozenset[str] | None, uses: str | None
-) -> list[tuple[int, Key]] | None:
-    """The viewer's rows the text index says may pass the filters, or None where it cannot
-    narrow them (then every row is read in order, within the budget)."""
+) -> list[IndexTerm]:
+    """What a row must hold for its line to pass the filters (memory.engine.buffer.words):
+    a term per filter that can say."""
     terms = []
     if words:
         planner = TermPlanner(viewer.id, viewer.aliases)
@@ -222,9 +260,7 @@ def _indexed(
         terms.append(term)
     if types and (term := types_term(types)) is not None:
         terms.append(term)
-    if not terms:
-        return None
-    return text_index.candidates(current_id(), viewer.id, terms, INDEXED_ROWS)
+    return terms
 
 
 def buffer_page(
@@ -267,12 +303,15 @@ def buffer_page(
         return search.matches(text)
 
     base = viewer_rows(viewer)
-    indexed = _indexed(viewer, words, types, uses) if filtered else None
+    terms = _terms(viewer, words, types, uses) if filtered else []
+    # The rows the text index says may pass; None where it cannot narrow them (then every
+    # row is read in order, within the budget).
+    indexed = text_index.candidates(current_id(), viewer.id, terms, INDEXED_ROWS) if terms else None
     if indexed is None and uses and (mention := _json_mention(uses)):
         # Only a row whose intent holds the id as a JSON string can name it: the database
         # drops the rest before anything is rendered (names_in still decides).
         base = base.filter(intent_json__contains=mention)
-    rows = _Rows(base, indexed)
+    rows = _Rows(base, indexed, StoredWords(terms) if terms else None)
     check = matches if filtered else None
     scan = _scan(rows, viewer, start, forward, check, limit, max_rows=scan_limit, deadline=deadline)
     picked = scan.picked
