@@ -36,12 +36,13 @@ def candidates(
 ) -> list[tuple[int, Key]] | None:
     """(uid, key) of the owner's rows that hold every term (and those the index cannot vouch
     for), in reading order; None when the index cannot narrow them to `cap` rows or fewer."""
-    if connection.vendor == "sqlite":
-        terms = [t for t in terms if _prefix_rows(t) <= MAX_PREFIX_ROWS]
-        if not terms:
-            return None
-        match = " AND ".join(f"({_fts5(t)})" for t in terms)
-        with connection.cursor() as cursor:
+    counts = _PrefixRows()
+    terms = [t for t in terms if counts.of(t) <= MAX_PREFIX_ROWS]
+    if not terms:
+        return None
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            match = " AND ".join(f"({_fts5(t)})" for t in terms)
             cursor.execute(
                 "SELECT rowid FROM buffer_fts WHERE buffer_fts MATCH %s LIMIT %s",
                 [f'"{owner_word(save_id, owner_id)}" AND (({match}) OR {ANY_WORD})', cap + 1],
@@ -59,11 +60,8 @@ def candidates(
                     chunk,
                 )
                 rows += cursor.fetchall()
-    else:
-        if not terms:
-            return None
-        match = " & ".join(f"({_tsquery(t)})" for t in terms)
-        with connection.cursor() as cursor:
+        else:
+            match = " & ".join(f"({_tsquery(t)})" for t in terms)
             cursor.execute(
                 "SELECT uid, timestamp, created_at, id, owner_id, game_save_id "
                 "FROM buffer_entries WHERE game_save_id = %s AND owner_id = %s "
@@ -84,18 +82,48 @@ def candidates(
     return found
 
 
-def _prefix_rows(term: IndexTerm) -> int:
-    """How many rows' entries a term's prefixes would read (FTS5 reads every word that
-    begins with a prefix before it can answer), from the index's word counts."""
-    total = 0
+class _PrefixRows:
+    """How many rows' entries a term's prefixes would have the index read (it reads every
+    word that begins a prefix before it answers): SQLite counts them in its word list;
+    PostgreSQL estimates them from the statistics ANALYZE keeps on the index (the share of
+    rows holding each common word; a rare word is not among them, and reads few)."""
+
+    def __init__(self) -> None:
+        self.common: list[tuple[str, float]] | None = None
+
+    def of(self, term: IndexTerm) -> float:
+        if not term.prefixes:
+            return 0
+        if connection.vendor == "sqlite":
+            total = 0
+            with connection.cursor() as cursor:
+                for prefix in term.prefixes:
+                    cursor.execute(
+                        "SELECT coalesce(sum(doc), 0) FROM buffer_fts_terms "
+                        "WHERE term >= %s AND term < %s",
+                        [prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)],
+                    )
+                    total += cursor.fetchone()[0]
+            return total
+        if self.common is None:
+            self.common = _postgres_common_words()
+        starts = tuple(term.prefixes)
+        return sum(rows for word, rows in self.common if word.startswith(starts))
+
+
+def _postgres_common_words() -> list[tuple[str, float]]:
     with connection.cursor() as cursor:
-        for prefix in term.prefixes:
-            cursor.execute(
-                "SELECT coalesce(sum(doc), 0) FROM buffer_fts_terms WHERE term >= %s AND term < %s",
-                [prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)],
-            )
-            total += cursor.fetchone()[0]
-    return total
+        cursor.execute(
+            "SELECT s.most_common_elems::text::text[], s.most_common_elem_freqs, c.reltuples "
+            "FROM pg_stats s JOIN pg_class c ON c.relname = 'buffer_entries' "
+            "AND c.relnamespace = to_regnamespace(current_schema()) "
+            "WHERE s.schemaname = current_schema() AND s.tablename = 'buffer_entries_words'"
+        )
+        row = cursor.fetchone()
+    if row is None or row[0] is None:
+        return []
+    words, shares, rows = row
+    return [(word, share * max(rows, 0)) for word, share in zip(words, shares, strict=False)]
 
 
 # Query words are ASCII letters and digits (memory.engine.buffer.words), so quoting them is
