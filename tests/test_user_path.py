@@ -186,26 +186,35 @@ def test_cursor_pages_seek_to_the_cursor_on_sqlite(world):
 
 def _every_match(viewer, **filters) -> list[str]:
     from memory.engine.buffer.rendered import render_entry
+    from memory.engine.buffer.words import WordSearch, query_words, searched_text
     from memory.selectors.buffer import names_in, viewer_rows
 
+    search = WordSearch(query_words(filters.get("q")))
     found = []
     for row in viewer_rows(viewer).order_by("-timestamp", "-created_at", "-id"):
         entry = render_entry(row, viewer)
         if "uses" in filters and filters["uses"] not in names_in(entry):
             continue
-        if "q" in filters and filters["q"] not in (entry.line or "").casefold():
+        if not search.matches(searched_text(entry.line, entry.intent_json, entry.outcome_json)):
             continue
         found.append(entry.id)
     return found
 
 
 @pytest.mark.parametrize("which", ["q", "uses"])
-def test_a_filter_stopped_by_its_budget_says_so_and_continues_to_every_match(world, which):
-    """With no time at all, each page reads one chunk, says how far back it searched, and
-    the continue links together find exactly what one full scan finds, in order."""
+@pytest.mark.parametrize("indexed", [True, False], ids=["indexed", "read in order"])
+def test_a_filter_stopped_by_its_budget_says_so_and_continues_to_every_match(
+    world, which, indexed, monkeypatch
+):
+    """With no time at all: the text index hands a page only the rows that may match, so it
+    never stops; where the index declines (forced here), each page reads one chunk, says how
+    far back it searched, and the continue links together find exactly what one full scan
+    finds, in order."""
     from memory.engine.knowledge import get_viewer
-    from memory.selectors.buffer import buffer_page
+    from memory.selectors import buffer
 
+    if not indexed:
+        monkeypatch.setattr(buffer, "INDEXED_ROWS", 0)
     viewer = get_viewer(world["viewer"])
     filters = {"q": world["word"]} if which == "q" else {"uses": world["person"]}
     expected = _every_match(viewer, **filters)
@@ -213,7 +222,7 @@ def test_a_filter_stopped_by_its_budget_says_so_and_continues_to_every_match(wor
     found, stops, cursor = [], 0, None
     with override_settings(OMNIA_BUFFER_SCAN_SECONDS=1e-9):
         while True:
-            page = buffer_page(viewer, before=cursor, limit=40, **filters)
+            page = buffer.buffer_page(viewer, before=cursor, limit=40, **filters)
             found += [e.id for e in reversed(page.entries)]
             if page.searched_to:
                 stops += 1
@@ -222,8 +231,31 @@ def test_a_filter_stopped_by_its_budget_says_so_and_continues_to_every_match(wor
             if cursor is None:
                 break
     assert found == expected
-    if which == "q":
+    if indexed:
+        assert stops == 0
+    elif which == "q":
         assert stops >= 2  # 900 rows in 200-row chunks, no time to read a second
+
+
+def test_the_filtered_buffer_reads_the_text_index_without_statistics(world, admin_client):
+    """`?q=` and `?uses=` find their rows through the text index (FTS5 on SQLite, the GIN
+    index on PostgreSQL), not by reading the viewer's rows: checked on the statements the
+    page runs, with no statistics."""
+    save, viewer = world["save"], world["viewer"]
+    _forget_statistics()
+    for query in (f"q={world['word']}", f"uses={world['person']}"):
+        with CaptureQueriesContext(connection) as captured:
+            response = admin_client.get(f"/saves/{save}/viewers/{viewer}/buffer/?{query}")
+        assert response.status_code == 200
+        plans = [_plan(q["sql"]) for q in captured.captured_queries]
+        steps = [step for plan in plans for step in plan]
+        if connection.vendor == "sqlite":
+            assert "SCAN buffer_fts VIRTUAL TABLE INDEX 0:M1" in steps, query
+            assert "SEARCH buffer_entries USING INTEGER PRIMARY KEY (rowid=?)" in steps, query
+        else:
+            assert any("Bitmap Index Scan on buffer_entries_words" in s for s in steps), query
+        statements = _hot_statements(captured.captured_queries)
+        assert {s[:200]: _bad_steps(_plan(s)) for s in statements if _bad_steps(_plan(s))} == {}
 
 
 def test_growth_asks_for_statistics_each_time_the_table_doubles():

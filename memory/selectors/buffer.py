@@ -3,13 +3,27 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, fields
+from datetime import datetime
 
 from django.conf import settings
 from django.db.models import Q, QuerySet
 
+from memory.active_save import current_id
+from memory.engine import text_index
 from memory.engine.buffer.rendered import BUFFER_FIELDS, RenderedEntry, render_entry
+from memory.engine.buffer.words import (
+    IndexTerm,
+    StoredWords,
+    TermPlanner,
+    WordSearch,
+    query_words,
+    searched_text,
+    types_term,
+    uses_term,
+)
 from memory.engine.cursor import decode_cursor, encode_cursor
 from memory.engine.errors import NotFound
 from memory.engine.knowledge import Viewer
@@ -82,6 +96,77 @@ def _key(entry) -> Key:
     return entry.timestamp, entry.created_at, entry.id
 
 
+@dataclass(slots=True)
+class _Row:
+    """A buffer row as a page reads it: the columns render_entry reads, without the cost of
+    a model instance (a filtered page may read thousands)."""
+
+    uid: int
+    id: str
+    timestamp: str
+    created_at: int
+    intent_json: str
+    outcome_json: str | None
+    location_id: str | None
+    conversation_id: str | None
+    retracted_at: datetime | None
+    abstracted_into: str | None
+    owner_id: str
+    untimed: bool
+
+
+_ROW_FIELDS = ("uid", *BUFFER_FIELDS)
+assert tuple(f.name for f in fields(_Row)) == _ROW_FIELDS
+
+
+class _Rows:
+    """The rows a page reads, in reading order from a key: every row of the viewer (`base`,
+    a query seeking the owner's time index), or only those the text index names."""
+
+    def __init__(
+        self,
+        base: QuerySet,
+        indexed: list[tuple[int, Key]] | None = None,
+        stored: StoredWords | None = None,
+    ) -> None:
+        self.base = base
+        self.indexed = indexed
+        self.keys = [key for _uid, key in indexed] if indexed is not None else []
+        self.stored = stored
+
+    def may_pass(self, entry: _Row) -> bool:
+        """Whether the row's stored words allow its line to pass (else it is not rendered)."""
+        return self.stored is None or self.stored.hold(entry.intent_json, entry.outcome_json)
+
+    def past(self, key: Key | None, forward: bool, n: int) -> list[_Row]:
+        if self.indexed is None:
+            return [_Row(*r) for r in _past(self.base, key, forward)[:n].values_list(*_ROW_FIELDS)]
+        if forward:
+            at = 0 if key is None else bisect_right(self.keys, key)
+            picked = self.indexed[at : at + n]
+        else:
+            at = len(self.keys) if key is None else bisect_left(self.keys, key)
+            picked = self.indexed[max(0, at - n) : at][::-1]
+        # By primary key alone: the rows are known to be the viewer's.
+        found = BufferEntry.every_save.filter(uid__in=[uid for uid, _ in picked])
+        by_uid = {row[0]: _Row(*row) for row in found.values_list(*_ROW_FIELDS)}
+        return [by_uid[uid] for uid, _ in picked if uid in by_uid]
+
+    def any_past(self, key: Key, forward: bool) -> bool:
+        if self.indexed is None:
+            return _past(self.base, key, forward).exists()
+        return bool(self.past(key, forward, 1))
+
+    def chunks(self, first: int) -> Iterator[int]:
+        """How many rows each read takes: the index's rows mostly pass the filters, so it
+        reads a few first and more as they fail."""
+        size = first
+        while True:
+            yield size
+            if self.indexed is not None:
+                size = min(size * 4, 200)
+
+
 @dataclass
 class _Scan:
     picked: list[RenderedEntry]
@@ -92,7 +177,7 @@ class _Scan:
 
 
 def _scan(
-    base: QuerySet,
+    rows: _Rows,
     viewer: Viewer,
     start: Key | None,
     forward: bool,
@@ -105,14 +190,16 @@ def _scan(
     """Read rows past `start` in chunks, each chunk a keyset seek from the last row read (an
     OFFSET re-reads every skipped row per chunk), until `limit` rows pass `matches`, the
     rows run out, or the budget (rows read, the clock) does."""
-    step = limit if matches is None else max(limit * 4, 200)
+    first = limit if matches is None or rows.indexed is not None else max(limit * 4, 200)
     picked: list[RenderedEntry] = []
     visited, last = 0, start
-    while True:
-        chunk = list(_past(base, last, forward)[:step])
+    for step in rows.chunks(first):
+        chunk = rows.past(last, forward, step)
         for entry in chunk:
             visited += 1
             last = _key(entry)
+            if matches is not None and not rows.may_pass(entry):
+                continue
             rendered = render_entry(entry, viewer)
             if matches is None or matches(rendered):
                 picked.append(rendered)
@@ -122,29 +209,58 @@ def _scan(
             return _Scan(picked, visited, last, True, False)
         if visited >= max_rows or time.monotonic() >= deadline:
             return _Scan(picked, visited, last, False, True)
+    raise AssertionError("chunks() never ends")
 
 
 def _has_match(
-    rows: QuerySet,
+    rows: _Rows,
+    key: Key,
+    forward: bool,
     viewer: Viewer,
     matches: Callable[[RenderedEntry], bool] | None,
     deadline: float,
     budget: int = 2000,
 ) -> tuple[bool, int]:
-    """(whether `rows` hold one that passes the filters, rows read). Unfiltered, a row is a
+    """(whether a row past `key` passes the filters, rows read). Unfiltered, a row is a
     match; filtered, rows are rendered until one passes. Past the budget (rows or time) the
     answer is yes: the link then leads on to a page that scans further itself."""
     if matches is None:
-        found = rows.exists()
+        found = rows.any_past(key, forward)
         return found, int(found)
     read = 0
-    for entry in rows.iterator(chunk_size=200):
-        read += 1
-        if matches(render_entry(entry, viewer)):
-            return True, read
-        if read >= budget or time.monotonic() >= deadline:
-            return True, read
-    return False, read
+    for step in rows.chunks(200 if rows.indexed is None else 8):
+        chunk = rows.past(key, forward, step)
+        for entry in chunk:
+            read += 1
+            key = _key(entry)
+            if rows.may_pass(entry) and matches(render_entry(entry, viewer)):
+                return True, read
+            if read >= budget or time.monotonic() >= deadline:
+                return True, read
+        if len(chunk) < step:
+            return False, read
+    raise AssertionError("chunks() never ends")
+
+
+# More rows than this that may hold the words, and they are dense enough among the viewer's
+# that reading in order fills a page sooner than fetching them all would.
+INDEXED_ROWS = 10_000
+
+
+def _terms(
+    viewer: Viewer, words: tuple[str, ...], types: frozenset[str] | None, uses: str | None
+) -> list[IndexTerm]:
+    """What a row must hold for its line to pass the filters (memory.engine.buffer.words):
+    a term per filter that can say."""
+    terms = []
+    if words:
+        planner = TermPlanner(viewer.id, viewer.aliases)
+        terms += [t for t in map(planner.term, words) if t is not None]
+    if uses and (term := uses_term(uses)) is not None:
+        terms.append(term)
+    if types and (term := types_term(types)) is not None:
+        terms.append(term)
+    return terms
 
 
 def buffer_page(
@@ -160,46 +276,48 @@ def buffer_page(
 ) -> BufferPage:
     """One page of the viewer's buffer, chronological, newest page first by default.
 
-    Filters apply to what the viewer reads (type, text in the rendered line, and `uses`: the
-    lines that name this entity, i.e. print the viewer's alias for it), so they run after
-    rendering. One page reads at most `scan_limit` rows and OMNIA_BUFFER_SCAN_SECONDS of
+    Filters apply to what the viewer reads (type; `q`, words the line holds, each query word
+    beginning one of its words; `uses`, the lines that name this entity, i.e. print the
+    viewer's alias for it), so they decide after rendering. The text index narrows the rows
+    read to those that may pass (memory.engine.buffer.words); where it cannot, the rows are
+    read in order. One page reads at most `scan_limit` rows and OMNIA_BUFFER_SCAN_SECONDS of
     time to find matches; a scan stopped by that says how far back it searched
     (`searched_to`) and its link onward continues from there.
     """
     limit = max(1, min(limit or settings.OMNIA_BUFFER_PAGE_SIZE, 500))
     deadline = time.monotonic() + settings.OMNIA_BUFFER_SCAN_SECONDS
-    base = viewer_rows(viewer)
-    if uses and (mention := _json_mention(uses)):
-        # Only a row whose intent holds the id as a JSON string can name it: the database
-        # drops the rest before anything is rendered (names_in still decides).
-        base = base.filter(intent_json__contains=mention)
     forward = after is not None
     start = _decoded(after) if after else _decoded(before) if before else None
-    needle = q.casefold() if q else None
-    filtered = bool(types or needle or uses)
+    words = query_words(q)
+    search = WordSearch(words)
+    filtered = bool(types or words or uses)
 
     def matches(rendered: RenderedEntry) -> bool:
         if types and rendered.type not in types:
             return False
         if uses and uses not in names_in(rendered):
             return False
-        return not needle or needle in (rendered.line or rendered.undeliverable or "").casefold()
+        if not words:
+            return True
+        text = searched_text(rendered.line, rendered.intent_json, rendered.outcome_json)
+        return search.matches(text)
 
-    scan = _scan(
-        base,
-        viewer,
-        start,
-        forward,
-        matches if filtered else None,
-        limit,
-        max_rows=scan_limit,
-        deadline=deadline,
-    )
+    base = viewer_rows(viewer)
+    terms = _terms(viewer, words, types, uses) if filtered else []
+    # The rows the text index says may pass; None where it cannot narrow them (then every
+    # row is read in order, within the budget).
+    indexed = text_index.candidates(current_id(), viewer.id, terms, INDEXED_ROWS) if terms else None
+    if indexed is None and uses and (mention := _json_mention(uses)):
+        # Only a row whose intent holds the id as a JSON string can name it: the database
+        # drops the rest before anything is rendered (names_in still decides).
+        base = base.filter(intent_json__contains=mention)
+    rows = _Rows(base, indexed, StoredWords(terms) if terms else None)
+    check = matches if filtered else None
+    scan = _scan(rows, viewer, start, forward, check, limit, max_rows=scan_limit, deadline=deadline)
     picked = scan.picked
     if not forward:
         picked.reverse()
     page = BufferPage(entries=picked, rows_visited=scan.visited)
-    check = matches if filtered else None
     # The link in the scan's own direction: none when the rows ran out; from the last row
     # read when the budget did (continue the search); else wherever a further match is.
     ahead: str | None = None
@@ -208,14 +326,14 @@ def buffer_page(
         page.searched_to = scan.last[0]
     elif not scan.exhausted and picked:
         edge = picked[-1] if forward else picked[0]
-        found, read = _has_match(_past(base, _key(edge), forward), viewer, check, deadline)
+        found, read = _has_match(rows, _key(edge), forward, viewer, check, deadline)
         page.rows_visited += read
         ahead = _cursor_of(edge) if found else None
     # The link back, toward where the page started: from the row nearest that side.
     behind: str | None = None
     if picked:
         edge = picked[0] if forward else picked[-1]
-        found, read = _has_match(_past(base, _key(edge), not forward), viewer, check, deadline)
+        found, read = _has_match(rows, _key(edge), not forward, viewer, check, deadline)
         page.rows_visited += read
         behind = _cursor_of(edge) if found else None
     page.newer, page.older = (ahead, behind) if forward else (behind, ahead)

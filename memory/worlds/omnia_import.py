@@ -13,6 +13,7 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
+from memory.engine import text_index
 from memory.engine.aliases import AliasesJsonError, parse_aliases_json
 from memory.engine.clock import is_untimed
 from memory.engine.saves import default_name
@@ -249,7 +250,7 @@ def _import_omnia(conn: sqlite3.Connection, source: str, progress) -> ImportRepo
     written_for: set[str] = set()  # owners that got new memories: their generation moves
     validator = BatchValidator(source, "buffer_entries", parallel=incoming >= bulk.BULK_INDEX_ROWS)
     try:
-        with bulk.indexes_built_after("buffer_entries", incoming):
+        with bulk.indexes_built_after("buffer_entries", incoming), text_index.filled_after():
             while batch := cursor.fetchmany(BATCH):
                 checks: list[tuple[str, str, str | None]] = []
                 rows = []

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from memory.engine import text_index
 from memory.engine.abstract import AbstractConflict, abstract
 from memory.engine.saves import default_name
 from memory.engine.shards import bump_generations, generation_of, shard_of
@@ -121,22 +122,23 @@ def _write(scenario: Scenario, source: str, title: str, progress) -> ImportRepor
                 conversation,
             )
         )
-    inserted = bulk.insert_ignore(
-        "buffer_entries",
-        (
-            "id",
-            "owner_id",
-            "timestamp",
-            "location_id",
-            "intent_json",
-            "outcome_json",
-            "pinned",
-            "created_at",
-            "shard",
-            "conversation_id",
-        ),
-        rows,
-    )
+    with text_index.filled_after():
+        inserted = bulk.insert_ignore(
+            "buffer_entries",
+            (
+                "id",
+                "owner_id",
+                "timestamp",
+                "location_id",
+                "intent_json",
+                "outcome_json",
+                "pinned",
+                "created_at",
+                "shard",
+                "conversation_id",
+            ),
+            rows,
+        )
     report.counts["buffer_entries"] = inserted
     report.skipped["buffer_entries"] = len(rows) - inserted
     if progress is not None:

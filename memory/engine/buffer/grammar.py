@@ -454,3 +454,27 @@ def forms_around_tags(
             )
         )
     return forms
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[^\W_]+", text.lower())
+
+
+# Every word these rules write that the content they rewrite need not hold (an irregular
+# form, a first-person or reflexive word, the "'s" after an alias): a search of the stored
+# text cannot expect to find them there (memory.engine.buffer.words).
+WRITTEN_WORDS = frozenset(
+    word
+    for text in (
+        *_FIRST_PERSON,
+        *_TO_THIRD.values(),
+        *_TO_FIRST.values(),
+        *_PLURAL_TO_FIRST.values(),
+        *_CONTRACTION_TO_THIRD.values(),
+        *_THIRD_PERSON_REFLEXIVES,
+        *_REFLEXIVE_BY_PRONOUN.values(),
+        "themselves",
+        "'s",
+    )
+    for word in _words(text)
+)

@@ -75,7 +75,9 @@ def buffer(
     """One page of the viewer's subjective buffer, chronological; newest page by default.
 
     `cursor` is a synonym of `before` (the `older` cursor of a page); `after` takes `newer`;
-    `uses` keeps the lines naming that entity (where the viewer's alias for it shows).
+    `q` is a word search (each word of it, letters and digits in any case, begins a word of
+    the line); `uses` keeps the lines naming that entity (where the viewer's alias for it
+    shows).
     """
     viewer = access.viewer(request, viewer_id)
     inputs.limit(limit)

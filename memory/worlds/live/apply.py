@@ -10,11 +10,13 @@ changes.Changes.
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 
 from django.db.models import Count, F
 from django.utils import timezone
 
 from memory.active_save import current_id, use
+from memory.engine import text_index
 from memory.engine.clock import is_untimed
 from memory.engine.projections.refold import refold_owners
 from memory.engine.scopes import home_scope
@@ -30,6 +32,8 @@ from memory.worlds.live.changes import (
     Ours,
 )
 from memory.worlds.report import WorldImportError
+
+BULK_WORDS = 1000  # new buffer rows in one batch past which their words go in at once
 
 
 def held(save: Save | None, table: str, mark: int) -> Ours:
@@ -129,7 +133,11 @@ def write_batch(
         )
         for row in changes.buffer.new
     ]
-    added = bulk.insert_ignore("buffer_entries", bulk.BUFFER_COLUMNS, buffer_rows)
+    # A game's first load or a long catch-up comes in full batches: their words in one
+    # statement; a live trickle of rows through the row-by-row trigger.
+    bulk_words = text_index.filled_after() if len(buffer_rows) >= BULK_WORDS else nullcontext()
+    with bulk_words:
+        added = bulk.insert_ignore("buffer_entries", bulk.BUFFER_COLUMNS, buffer_rows)
     if added != len(buffer_rows):
         _check_owners(source, "buffer_entries", BufferEntry, changes.buffer.new)
     result.added["buffer_entries"] = added
