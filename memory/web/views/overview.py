@@ -23,6 +23,7 @@ from memory.selectors.problems import problem_list
 from memory.web import saves
 from memory.web.views._common import (
     get_viewer_for_user,
+    offset_of,
     query_text,
     render_page,
 )
@@ -64,11 +65,6 @@ PROBLEMS_LISTED = 20
 LEAK_ALL_ROWS_UPTO = 12
 
 
-def _offset(request: HttpRequest, name: str) -> int:
-    raw = request.GET.get(name, "")
-    return int(raw) if raw.isdigit() and len(raw) < 9 else 0
-
-
 def matrix(request: HttpRequest, world) -> dict[str, Any]:
     """One world's matrix window: the filters and offsets in the query string apply to the
     world they name (?mw=), so each world keeps its own permalink."""
@@ -79,8 +75,8 @@ def matrix(request: HttpRequest, world) -> dict[str, Any]:
         world,
         row_q=row_q,
         col_q=col_q,
-        row_start=_offset(request, "mr") if mine else 0,
-        col_start=_offset(request, "mc") if mine else 0,
+        row_start=offset_of(request, "mr") if mine else 0,
+        col_start=offset_of(request, "mc") if mine else 0,
     )
     base = saves.reverse("memory:save")
 
