@@ -102,14 +102,18 @@ def _buffer_context(viewer: Viewer, state: BufferState) -> dict[str, Any]:
     page_base = reverse("memory:viewer", args=[viewer.id])
     # Selecting a line is a permalink to the whole page with the same buffer state: the
     # server lights up its session, episode and aliases (no JS needed; htmx swaps it in).
+    # The line's own parameter comes last (BufferState.query's order): the rest is made once.
+    rest = state.query(line=None)
     lines = [
         {
             "e": e,
-            "select_url": f"{page_base}?{state.query(line=e.id)}#line-{slugify(e.id)}",
-            "dom": f"line-{slugify(e.id)}",
+            "select_url": f"{page_base}?{rest}{'&' if rest else ''}"
+            f"{urlencode({'line': e.id})}#{dom}",
+            "dom": dom,
             "selected": e.id == state.line,
         }
         for e in page.entries
+        for dom in (f"line-{slugify(e.id)}",)
     ]
     return {
         "lines": lines,
