@@ -22,7 +22,14 @@ from memory.engine.leaks import accepted as accepted_leaks
 from memory.engine.leaks import stored as leak_findings
 from memory.engine.upkeep import rebuild_all, run_upkeep, verify_all
 from memory.engine.write_door import remember, retract
-from memory.models import AliasChange, BufferEntry, LeakAcceptance, ObjectType, WorldObject
+from memory.models import (
+    AliasChange,
+    BufferEntry,
+    LeakAcceptance,
+    LeakScan,
+    ObjectType,
+    WorldObject,
+)
 from memory.selectors import leaks as leak_reads
 
 
@@ -151,7 +158,9 @@ def _record(
         after={"label": after},
     )
     # The viewer's prompt just changed: its stored leak findings follow in this same
-    # transaction, so the page the editor lands on is never stale.
+    # transaction, so the page the editor lands on is never stale. Marked first: should
+    # another worker hold its scan row (and the refresh skip it), it stays behind.
+    LeakScan.objects.mark_stale([viewer_id])
     leak_findings.refresh([viewer_id])
 
 

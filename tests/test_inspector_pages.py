@@ -220,10 +220,10 @@ def test_projection_status_says_the_watermark_as_a_time(staff_client, demo) -> N
 
 def test_a_selected_line_keeps_its_aliases_in_the_window(staff_client, demo, monkeypatch) -> None:
     """The rows a selected line lights up are shown even when the stranger window is full."""
-    from memory.web.views import viewer_panels
+    from memory.web.views import alias_panel
 
-    monkeypatch.setattr(viewer_panels, "ALIASES_SHOWN", 1)
-    monkeypatch.setattr(viewer_panels, "STRANGERS_SHOWN", 0)
+    monkeypatch.setattr(alias_panel, "ALIASES_SHOWN", 1)
+    monkeypatch.setattr(alias_panel, "STRANGERS_SHOWN", 0)
     WorldObject.objects.filter(id="npc-pip").update(aliases_json="[]")  # both are strangers now
     body = staff_client.get("/saves/demo/viewers/npc-pip/?line=m-d02-pip").content.decode()
     assert "more entities this viewer has no name for." in body

@@ -197,3 +197,52 @@ def test_the_api_accepts_and_reopens_with_the_same_rules(client, django_user_mod
     assert post("/api/saves/millbrook/leaks/reopen", key, as_editor).status_code == 204
     assert post("/api/saves/millbrook/leaks/reopen", key, as_editor).status_code == 404
     assert LeakAcceptance.objects.count() == 0
+
+
+def test_the_report_lists_its_rows_a_page_at_a_time_and_an_action_keeps_the_page(
+    editor_client, millbrook, monkeypatch
+) -> None:
+    """Past LEAK_ROWS_SHOWN rows the table pages (the title counts them all; the exports and
+    the API list every one); an action on a later page answers with that page."""
+    import re
+
+    from memory.web.views import leaks
+
+    monkeypatch.setattr(leaks, "LEAK_ROWS_SHOWN", 2)
+    sort = "?world=millbrook&sort=count"
+
+    def rows(body: str) -> list[tuple[str, str]]:
+        return re.findall(r'data-viewer="([^"]+)" data-kind="([^"]+)" data-state="open"', body)
+
+    first = editor_client.get(f"/saves/millbrook/leaks/{sort}").content.decode()
+    assert '<h2 id="leak-title">3 findings in millbrook</h2>' in first
+    assert rows(first) == [("ida", "unknown_name"), ("ida", "system_id")]
+    pager = re.search(r'<p class="small leak-pager">(.*?)</p>', first).group(1)
+    assert re.sub(r"<[^>]+>", "", pager) == "Rows 1–2 of 3 · later rows →"
+    assert 'href="/saves/millbrook/leaks/?world=millbrook&amp;sort=count&amp;from=2"' in pager
+    # The exports are whole: no page in their links.
+    assert 'href="/saves/millbrook/leaks/?format=csv&amp;world=millbrook&amp;sort=count"' in first
+    second = editor_client.get(f"/saves/millbrook/leaks/{sort}&from=2").content.decode()
+    assert rows(second) == [("hale", "system_id")]
+    assert '<input type="hidden" name="filter_from" value="2">' in second
+    answer = editor_client.post(
+        "/saves/millbrook/leaks/accept/",
+        {
+            "viewer_id": "hale",
+            "section": "Recent memories",
+            "kind": "system_id",
+            "text": "the-tannery",
+            "reason": "a sign over the door",
+            "filter_world": "millbrook",
+            "filter_sort": "count",
+            "filter_from": "2",
+        },
+        headers=HX,
+    ).content.decode()
+    assert re.findall(r'data-viewer="([^"]+)" data-kind="[^"]+" data-state="accepted"', answer) == [
+        "hale"
+    ]
+    assert "Rows 3–3 of 3 · ← earlier rows" in re.sub(r"<[^>]+>", "", answer)
+    # A page past the end shows the last one.
+    past = editor_client.get(f"/saves/millbrook/leaks/{sort}&from=99").content.decode()
+    assert "Rows 3–3 of 3 · ← earlier rows" in re.sub(r"<[^>]+>", "", past)

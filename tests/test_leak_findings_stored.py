@@ -58,7 +58,8 @@ def test_pages_read_stored_findings_in_four_queries_whatever_the_world_size(
     demo, django_assert_num_queries
 ):
     stored.refresh()
-    # fingerprints, scan rows, findings, acceptances
+    # how many viewers are current and which are behind (from the scan rows' flags), the
+    # open findings counted per viewer and kind, the current viewers' ids (zeros kept)
     with django_assert_num_queries(4):
         counts = leaks.leak_counts()
     assert counts["npc-pip"] == {"private_attribute": 0, "system_id": 0, "unknown_name": 1}

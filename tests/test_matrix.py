@@ -79,3 +79,58 @@ def test_overview_draws_a_window_with_links_to_the_next(client, crowd, django_us
         "/saves/cast/?mw=tavern&mr=x&mc=-3"
     ).content.decode()  # junk offsets: the start
     assert "Viewers 1–25 of 63" in body
+
+
+OLD_MATRIX_ROW = (
+    "<tr>\n"
+    '        <th scope="row"><a href="{{ url }}">{{ viewer_name }}</a>{% if viewer_name != '
+    'viewer_id %} <code class="id-hint">{{ viewer_id }}</code>{% endif %}</th>\n'
+    "        {% for target, cell in cells %}\n"
+    "          {% if cell %}\n"
+    '          <td class="state-{{ cell.state }}" data-viewer="{{ viewer_id }}" '
+    'data-target="{{ target.id }}" title="{{ cell.state }}">{% if cell.label is not None %}'
+    "{{ cell.label }}{% else %}—{% endif %}</td>\n"
+    "          {% else %}\n"
+    '          <td class="self" aria-label="self">·</td>\n'
+    "          {% endif %}\n"
+    "        {% endfor %}\n"
+    "      </tr>"
+)
+
+
+@pytest.mark.parametrize("named", [True, False])
+def test_matrix_row_html_prints_what_the_template_printed(named) -> None:
+    """markup.matrix_row is the save page's old template loop, tag for tag and escape for
+    escape (only the whitespace between tags differs)."""
+    import re
+    from types import SimpleNamespace
+
+    from django.template import Context, Template
+
+    from memory.selectors.matrix import MatrixCell
+    from memory.web.views.markup import matrix_row
+
+    hostile = '<b>"Q&A" it\'s</b>'
+    viewer_id = f"v{hostile}"
+    cells = [
+        (SimpleNamespace(id="bob"), MatrixCell(label="the hooded figure", state="descriptor")),
+        (SimpleNamespace(id=viewer_id), None),
+        (SimpleNamespace(id=hostile), MatrixCell(label=hostile, state="known")),
+        (SimpleNamespace(id="dora"), MatrixCell(label=None, state="unknown")),
+    ]
+    context = {
+        "url": "/saves/s/viewers/v%3Cb%3E/?a=1&b=2",
+        "viewer_id": viewer_id,
+        "viewer_name": hostile if named else viewer_id,
+        "cells": cells,
+    }
+    before = Template(OLD_MATRIX_ROW).render(Context(context))
+    after = Template("{{ row }}").render(
+        Context({"row": matrix_row(viewer_id, context["viewer_name"], context["url"], cells)})
+    )
+
+    def tags(html: str) -> str:
+        return re.sub(r">\s+<", "><", html)
+
+    assert tags(after) == tags(before)
+    assert after.count("<td") == 4 and "&lt;b&gt;" in after

@@ -165,6 +165,29 @@ def test_buffer_pages_walked_with_cursors_use_their_index(world, admin_client):
     assert {s[:200]: _bad_steps(_plan(s)) for s in statements if _bad_steps(_plan(s))} == {}
 
 
+def test_which_viewers_are_behind_is_read_from_the_entities_index(world, admin_client):
+    """The leak pages' count of viewers and which of them wait for a scan: the objects read
+    on their (save, type, world, id, is_agent) index alone, never through their rows (an
+    aliases_json of kilobytes each), the scan rows by their key; and the open findings counted
+    per viewer through the findings' own index."""
+    from memory.engine.leaks import standing
+
+    _forget_statistics()
+    with CaptureQueriesContext(connection) as captured:
+        assert standing.standing().viewers == SHAPE.entities
+        standing.open_counts()
+    statements = [q["sql"] for q in captured.captured_queries]
+    plans = [_plan(sql) for sql in statements]
+    assert len(plans) == 3  # the viewers behind, how many viewers, the open findings counted
+    for plan in plans:
+        assert not [step for step in plan if re.search(r"\bSCAN o\b|Seq Scan on objects", step)]
+        assert _bad_steps(plan) == []
+    if connection.vendor == "sqlite":
+        entities = "SEARCH o USING COVERING INDEX idx_objects_entities (game_save_id=? AND type=?)"
+        assert (plans[0][0], plans[1]) == (entities, [entities])
+        assert "SEARCH s USING INDEX sqlite_autoindex_memory_leak_scans_1" in plans[0][-1]
+
+
 def test_cursor_pages_seek_to_the_cursor_on_sqlite(world):
     """The keyset bound is a range on the owner's time index, not a walk from its end."""
     if connection.vendor != "sqlite":

@@ -154,6 +154,43 @@ def test_alias_pages_laid_end_to_end_are_the_whole_alias_table(save, seed) -> No
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize("seed", range(6))
+def test_pages_of_labels_laid_end_to_end_are_every_labelled_row(save, seed) -> None:
+    """Past `limit`, the labelled rows come `labels` at a time: the pages hold each labelled
+    row once, in alias_targets order, the first page also the strangers it always showed and
+    every page the pinned rows."""
+    rng = random.Random(200 + seed)
+    ids = _random_world(rng, rng.randrange(12, 30))
+    viewer_id = rng.choice(ids)
+    pool = [*ids, "Tavern", "gone-1", "gone-2", "stranger", viewer_id]
+    labels = [[t, f"label {n}"] for n, t in enumerate(rng.sample(pool, rng.randrange(4, 12)))]
+    WorldObject.objects.filter(id=viewer_id).update(aliases_json=json.dumps(labels))
+    viewer = get_viewer(viewer_id)
+    whole = alias_rows(viewer, world_knowledge(viewer.obj.world_id))
+    labelled = [r for r in whole if r.label is not None and (r.in_world or r.target_id not in ids)]
+    pinned = rng.choice([r.target_id for r in whole if r.label is None])
+    for size in (1, 3, 5):
+        pages, start = [], 0
+        while start is not None:
+            page = alias_window(
+                viewer, pinned=[pinned], limit=4, strangers=2, labels=size, labels_from=start
+            )
+            pages.append(page)
+            start = page.labels_next
+        assert {p.labelled for p in pages} == {len(labelled)}
+        assert len(pages) == max(1, -(-len(labelled) // size))
+        shown = [[r for r in p.rows if r.label is not None] for p in pages]
+        assert [r for rows in shown for r in rows] == labelled, size
+        for n, p in enumerate(pages):
+            strangers = [r.target_id for r in p.rows if r.label is None]
+            assert pinned in strangers
+            # the first page: the pinned row and the first other strangers, as many as fit
+            others = [r.target_id for r in whole if r.label is None and r.target_id != pinned]
+            room = max(min(4 - len(shown[0]) - 1, 2), 0) if n == 0 else 0
+            assert set(strangers) == {pinned, *others[:room]}
+
+
+@pytest.mark.django_db
 def test_alias_window_queries_do_not_grow_with_the_world(
     save, django_assert_max_num_queries
 ) -> None:

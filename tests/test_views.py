@@ -646,9 +646,9 @@ def test_projection_buttons_need_the_editor_role_and_post(client, reader, demo) 
 
 
 def test_aliases_panel_caps_strangers_and_links_show_all(staff_client, cast, monkeypatch) -> None:
-    from memory.web.views import viewer_panels
+    from memory.web.views import alias_panel
 
-    monkeypatch.setattr(viewer_panels, "ALIASES_SHOWN", 1)
+    monkeypatch.setattr(alias_panel, "ALIASES_SHOWN", 1)
     body = fragment(staff_client, "/saves/cast/viewers/alice/aliases/")
     # alice names both bob and charlie, so both stay; nothing is hidden
     assert 'data-target="bob"' in body and 'data-target="charlie"' in body
@@ -701,13 +701,13 @@ def test_alias_suggestions_are_derived_only_for_the_rows_shown(
     staff_client, cast, monkeypatch
 ) -> None:
     from memory.selectors import viewers
-    from memory.web.views import viewer_panels
+    from memory.web.views import alias_panel
 
     for i in range(5):
         WorldObject.objects.create(
             id=f"npc-{i}", type="entity", world_id="tavern", aliases_json="[]"
         )
-    monkeypatch.setattr(viewer_panels, "ALIASES_SHOWN", 3)
+    monkeypatch.setattr(alias_panel, "ALIASES_SHOWN", 3)
     derived: list[int] = []
     real = viewers.derive_descriptor
     monkeypatch.setattr(
@@ -755,10 +755,10 @@ def test_aliases_first_paint_shows_every_label_and_a_few_strangers(
     ALIASES_SHOWN; labelled rows never do."""
     import re
 
-    from memory.web.views import viewer_panels
+    from memory.web.views import alias_panel
 
-    monkeypatch.setattr(viewer_panels, "ALIASES_SHOWN", 6)
-    monkeypatch.setattr(viewer_panels, "STRANGERS_SHOWN", 2)
+    monkeypatch.setattr(alias_panel, "ALIASES_SHOWN", 6)
+    monkeypatch.setattr(alias_panel, "STRANGERS_SHOWN", 2)
     for i in range(5):
         WorldObject.objects.create(
             id=f"npc-{i}", type="entity", world_id="tavern", aliases_json="[]"
@@ -777,6 +777,62 @@ def test_aliases_first_paint_shows_every_label_and_a_few_strangers(
     assert "more entit" not in every
 
 
+def test_aliases_of_a_viewer_who_knows_many_come_a_page_of_labels_at_a_time(
+    editor_client, cast, monkeypatch
+) -> None:
+    """Past ALIASES_SHOWN targets the labelled rows are paged (LABELS_SHOWN at a time, the
+    first page with a few strangers); an edit answers with the page it was made on, the row
+    it touched kept in sight."""
+    import json
+    import re
+
+    from memory.web.views import alias_panel
+
+    monkeypatch.setattr(alias_panel, "ALIASES_SHOWN", 3)
+    monkeypatch.setattr(alias_panel, "LABELS_SHOWN", 2)
+    for i in range(5):
+        WorldObject.objects.create(
+            id=f"npc-{i}", type="entity", world_id="tavern", aliases_json="[]"
+        )
+    known = [["bob", "the hooded figure"], ["charlie", "the bartender"]]
+    known += [[f"npc-{i}", f"sailor {i}"] for i in range(3)]
+    WorldObject.objects.filter(id="alice").update(aliases_json=json.dumps(known))
+    base = "/saves/cast/viewers/alice/aliases/"
+
+    def panel(body: str) -> tuple[list[str], list[str]]:
+        rows = re.findall(r'<tr id="alias-[^"]+" data-target="([^"]+)"', body)
+        notes = [
+            re.sub(r"<[^>]+>", "", p) for p in re.findall(r'<p class="small[^"]*">(.*?)</p>', body)
+        ]
+        return rows, notes
+
+    first = fragment(editor_client, base)
+    assert panel(first) == (
+        ["bob", "charlie", "npc-3"],
+        ["Labels 1–2 of 5 · later labels →", "1 more entity this viewer has no name for. Show all"],
+    )
+    assert f'href="{base}?aliases_from=2"' in first
+    second = fragment(editor_client, f"{base}?aliases_from=2")
+    assert panel(second) == (
+        ["npc-0", "npc-1"],
+        [
+            "Labels 3–4 of 5 · ← earlier labels · later labels →",
+            "2 more entities this viewer has no name for. Show all",
+        ],
+    )
+    assert f'action="{base}npc-1/?aliases_from=2"' in second
+    assert panel(fragment(editor_client, f"{base}?aliases_from=4"))[0] == ["npc-2"]
+    # Forget npc-0 on the second page: it is a stranger now, kept in sight where it was edited.
+    forgot = editor_client.post(
+        f"{base}npc-0/?aliases_from=2", {"action": "delete"}, headers={"HX-Request": "true"}
+    ).content.decode()
+    assert panel(forgot)[0] == ["npc-0", "npc-1", "npc-2"]
+    assert "Labels 3–4 of 4 · ← earlier labels" in panel(forgot)[1][0]
+    # Without htmx, the edit lands back on the page it was made on.
+    done = editor_client.post(f"{base}npc-1/?aliases_from=2", {"label": "the bosun"})
+    assert (done.status_code, done["Location"]) == (302, f"{base}?aliases_from=2")
+
+
 @pytest.mark.parametrize(
     "target", ["bob", "a/b", "50%", "x%2Fy", "Ünïcode ok", "q?x=1#f", "semi;colon'&+"]
 )
@@ -787,11 +843,11 @@ def test_alias_edit_urls_spliced_once_match_reverse(target) -> None:
 
     from memory.models import Save
     from memory.web.saves import bound
-    from memory.web.views.viewer_panels import _reverse_each
+    from memory.web.views._common import reverse_each
 
     with bound(Save(name="s1")):
-        urls = _reverse_each("memory:alias_edit", ["al/ice%"], [target])
-        viewer_urls = _reverse_each("memory:viewer", [], [target])
+        urls = reverse_each("memory:alias_edit", ["al/ice%"], [target])
+        viewer_urls = reverse_each("memory:viewer", [], [target])
     assert urls == {target: reverse("memory:alias_edit", args=["s1", "al/ice%", target])}
     # the server unquotes the path once before resolving it
     assert resolve(unquote(urls[target])).kwargs == {

@@ -17,7 +17,7 @@ from django.db.models import F
 
 from memory.active_save import current_id
 from memory.engine.clock import now_us
-from memory.models import BufferEntry, OwnerState, ProjectionShard, WorldObject
+from memory.models import BufferEntry, LeakScan, OwnerState, ProjectionShard, WorldObject
 
 # The PostgreSQL channel a writer NOTIFYs and projection workers LISTEN on.
 CHANNEL = "omnia_memory"
@@ -125,6 +125,9 @@ def claim_created_at(shard: int, count: int = 1) -> int:
 
 
 def bump_generation(owner_id: str) -> int:
+    """A write for this owner: its generation moves, and so does its prompt (the stored leak
+    findings that read it are behind until rescanned)."""
+    LeakScan.objects.mark_stale([owner_id])
     with connection.cursor() as cursor:
         cursor.execute(
             f"UPDATE {OwnerState._meta.db_table} SET generation = generation + 1 "

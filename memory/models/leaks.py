@@ -3,17 +3,41 @@ findings an editor accepted as expected."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from memory.active_save import SaveScopedManager
 from memory.models.saves import SaveScoped
+
+# SQLite refuses statements with too many parameters; ids go in this many at a time.
+_ID_CHUNK = 500
+
+
+class LeakScanManager(SaveScopedManager):
+    def mark_stale(self, viewer_ids: Iterable[str] | None = None) -> int:
+        """These viewers' prompts just moved (every viewer of the save when None): their
+        stored findings are no longer current. Called by every door that changes what a
+        prompt reads, in the write's own transaction, so the write and its mark land
+        together; pages then learn who is behind from this flag alone, never by recomputing
+        every viewer's inputs. A viewer with no scan row is behind already."""
+        rows = self.filter(stale=False)
+        if viewer_ids is None:
+            return rows.update(stale=True)
+        ids = sorted(set(viewer_ids))
+        return sum(
+            rows.filter(viewer_id__in=ids[start : start + _ID_CHUNK]).update(stale=True)
+            for start in range(0, len(ids), _ID_CHUNK)
+        )
 
 
 class LeakScan(SaveScoped):
     """The leak-findings projection's bookkeeping, one row per viewer: the fingerprint of the
-    inputs its stored findings were computed from, and whether a fold since has moved its
-    prompt (new rows change the recent buffer and the session digest)."""
+    inputs its stored findings were computed from, and whether a write since has moved its
+    prompt (`stale`: set by the doors that change a prompt's inputs, `mark_stale`, and by the
+    fold, whose new rows change the recent buffer and the session digest)."""
 
     pk = models.CompositePrimaryKey("game_save", "viewer_id")
     viewer_id = models.TextField()
@@ -21,6 +45,8 @@ class LeakScan(SaveScoped):
     fingerprint = models.TextField(default="")
     stale = models.BooleanField(default=True)
     scanned_at = models.DateTimeField(null=True, blank=True)
+
+    objects = LeakScanManager()
 
     class Meta(SaveScoped.Meta):
         db_table = "memory_leak_scans"

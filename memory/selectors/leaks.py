@@ -9,7 +9,14 @@ from dataclasses import dataclass
 from memory.engine.knowledge import Viewer, get_viewer
 from memory.engine.leaks.accepted import acceptances
 from memory.engine.leaks.scanner import reason_by_name
-from memory.engine.leaks.stored import scan_fresh, scan_state, stored_findings
+from memory.engine.leaks.standing import (
+    Standing,
+    current_findings,
+    current_viewers,
+    open_counts,
+    standing,
+)
+from memory.engine.leaks.stored import scan_fresh
 from memory.engine.leaks.world_scan import FINDING_KINDS, ScanFinding, scan_viewer
 from memory.engine.prompt import prompt_context
 from memory.models import LeakFinding, LeakScan, ObjectType, WorldObject
@@ -62,7 +69,7 @@ def prompt_view(viewer: Viewer) -> PromptView:
     current (no automaton to build for the world), else a fresh scan."""
     if stored_is_current(viewer.id):
         prompt = prompt_context(viewer)
-        found = stored_findings([viewer.id])[viewer.id]
+        found = current_findings(viewer.id).get(viewer.id, [])
     else:
         scan = scan_viewer(viewer.id)
         prompt, found = scan.prompt, scan.findings
@@ -74,7 +81,7 @@ def prompt_view(viewer: Viewer) -> PromptView:
 
 
 def stored_is_current(viewer_id: str) -> bool:
-    return scan_state([viewer_id]).behind == []
+    return standing(viewer_id).behind == []
 
 
 # A page rescans in memory at most this many viewers whose stored findings are behind (a
@@ -85,23 +92,29 @@ FRESH_BUDGET = 50
 
 @dataclass(frozen=True)
 class LeakReport:
-    findings: dict[str, list[ScanFinding]]  # viewer -> its findings, for every viewer known
+    findings: dict[str, list[ScanFinding]]  # viewer -> its findings (one with none: absent)
+    known: int  # viewers whose findings are known: stored and current, or rescanned here
     pending: list[str]  # viewers whose findings are behind and were not rescanned
 
 
-def leak_report(viewer_id: str | None = None) -> LeakReport:
-    """Stored findings for the viewers whose inputs have not moved since their scan; a fresh
-    in-memory scan for the few that have; the rest pending."""
+def _behind(viewer_id: str | None) -> tuple[Standing, dict[str, list[ScanFinding]], list[str]]:
+    """Where the viewers stand, a fresh in-memory scan of the first FRESH_BUDGET of those
+    behind, and the rest (pending)."""
     if viewer_id is not None:
         get_viewer(viewer_id)  # NotFound for an unknown id
-    state = scan_state([viewer_id] if viewer_id is not None else None)
-    findings = stored_findings(state.up_to_date)
-    behind = state.behind
-    rescanned, pending = behind[:FRESH_BUDGET], behind[FRESH_BUDGET:]
-    findings.update(scan_fresh(rescanned))
-    for viewer in rescanned:
-        findings.setdefault(viewer, [])
-    return LeakReport(findings=findings, pending=pending)
+    state = standing(viewer_id)
+    rescanned, pending = state.behind[:FRESH_BUDGET], state.behind[FRESH_BUDGET:]
+    fresh = scan_fresh(rescanned) if rescanned else {}
+    return state, {v: fresh.get(v, []) for v in rescanned}, pending
+
+
+def leak_report(viewer_id: str | None = None) -> LeakReport:
+    """Stored findings for the viewers whose scan is current; a fresh in-memory scan for the
+    few that are behind; the rest pending."""
+    state, fresh, pending = _behind(viewer_id)
+    findings = current_findings(viewer_id) if state.current else {}
+    findings.update((v, found) for v, found in fresh.items() if found)
+    return LeakReport(findings=findings, known=state.current + len(fresh), pending=pending)
 
 
 SORTS = {
@@ -223,13 +236,48 @@ def leak_worlds() -> list[str]:
     return sorted(w for w in LeakScan.objects.values_list("world_id", flat=True).distinct() if w)
 
 
-def leak_counts(report: LeakReport | None = None) -> dict[str, dict[str, int]]:
+@dataclass(frozen=True)
+class LeakTally:
+    """Open findings per viewer and kind, for the overview and a save's page."""
+
+    counts: dict[str, dict[str, int]]  # viewer -> kind -> open findings, for those with any
+    known: int  # viewers whose findings are known (those not in counts are clean)
+    rescanned: list[str]  # the known ones scanned in memory for this read
+    pending: list[str]  # viewers whose findings are behind and were not rescanned
+    viewers: int  # every agent of the save
+
+    def known_viewers(self) -> list[str]:
+        """Every viewer whose findings are known, by id (read whole: for a few)."""
+        stored = current_viewers() if self.known > len(self.rescanned) else []
+        return sorted([*stored, *self.rescanned])
+
+
+def leak_tally() -> LeakTally:
+    """The open findings of every agent whose findings are known, counted by the database
+    for the stored ones (a fixed number of statements, whatever the world's size); the few
+    behind are scanned in memory, as the report does; accepted findings are not counted."""
+    state, fresh, pending = _behind(None)
+    stored = open_counts() if state.current else {}
+    counts = {v: dict(per_kind) for v, per_kind in stored.items()}
+    accepted = acceptances(fresh) if any(fresh.values()) else {}
+    for viewer, found in fresh.items():
+        per_kind = Counter(f.finding.kind for f in found if f.key not in accepted)
+        if per_kind:
+            counts[viewer] = dict(per_kind)
+    return LeakTally(
+        counts=counts,
+        known=state.current + len(fresh),
+        rescanned=sorted(fresh),
+        pending=pending,
+        viewers=state.viewers,
+    )
+
+
+def leak_counts(tally: LeakTally | None = None) -> dict[str, dict[str, int]]:
     """viewer id -> kind -> open findings (zeros kept), over every viewer whose findings are
     known; accepted findings are not counted."""
-    report = report or leak_report()
-    accepted = acceptances(report.findings)
-    counts: dict[str, dict[str, int]] = {}
-    for viewer in sorted(report.findings):
-        found = Counter(f.finding.kind for f in report.findings[viewer] if f.key not in accepted)
-        counts[viewer] = {kind: found[kind] for kind in FINDING_KINDS}
-    return counts
+    tally = tally or leak_tally()
+    return {
+        viewer: {kind: tally.counts.get(viewer, {}).get(kind, 0) for kind in FINDING_KINDS}
+        for viewer in tally.known_viewers()
+    }

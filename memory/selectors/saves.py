@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memory.active_save import use
-from memory.engine.knowledge import AGENTS
 from memory.engine.saves import live_saves
 from memory.models import ObjectType, Save, WorldObject
 from memory.selectors import leaks as leak_reads
@@ -56,16 +55,14 @@ class SaveSummary:
 def summary(save: Save) -> SaveSummary:
     """One save's line on the overview (inside that save)."""
     with use(save):
-        report = leak_reads.leak_report()
-        counts = leak_reads.leak_counts(report)
-        per_viewer = [sum(per_kind.values()) for per_kind in counts.values()]
+        tally = leak_reads.leak_tally()
         return SaveSummary(
             save=save,
             provenance=provenance(save),
-            viewers=WorldObject.objects.filter(AGENTS, type=ObjectType.ENTITY).count(),
-            leaks_open=sum(per_viewer),
-            leak_viewers=sum(1 for n in per_viewer if n),
-            leak_pending=len(report.pending),
+            viewers=tally.viewers,
+            leaks_open=sum(sum(per_kind.values()) for per_kind in tally.counts.values()),
+            leak_viewers=len(tally.counts),
+            leak_pending=len(tally.pending),
             lag_rows=projection_reads.projection_status()["lag_rows"],
             worlds=list(
                 WorldObject.objects.filter(type=ObjectType.WORLD)

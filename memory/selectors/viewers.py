@@ -193,6 +193,9 @@ def alias_rows(
 class AliasWindow:
     rows: list[AliasRow]
     total: int  # every alias_targets target, shown or not
+    labelled: int = 0  # the targets the viewer has a label for (paged past `labels`)
+    labels_from: int = 0  # where this page of them starts
+    labels_next: int | None = None  # where the next page starts, if there is one
 
 
 def alias_window(
@@ -202,11 +205,15 @@ def alias_window(
     show_all: bool = False,
     limit: int,
     strangers: int,
+    labels: int | None = None,
+    labels_from: int = 0,
 ) -> AliasWindow:
     """The alias rows a page shows: every target when there are at most `limit` (or
-    `show_all`); past that, in alias_targets order, the labelled ones, the `pinned` ones and
-    the first `strangers` of the rest. Each query is bounded by the rows shown (and the
-    viewer's labels), not by the world: the world's 2,000 objects are counted, never read.
+    `show_all`); past that, in alias_targets order, the labelled ones (`labels` of them from
+    `labels_from` when given: a viewer who knows hundreds is read a page at a time), the
+    `pinned` ones and, on the first page, the first `strangers` of the rest. Each query is
+    bounded by the rows shown (and the viewer's labels), not by the world: the world's 2,000
+    objects are counted, never read.
     """
     world_id = viewer.obj.world_id
     entities = _alias_entities(viewer)
@@ -217,21 +224,43 @@ def alias_window(
     # Counted on the (world, type) index alone; the viewer is one of them.
     in_world = max(world_entities(world_id).count() - 1, 0)
     total = in_world + len(outside)
+    # Labelled or pinned entities of the world, in id order (the database's, as kinds are read).
+    named = [t for t, kind in kinds.items() if kind == ObjectType.ENTITY]
+    labelled = [t for t in named if t in viewer.aliases]
+    labelled_total = len(labelled) + len(outside)
     if show_all or total <= limit:
         shown_world = list(entities.order_by("id").values_list("id", flat=True))
-    else:
-        keep = [
-            t
-            for t in asked
-            if kinds.get(t) == ObjectType.ENTITY and (t in viewer.aliases or t in pinned)
-        ]
-        more = max(min(limit - len(keep) - len(outside), strangers), 0)
-        window = entities.filter(id__in=keep)
-        if more:
-            first_strangers = entities.exclude(id__in=keep).order_by("id").values("id")[:more]
-            window = entities.filter(Q(id__in=keep) | Q(id__in=first_strangers))
-        shown_world = list(window.order_by("id").values_list("id", flat=True))
-    return AliasWindow(rows=_rows_shown(viewer, shown_world, outside), total=total)
+        rows = _rows_shown(viewer, shown_world, outside)
+        return AliasWindow(rows=rows, total=total, labelled=labelled_total)
+    labels_next = None
+    if labels is not None and (labels_from or labelled_total > labels):
+        # This page of the labelled targets, in alias_targets order: the world's by id (in
+        # the database's order, as `kinds` was read), then the labels of ids outside it.
+        page = [*labelled, *outside][labels_from : labels_from + labels]
+        if labels_from + labels < labelled_total:
+            labels_next = labels_from + labels
+        labelled = [t for t in page if t not in outside]
+        outside = [t for t in outside if t in page]
+    keep = set(labelled) | (pinned & set(named))
+    # In id order, as `named` was read; strangers on the first page only (the later pages
+    # page through labels).
+    shown_world = [t for t in named if t in keep]
+    more = max(min(limit - len(keep) - len(outside), strangers), 0) if not labels_from else 0
+    if more:
+        # The first strangers, among the first ids and as many more as are named: a short
+        # read in the database's order, of which the rows kept above sort after any not in it.
+        first = list(entities.order_by("id").values_list("id", flat=True)[: more + len(named)])
+        is_named, in_first = set(named), set(first)
+        chosen = set([t for t in first if t not in is_named][:more]) | keep
+        shown_world = [t for t in first if t in chosen]
+        shown_world += [t for t in named if t in keep and t not in in_first]
+    return AliasWindow(
+        rows=_rows_shown(viewer, shown_world, outside),
+        total=total,
+        labelled=labelled_total,
+        labels_from=labels_from,
+        labels_next=labels_next,
+    )
 
 
 def alias_page(viewer: Viewer, *, offset: int, limit: int) -> AliasWindow:
@@ -254,15 +283,15 @@ def _alias_entities(viewer: Viewer):
 
 
 def _kinds(world_id: str | None, ids: list[str]) -> dict[str, str]:
-    """What each of these ids is in this world (absent: not of it). By id alone, the world
-    checked here: the OR of two indexes that `world_objects` is costs a lookup per row."""
+    """What each of these ids is in this world (absent: not of it), in id order. By id alone,
+    the world checked here: the OR of two indexes that `world_objects` is costs a lookup per
+    row."""
     if not ids:
         return {}
+    rows = WorldObject.objects.filter(id__in=ids).order_by("id")
     return {
         i: kind
-        for i, kind, world in WorldObject.objects.filter(id__in=ids).values_list(
-            "id", "type", "world_id"
-        )
+        for i, kind, world in rows.values_list("id", "type", "world_id")
         if world_id is None or world_id in (i, world)
     }
 

@@ -150,18 +150,9 @@ class Flush:
         self.result.episodes_written += episodes.upsert_episodes(by_recency(changed))
         self.result.rows_folded += self.rows - len(self.problems)
         self.result.problems_found += problems.record(self.problems)
-        _mark_leak_scans_stale({owner_id for owner_id, _key in self.sessions})
-
-
-def _mark_leak_scans_stale(owner_ids: set[str]) -> None:
-    """These owners' digests just moved, so their prompts did: their stored leak findings are
-    no longer current (memory.engine.leaks.stored rescans them). In the flush's transaction,
-    so a fold and its mark land together."""
-    ids = sorted(owner_ids)
-    for start in range(0, len(ids), 500):
-        LeakScan.objects.filter(viewer_id__in=ids[start : start + 500], stale=False).update(
-            stale=True
-        )
+        # These owners' digests just moved, so their prompts did: in the flush's transaction,
+        # so a fold and its mark land together (memory.engine.leaks.stored rescans them).
+        LeakScan.objects.mark_stale({owner_id for owner_id, _key in self.sessions})
 
 
 def fold_batch(rows: Sequence[FoldRow], flush: Flush) -> None:

@@ -17,12 +17,11 @@ from django.db import connection, transaction
 from django.db.models import F
 
 from memory.engine.projections import episodes, problems
-from memory.engine.projections.cycle import _mark_leak_scans_stale
 from memory.engine.projections.rebuild import _folded, fold_checked
 from memory.engine.projections.rows import owner_rows
 from memory.engine.projections.sessions import insert_sessions
 from memory.engine.shards import ensure_shards, shard_of
-from memory.models import Episode, MemorySession, ProjectionProblem, ProjectionShard
+from memory.models import Episode, LeakScan, MemorySession, ProjectionProblem, ProjectionShard
 
 
 def refold_owners(owner_ids: Iterable[str]) -> int:
@@ -57,5 +56,5 @@ def refold_owners(owner_ids: Iterable[str]) -> int:
             episodes.insert_episodes(walked)
             problems.record(bad)
             folded_total += len(rows) - len(bad)
-        _mark_leak_scans_stale(set(owners))
+        LeakScan.objects.mark_stale(owners)
     return folded_total

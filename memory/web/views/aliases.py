@@ -3,6 +3,8 @@ alias edit: set, forget, restore from history or take the suggestion (editors)."
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django.contrib.auth.decorators import login_required, permission_required
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.views.decorators.http import require_POST
@@ -13,7 +15,14 @@ from memory.engine.knowledge import Viewer, get_viewer
 from memory.roles import EDIT_PERMISSION
 from memory.selectors import viewers as viewer_reads
 from memory.web.saves import reverse
-from memory.web.views._common import get_viewer_for_user, path_id, render_page, wants_fragment
+from memory.web.views._common import (
+    get_viewer_for_user,
+    offset_of,
+    path_id,
+    render_page,
+    wants_fragment,
+)
+from memory.web.views.alias_panel import ALIASES_FROM
 from memory.web.views.viewer_panels import panel_view, viewer_context
 
 aliases_panel = panel_view("aliases-panel", "api:aliases")
@@ -66,9 +75,19 @@ def alias_edit(request: HttpRequest, viewer_id: str, target_id: str) -> HttpResp
     except NotFound as exc:  # the viewer went between the read above, or no such change
         raise Http404(str(exc)) from None
     if not wants_fragment(request) and not errors:
-        return HttpResponseRedirect(reverse("memory:aliases_panel", args=[viewer.id]))
+        # Back to the page of labels the edit was made on (its action URL carries it).
+        page = offset_of(request, ALIASES_FROM)
+        query = f"?{urlencode({ALIASES_FROM: page})}" if page else ""
+        return HttpResponseRedirect(reverse("memory:aliases_panel", args=[viewer.id]) + query)
     viewer = get_viewer(viewer.id)  # re-read: the labels just changed
-    context = viewer_context(request, viewer, errors=errors, warnings=warnings, rejected=rejected)
+    context = viewer_context(
+        request,
+        viewer,
+        errors=errors,
+        warnings=warnings,
+        rejected=rejected,
+        touched=(target_id,),
+    )
     status = 400 if errors and not wants_fragment(request) else 200
     response = render_page(request, "memory/viewer.html", "aliases-panel", context, status=status)
     if not errors:

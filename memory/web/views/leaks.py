@@ -47,9 +47,14 @@ def prompt_page(request: HttpRequest, viewer_id: str) -> HttpResponse:
     return render_page(request, "memory/prompt.html", "prompt-panel", context)
 
 
-FILTERS = ("viewer", "kind", "world", "state", "sort")
+# "from": where the page of rows starts (the filters and the sort carry it, so an action on
+# a row answers with the page it was on).
+FILTERS = ("viewer", "kind", "world", "state", "sort", "from")
 FILTER_PREFIX = "filter_"
 SOURCES_LISTED = 5
+# The page lists this many rows at a time (each carries its forms: a save with thousands of
+# findings would make a page of megabytes); the exports and the API list every one.
+LEAK_ROWS_SHOWN = 100
 
 
 def _filters(source, prefix: str = "") -> dict[str, str]:
@@ -126,10 +131,37 @@ def _render_table(
 ) -> HttpResponse:
     if findings is None:
         findings = _findings(filters)
-    listed = [(k, v) for k, v in filters.items() if k != "sort"]
+    total = len(findings)
+    viewers_found = {f["viewer_id"] for f in findings}  # the filter lists them, every page
+    raw_from = filters.get("from", "")
+    start = int(raw_from) if raw_from.isdigit() and len(raw_from) < 9 else 0
+    start = min(start, max(total - 1, 0)) // LEAK_ROWS_SHOWN * LEAK_ROWS_SHOWN
+    if start:
+        filters = {**filters, "from": str(start)}
+    else:
+        filters = {k: v for k, v in filters.items() if k != "from"}
+    findings = findings[start : start + LEAK_ROWS_SHOWN]
+    exported = [(k, v) for k, v in filters.items() if k != "from"]
+    listed = [(k, v) for k, v in exported if k != "sort"]
     query = urlencode(listed)
     base = reverse("memory:leaks")
     here = urlencode(list(filters.items()))
+
+    def page_url(at: int) -> str:
+        pairs = [*exported, *([("from", str(at))] if at else [])]
+        return f"{base}?{urlencode(pairs)}" if pairs else base
+
+    pages = None
+    if total > LEAK_ROWS_SHOWN:
+        pages = {
+            "first": start + 1,
+            "last": start + len(findings),
+            "total": total,
+            "prev_url": page_url(max(start - LEAK_ROWS_SHOWN, 0)) if start else None,
+            "next_url": page_url(start + LEAK_ROWS_SHOWN)
+            if start + LEAK_ROWS_SHOWN < total
+            else None,
+        }
     for f in findings:
         f["prompt_url"] = reverse("memory:prompt", args=[f["viewer_id"]]) + f"#leak-at-{f['start']}"
         names = {f["viewer_id"]: f["viewer_name"], f["entity_id"]: f["entity_name"]}
@@ -159,6 +191,8 @@ def _render_table(
         viewer_name = viewer_reads.display_names([filters["viewer"]])[filters["viewer"]]
     context = {
         "findings": findings,
+        "total": total,
+        "pages": pages,
         "filters": filters,
         "viewer_name": viewer_name,
         "here": here,
@@ -167,12 +201,10 @@ def _render_table(
         "states": list(FINDING_STATES),
         "sorts": list(leak_reads.SORT_NAMES),
         "worlds": leak_reads.leak_worlds(),
-        "viewers": leak_reads.viewer_choices(
-            filters.get("viewer"), (f["viewer_id"] for f in findings)
-        ),
+        "viewers": leak_reads.viewer_choices(filters.get("viewer"), viewers_found),
         "can_edit": request.user.has_perm(EDIT_PERMISSION),
-        "csv_url": f"{base}?{urlencode([('format', 'csv'), *filters.items()])}",
-        "json_url": f"{base}?{urlencode([('format', 'json'), *filters.items()])}",
+        "csv_url": f"{base}?{urlencode([('format', 'csv'), *exported])}",
+        "json_url": f"{base}?{urlencode([('format', 'json'), *exported])}",
         "json_twin": reverse("api:leaks") + (f"?{query}" if query else ""),
     }
     return render_page(request, "memory/leaks.html", "leak-table", context, status=status)

@@ -1,19 +1,19 @@
 """The viewer page's context, panel by panel (aliases, buffer, sessions, faces, the viewer
 switcher): each read lazily, so a panel's fragment pays for its own panel alone. The views
-are in viewer.py (the page and three panels) and aliases.py (the aliases panel and its edit).
+are in viewer.py (the page and three panels) and aliases.py (the aliases panel and its edit);
+the aliases panel's rows are made in alias_panel.py.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.middleware.csrf import get_token
 from django.utils.functional import SimpleLazyObject
-from django.utils.http import RFC3986_SUBDELIMS
 from django.utils.text import slugify
 from django.views.decorators.http import require_GET
 
@@ -25,17 +25,16 @@ from memory.selectors import buffer as buffer_reads
 from memory.selectors import faces as face_reads
 from memory.selectors import projections as projection_reads
 from memory.selectors import viewers as viewer_reads
-from memory.web.converters import IdConverter
 from memory.web.saves import reverse
 from memory.web.views import markup
 from memory.web.views._common import (
     get_viewer_for_user,
+    offset_of,
     query_text,
     render_page,
+    reverse_each,
 )
-
-_IDS = IdConverter()
-
+from memory.web.views.alias_panel import ALIASES_FROM, aliases_context
 
 BUFFER_TYPES = ("dialogue", "action", "monologue", "thought")
 
@@ -103,14 +102,18 @@ def _buffer_context(viewer: Viewer, state: BufferState) -> dict[str, Any]:
     page_base = reverse("memory:viewer", args=[viewer.id])
     # Selecting a line is a permalink to the whole page with the same buffer state: the
     # server lights up its session, episode and aliases (no JS needed; htmx swaps it in).
+    # The line's own parameter comes last (BufferState.query's order): the rest is made once.
+    rest = state.query(line=None)
     lines = [
         {
             "e": e,
-            "select_url": f"{page_base}?{state.query(line=e.id)}#line-{slugify(e.id)}",
-            "dom": f"line-{slugify(e.id)}",
+            "select_url": f"{page_base}?{rest}{'&' if rest else ''}"
+            f"{urlencode({'line': e.id})}#{dom}",
+            "dom": dom,
             "selected": e.id == state.line,
         }
         for e in page.entries
+        for dom in (f"line-{slugify(e.id)}",)
     ]
     return {
         "lines": lines,
@@ -126,126 +129,6 @@ def _buffer_context(viewer: Viewer, state: BufferState) -> dict[str, Any]:
         "qa_url": url(qa=None if state.qa else "1"),
         "json_url": reverse("api:buffer", args=[viewer.id])
         + (f"?{twin_query}" if (twin_query := state.query(qa=None, line=None)) else ""),
-    }
-
-
-def _reverse_each(name: str, head: list[str], ids: list[str]) -> dict[str, str]:
-    """reverse(name, args=[*head, i]) for each id, as one reverse and a splice per id: the
-    last argument is quoted the way reverse quotes an <oid:> segment (a reverse per row was a
-    sixth of the aliases panel's rows)."""
-    marker = "\ue000"  # a private-use character no id needs; its quoted form appears once
-    pattern = reverse(name, args=[*head, marker])
-    before, sep, after = pattern.partition(quote(marker))
-    if not sep:  # not an <oid:> last segment after all: reverse each, as before
-        return {i: reverse(name, args=[*head, i]) for i in ids}
-    return {
-        i: f"{before}{quote(_IDS.to_url(i), safe=RFC3986_SUBDELIMS + '/~:@')}{after}"
-        if i
-        else reverse(name, args=[*head, i])
-        for i in ids
-    }
-
-
-ALIASES_SHOWN = 100
-
-
-# Strangers (targets the viewer has no label for) are alike: "unknown", "an unfamiliar figure",
-# a descriptor to take. A few show what such a row is and let an editor name one at once; more
-# would push the labels that matter (and the history) out of sight on a crowded world and make
-# the page pay for rows nobody reads. The count and "Show all" say where the rest are.
-STRANGERS_SHOWN = 10
-
-
-def _alias_item(
-    r: viewer_reads.AliasRow,
-    buffer_url: str,
-    edit_url: str,
-    *,
-    can_edit: bool,
-    errors: list[str],
-    warnings: list[str],
-    rejected: str | None,
-    selected: bool,
-) -> dict[str, Any]:
-    """One alias row with every value markup.alias_row prints made here, once (a hundred
-    rows' slugify, {% url %} and nested lookups were most of the page in the template)."""
-    dom = slugify(r.target_id)
-    name = r.true_name or r.target_id
-    return {
-        "target": r.target_id,
-        "name": name,
-        "named": name != r.target_id,
-        "in_world": r.in_world,
-        "state": r.state,
-        "label": r.label,
-        "shown_as": r.shown_as,
-        "suggestion": r.suggestion,
-        # An editor gets one click to take the suggestion, unless it is already the label.
-        "offer": can_edit and bool(r.suggestion) and r.suggestion != r.label,
-        # A refused label stays in its input, beside the reason, to be corrected.
-        "value": rejected if rejected is not None else (r.label or ""),
-        "rejected": rejected,
-        "errors": errors,
-        "warnings": warnings,
-        "dom": dom,
-        "edit_url": edit_url,
-        "uses_url": f"{buffer_url}?{urlencode({'uses': r.target_id})}",
-        "selected": selected,
-    }
-
-
-def _aliases_context(
-    viewer: Viewer,
-    errors: dict[str, list[str]] | None = None,
-    warnings=None,
-    show_all: bool = False,
-    selected: tuple[str, ...] = (),
-    rejected: dict[str, str] | None = None,
-    can_edit: bool = False,
-    csrf_token: str = "",
-) -> dict:
-    """Every alias row; past ALIASES_SHOWN targets only the labelled ones, any the edit just
-    touched or the selected line names, and the first STRANGERS_SHOWN strangers, unless
-    ?all_aliases=1 (a crowd of strangers would make the page megabytes)."""
-    errors, warnings, rejected = errors or {}, warnings or {}, rejected or {}
-    # A selected line's targets stay too: the line lights up their rows.
-    window = viewer_reads.alias_window(
-        viewer,
-        pinned=[*errors, *warnings, *selected],
-        show_all=show_all,
-        limit=ALIASES_SHOWN,
-        strangers=STRANGERS_SHOWN,
-    )
-    buffer_url = reverse("memory:buffer_panel", args=[viewer.id])
-    edit_urls = _reverse_each("memory:alias_edit", [viewer.id], [r.target_id for r in window.rows])
-    rows = [
-        _alias_item(
-            r,
-            buffer_url,
-            edit_urls[r.target_id],
-            can_edit=can_edit,
-            errors=errors.get(r.target_id, []),
-            warnings=warnings.get(r.target_id, []),
-            rejected=rejected.get(r.target_id),
-            selected=r.target_id in selected,
-        )
-        for r in window.rows
-    ]
-    csrf_input = markup.csrf_input(csrf_token) if can_edit else ""
-    for item in rows:
-        item["html"] = markup.alias_row(item, viewer.id, can_edit, csrf_input)
-    shown = {item["target"] for item in rows}
-    return {
-        "rows": rows,
-        "hidden": window.total - len(rows),
-        "all_url": reverse("memory:aliases_panel", args=[viewer.id]) + "?all_aliases=1",
-        "other_errors": [(t, errs) for t, errs in errors.items() if t not in shown],
-        "history": viewer_reads.alias_history(viewer.id),
-        "errors": errors,
-        "warnings": warnings,
-        "aliases_error": viewer.aliases_error,
-        # What {% csrf_token %} prints, made once for the two forms of every row.
-        "csrf_input": csrf_input,
     }
 
 
@@ -317,7 +200,7 @@ def _viewer_switch(viewer: Viewer) -> dict[str, Any]:
     are made here, once: fifty {% url %} tags were a tenth of the page."""
     shown, total = viewer_reads.viewer_window_ids(viewer, VIEWERS_SHOWN)
     names = viewer_reads.display_names(shown)
-    urls = _reverse_each("memory:viewer", [], shown)
+    urls = reverse_each("memory:viewer", [], shown)
     links = [
         {
             "id": i,
@@ -361,9 +244,10 @@ def viewer_context(
         "selected_line": links,
         "viewers": SimpleLazyObject(lambda: _viewer_switch(viewer)),
         "aliases": SimpleLazyObject(
-            lambda: _aliases_context(
+            lambda: aliases_context(
                 viewer,
                 show_all=request.GET.get("all_aliases") == "1",
+                labels_from=offset_of(request, ALIASES_FROM),
                 selected=links.alias_targets if links else (),
                 can_edit=can_edit,
                 csrf_token=get_token(request) if can_edit else "",

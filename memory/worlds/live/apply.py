@@ -22,7 +22,15 @@ from memory.engine.projections.refold import refold_owners
 from memory.engine.scopes import home_scope
 from memory.engine.shards import bump_generations, notify_written, shard_count, shard_of
 from memory.engine.upkeep import run_upkeep
-from memory.models import BufferEntry, LedgerEntry, LiveFollow, LiveRow, Save, WorldObject
+from memory.models import (
+    BufferEntry,
+    LeakScan,
+    LedgerEntry,
+    LiveFollow,
+    LiveRow,
+    Save,
+    WorldObject,
+)
 from memory.worlds import bulk
 from memory.worlds.live.changes import (
     BUCKET_SIZE,
@@ -101,8 +109,10 @@ def write_batch(
             gone.delete()
         bulk.sync_objects(object_rows, attribute_rows, acl_rows)
         # The save's source hash is part of every viewer's leak-findings fingerprint: a
-        # moved hash is how the stored findings learn that the world changed.
+        # moved hash is how the stored findings learn that the world changed; the pages
+        # learn it from the scan rows, every one of them now behind.
         Save.objects.filter(pk=current_id()).update(source_sha256=f"live:{changes.small_hash}")
+        LeakScan.objects.mark_stale()
         result.objects_synced = True
     clock = bulk.ImportClock(marks)
     for table, model, tc in (

@@ -1,0 +1,131 @@
+"""Where each viewer's stored leak findings stand, as the pages read it (PRODUCT §7, §10).
+
+A viewer's findings are *current* when its scan row says so (`LeakScan.stale` false) and
+*behind* otherwise (a write since, or never scanned: no row). Every door that changes what a
+prompt reads keeps that flag in its own transaction (`LeakScan.objects.mark_stale`: a write
+for an owner bumps its generation and marks it, an alias edit marks and rescans its viewer, the
+fold marks the owners whose digest moved, the live follower marks the whole save when the
+world's small tables change; an import or a rebuild starts with no rows). So a page learns who
+is behind from one read of the flags, and reads the findings and open counts of the current
+viewers one statement each, never recomputing every viewer's inputs (stored.input_fingerprints,
+which the rescan still compares: a door that forgot its mark is rescanned at the next cycle).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from django.db import connection
+from django.db.models import Exists, OuterRef, QuerySet
+
+from memory.active_save import current_id
+from memory.engine.knowledge import AGENTS
+from memory.engine.leaks.stored import _finding_of
+from memory.engine.leaks.world_scan import ScanFinding
+from memory.models import LeakAcceptance, LeakFinding, LeakScan, ObjectType, WorldObject
+
+
+def _viewers(viewer_id: str | None) -> QuerySet:
+    """Unasked, the agents (the prompts a scan reads); asked by id, that entity."""
+    entities = WorldObject.objects.filter(type=ObjectType.ENTITY)
+    return entities.filter(id=viewer_id) if viewer_id is not None else entities.filter(AGENTS)
+
+
+def _current_scan(viewer=None) -> Exists:
+    return Exists(LeakScan.objects.filter(viewer_id=viewer or OuterRef("id"), stale=False))
+
+
+# The pages' hot statements, as SQL: each is a few milliseconds of the database's time, and
+# the ORM took longer than that to build them. The entities read on the (save, type, world,
+# id, is_agent) index alone; `who` is the agents (knowledge.AGENTS) or the one entity asked.
+_OBJECTS = WorldObject._meta.db_table
+_SCANS = LeakScan._meta.db_table
+_FINDINGS = LeakFinding._meta.db_table
+_ACCEPTANCES = LeakAcceptance._meta.db_table
+_AGENT = "(o.is_agent IS NULL OR o.is_agent <> 0)"
+_CURRENT = (
+    f"EXISTS (SELECT 1 FROM {_SCANS} s WHERE s.game_save_id = {{save}} "
+    f"AND s.viewer_id = {{viewer}} AND NOT s.stale)"
+)
+
+
+def _who(viewer_id: str | None) -> tuple[str, list[str]]:
+    return (_AGENT, []) if viewer_id is None else ("o.id = %s", [viewer_id])
+
+
+def _rows(sql: str, params: list) -> list[tuple]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+@dataclass(frozen=True)
+class Standing:
+    current: int  # viewers whose stored findings are current
+    behind: list[str]  # the others, by id: not scanned since a write, or never
+
+    @property
+    def viewers(self) -> int:
+        return self.current + len(self.behind)
+
+
+def _entities_sql(viewer_id: str | None, current: bool | None, what: str) -> tuple[str, list]:
+    who, params = _who(viewer_id)
+    sql = f"SELECT {what} FROM {_OBJECTS} o WHERE o.game_save_id = %s AND o.type = %s AND {who}"
+    if current is not None:
+        scan = _CURRENT.format(save="o.game_save_id", viewer="o.id")
+        sql += f" AND {'' if current else 'NOT '}{scan}"
+    return sql, [current_id(), ObjectType.ENTITY.value, *params]
+
+
+def standing(viewer_id: str | None = None) -> Standing:
+    """How many viewers (of the agents, or the one asked) have current findings, and which
+    are behind: one read of the objects' index and the scan rows (ids only for those behind),
+    one count of the index. Sorted here: ORDER BY id would walk the (save, id) index."""
+    behind = sorted(row[0] for row in _rows(*_entities_sql(viewer_id, False, "o.id")))
+    ((viewers,),) = _rows(*_entities_sql(viewer_id, None, "COUNT(*)"))
+    return Standing(current=max(viewers - len(behind), 0), behind=behind)
+
+
+def current_viewers(viewer_id: str | None = None) -> list[str]:
+    """The viewers whose findings are current, by id (every one of them: for a few)."""
+    return sorted(row[0] for row in _rows(*_entities_sql(viewer_id, True, "o.id")))
+
+
+def _current_findings(viewer_id: str | None) -> QuerySet:
+    """The stored findings of the viewers whose scan is current (of the agents, or the one
+    asked), as a set: the two conditions are checked per finding, never as a list of ids."""
+    return LeakFinding.objects.filter(
+        _current_scan(OuterRef("viewer_id")),
+        Exists(_viewers(viewer_id).filter(id=OuterRef("viewer_id"))),
+    )
+
+
+def current_findings(viewer_id: str | None = None) -> dict[str, list[ScanFinding]]:
+    """viewer -> its stored findings in its scanner's order, for each current viewer that has
+    any (the rest have none)."""
+    found: dict[str, list[ScanFinding]] = {}
+    for row in _current_findings(viewer_id).order_by("viewer_id", "ordinal"):
+        found.setdefault(row.viewer_id, []).append(_finding_of(row))
+    return found
+
+
+def open_counts(viewer_id: str | None = None) -> dict[str, Counter[str]]:
+    """viewer -> kind -> its stored findings no editor accepted, for each current viewer with
+    one at least: counted by the database, a row per (viewer, kind)."""
+    who, params = _who(viewer_id)
+    sql = (
+        f"SELECT f.viewer_id, f.kind, COUNT(*) FROM {_FINDINGS} f WHERE f.game_save_id = %s "
+        f"AND {_CURRENT.format(save='f.game_save_id', viewer='f.viewer_id')} "
+        f"AND EXISTS (SELECT 1 FROM {_OBJECTS} o WHERE o.game_save_id = f.game_save_id "
+        f"AND o.id = f.viewer_id AND o.type = %s AND {who}) "
+        f"AND NOT EXISTS (SELECT 1 FROM {_ACCEPTANCES} a WHERE a.game_save_id = f.game_save_id "
+        "AND a.viewer_id = f.viewer_id AND a.section = f.section AND a.kind = f.kind "
+        "AND a.text = f.text) "
+        "GROUP BY f.viewer_id, f.kind"
+    )
+    counts: dict[str, Counter[str]] = {}
+    for viewer, kind, n in _rows(sql, [current_id(), ObjectType.ENTITY.value, *params]):
+        counts.setdefault(viewer, Counter())[kind] = int(n)
+    return counts
