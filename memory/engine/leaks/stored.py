@@ -28,7 +28,7 @@ from django.utils import timezone
 
 from memory.active_save import current_id
 from memory.engine.leaks.scanner import Finding
-from memory.engine.leaks.world_scan import ScanFinding, scan_groups
+from memory.engine.leaks.world_scan import ScanFinding, WorldIndexes, scan_groups
 from memory.models import LeakFinding, LeakScan, ObjectType, WorldObject
 
 # Viewers rescanned per transaction: bounds how long a refresh holds their rows.
@@ -150,13 +150,16 @@ def stored_findings(viewer_ids: Iterable[str]) -> dict[str, list[ScanFinding]]:
     return found
 
 
-def scan_fresh(viewer_ids: Sequence[str]) -> dict[str, list[ScanFinding]]:
-    """Scan these viewers now, in memory (one knowledge load and one automaton per world)."""
+def scan_fresh(
+    viewer_ids: Sequence[str], worlds: WorldIndexes | None = None
+) -> dict[str, list[ScanFinding]]:
+    """Scan these viewers now, in memory (one knowledge load and one automaton per world,
+    kept in `worlds` across a caller's chunks when it hands one in)."""
     groups: dict[str | None, list[WorldObject]] = {}
     viewers = WorldObject.objects.filter(id__in=list(viewer_ids), type=ObjectType.ENTITY)
     for obj in viewers.order_by("world_id", "id"):
         groups.setdefault(obj.world_id, []).append(obj)
-    return {scan.viewer_id: scan.findings for scan in scan_groups(groups)}
+    return {scan.viewer_id: scan.findings for scan in scan_groups(groups, worlds=worlds)}
 
 
 @dataclass
@@ -198,13 +201,14 @@ def refresh(viewer_ids: Sequence[str] | None = None) -> RefreshResult:
     state = scan_state(viewer_ids)
     result = RefreshResult(viewers_checked=len(state.current))
     behind = state.behind
+    worlds: WorldIndexes = {}  # each world read once for all the chunks
     for chunk in _chunks(behind, REFRESH_CHUNK):
         with transaction.atomic():
             claimed = sorted(_claim(chunk, state.current))
             result.skipped.extend(sorted(set(chunk) - set(claimed)))
             if not claimed:
                 continue
-            scans = scan_fresh(claimed)
+            scans = scan_fresh(claimed, worlds)
             LeakFinding.objects.filter(viewer_id__in=claimed).delete()
             rows = [
                 _row_of(viewer_id, ordinal, f)
