@@ -196,6 +196,24 @@ def _claim(viewer_ids: Sequence[str], current: dict[str, tuple[str, str]]) -> li
     ]
 
 
+_MARK_SCANNED_SQL = (
+    f"UPDATE {LeakScan._meta.db_table} SET world_id = %s, fingerprint = %s, stale = %s, "
+    "scanned_at = %s WHERE game_save_id = %s AND viewer_id = %s"
+)
+
+
+def _mark_scanned(viewer_ids: Sequence[str], current: dict[str, tuple[str, str]]) -> None:
+    """Each scan row current as of now: one statement for the chunk (an ORM update per
+    viewer was a query built and run 2,000 times in a rebuild)."""
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    save_id = current_id()
+    with connection.cursor() as cursor:
+        cursor.executemany(
+            _MARK_SCANNED_SQL,
+            [(*current[v], False, now, save_id, v) for v in viewer_ids],
+        )
+
+
 def refresh(viewer_ids: Sequence[str] | None = None) -> RefreshResult:
     """Rescan and store every viewer (of these, or all) whose stored findings are not current."""
     state = scan_state(viewer_ids)
@@ -216,12 +234,7 @@ def refresh(viewer_ids: Sequence[str] | None = None) -> RefreshResult:
                 for ordinal, f in enumerate(scans.get(viewer_id, []))
             ]
             LeakFinding.objects.bulk_create(rows, batch_size=1000)
-            now = timezone.now()
-            for viewer_id in claimed:
-                world_id, fingerprint = state.current[viewer_id]
-                LeakScan.objects.filter(viewer_id=viewer_id).update(
-                    world_id=world_id, fingerprint=fingerprint, stale=False, scanned_at=now
-                )
+            _mark_scanned(claimed, state.current)
             result.viewers_scanned += len(claimed)
             result.findings_written += len(rows)
     return result
