@@ -259,7 +259,8 @@ def run_cycle(
     if shards is None and _big_unfolded_backlog():
         # The first cycle after a large import: folding forward from nothing is a rebuild
         # (rebuild = incremental), and rebuild folds owner by owner, each owner's sessions at
-        # once, where the cycle folds row by row across every owner (the cycle's fold took about 1.5x the rebuild's at 1M rows).
+        # once, where the cycle folds row by row across every owner (about 1.5x the time at
+        # 1M rows).
         first = rebuild(progress, only_if_unfolded=True)
         if first is not None:
             _mark_leak_scans_stale_everywhere()
