@@ -15,6 +15,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -97,6 +98,43 @@ def timed_manage(env: dict[str, str], *args: str) -> float:
     started = time.perf_counter()
     manage(env, *args)
     return time.perf_counter() - started
+
+
+def timed_manage_peak(env: dict[str, str], *args: str) -> tuple[float, float, str]:
+    """`manage.py <args>` in its own process: (seconds, its peak RSS in MB, its stdout). The
+    child is reaped here with wait4, so the peak is its own, not the largest child's so far."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        started = time.perf_counter()
+        proc = subprocess.Popen(
+            [sys.executable, "manage.py", *args], cwd=ROOT, env=env, stdout=out, stderr=err
+        )
+        _pid, status, usage = os.wait4(proc.pid, 0)
+        elapsed = time.perf_counter() - started
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        if proc.returncode:
+            raise SystemExit(f"manage.py {' '.join(args)} failed:\n{out.read()}\n{err.read()}")
+        return elapsed, usage.ru_maxrss / 1024, out.read()
+
+
+# The floor a rebuild is measured against: every row of the save read in the fold's order in
+# one statement, each intent JSON-parsed (`manage.py shell -c`, the save by name).
+FLOOR = """
+import json, time
+from django.db import connection
+from memory.models import Save
+save = Save.objects.get(name={name!r})
+started = time.perf_counter()
+with connection.cursor() as c:
+    c.execute("SELECT id, owner_id, timestamp, location_id, created_at, intent_json, outcome_json "
+              "FROM buffer_entries WHERE game_save_id = %s ORDER BY owner_id, created_at, id",
+              [save.pk])
+    while rows := c.fetchmany(10000):
+        for row in rows:
+            json.loads(row[5])
+print(time.perf_counter() - started)
+"""
 
 
 def session_cookie(env: dict[str, str]) -> str:

@@ -1,300 +1,143 @@
-"""Projection benchmarks (PRODUCT.md §10), as ratios measured in one run.
+"""Projection benchmarks on the user's path (PRODUCT.md §10, issue 25), as ratios measured in
+one run.
 
-    .venv/bin/python bench/bench_projections.py --rows 1000000          # SQLite, temp file
-    DATABASE_URL=postgres://postgres@127.0.0.1:5432/test \\
-        .venv/bin/python bench/bench_projections.py --rows 1000000      # PostgreSQL, temp database
-    .venv/bin/python bench/bench_projections.py --smoke                 # < 30 s
+    .venv/bin/python bench/bench_projections.py                       # SQLite: 10,000 and 1M rows
+    .venv/bin/python bench/bench_projections.py --database postgres   # the same on PostgreSQL
+    .venv/bin/python bench/bench_projections.py --shape readable-v1   # another world shape
+    .venv/bin/python bench/bench_projections.py --smoke               # 2,000 and 20,000 rows (CI)
 
-Rows are generated at run time (bulk executemany, not remember(), for speed) into a store of
-10,000 rows, measured, then grown to --rows and measured again:
-  (0) the first cycle after an import (no projection rows, every row a backlog) vs rebuild,
-      with sessions_written beside the sessions the rebuild lands (sessions touched);
-  (a) a cycle after 1,000 new rows at each size (mean of 9): rows_visited (its breakdown), time;
-  (b) full rebuild of each store vs a plain ordered read + JSON parse of the same columns,
-      and the rebuild's peak RSS growth at each size (memory flat as rows grow);
-  (c) sessions() and digest() time and rows_visited at each size.
-Nothing is written to the repository; the temp database is removed at the end.
+Two stores, --small rows then --rows (2,000 entities, one viewer with a tenth of the rows),
+each brought in as README tells a user, every step a `manage.py` command in its own process:
+an omnia save is generated (memory/worlds/synthetic.py) → `migrate` → `import_omnia FILE` →
+`run_projections` (the first cycle after the import, leak findings included) →
+`rebuild_projections` (leak findings included) → the floor, one ordered read + JSON parse of
+the same rows (bench_viewer's). Nothing is ANALYZEd or tuned by hand. Then, in a
+`manage.py shell` on that store, rows arrive through the write door as a game's would:
+  (0) the first cycle after the import vs the rebuild, with the sessions each wrote;
+  (a) a cycle after 1,000 new rows (mean of 9): time, rows_visited and its breakdown — flat
+      from the small store to the big one;
+  (b) the rebuild vs the floor, and each command's peak RSS at both sizes (memory flat as
+      rows grow);
+  (c) sessions() and digest() of the busiest viewer: time and rows_visited.
+The generated files and the stores live in a temporary directory (or temporary PostgreSQL
+databases), removed at the end.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import random
-import statistics
+import shutil
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "omnia_site.settings")
-os.environ.setdefault("OMNIA_TESTING", "1")  # a throwaway secret key, DEBUG off (no query log)
+from _harness import (
+    FLOOR,
+    Shape,
+    drop_pg_database,
+    generate_omnia_world,
+    manage,
+    reset_pg_database,
+    store_env,
+    timed_manage,
+    timed_manage_peak,
+)
 
-import django  # noqa: E402
+SAVE = "harbour"
 
-django.setup()
-
-from django.core.management import call_command  # noqa: E402
-from django.db import connection  # noqa: E402
-
-OWNERS = 1000
-LOCATIONS = 20
-NEW_ROWS = 1000
-CYCLES = 9  # cycles after NEW_ROWS each, per store size
-WORLD = "bench-world"
-BASE_US = 1_700_000_000_000_000
-T0 = 1_783_339_200  # 2026-07-06T12:00:00Z
-# The save every generated row belongs to (issue 16): raw SQL must name it, as the engine's does.
-SAVE: list[int] = []
-
-
-def rss_kb() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * (os.sysconf("SC_PAGE_SIZE") // 1024)
-
-
-class PeakRss:
-    """Samples RSS every 5 ms while a block runs: peak growth over the RSS at entry."""
-
-    def __enter__(self) -> PeakRss:
-        self.start = rss_kb()
-        self.peak = self.start
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-        self._thread.start()
-        return self
-
-    def _sample(self) -> None:
-        while not self._stop.wait(0.005):
-            self.peak = max(self.peak, rss_kb())
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.peak = max(self.peak, rss_kb())
-
-    @property
-    def growth_mb(self) -> float:
-        return (self.peak - self.start) / 1024
-
-
-# --- the store ------------------------------------------------------------------------------------
-
-
-class Store:
-    """Generates rows shaped like play: each owner talks in conversations of ~20 rows, with
-    scene rows between them and, now and then, a world-time gap that cuts an episode."""
-
-    def __init__(self, seed: int = 7) -> None:
-        from memory.engine.shards import shard_of
-
-        self.rng = random.Random(seed)
-        self.count = 0
-        self.owner_ids = [f"npc-{i:04d}" for i in range(OWNERS)]
-        self.shard = {o: shard_of(o) for o in self.owner_ids}
-        self.clock = dict.fromkeys(self.owner_ids, 0)
-        self.conversation: dict[str, str | None] = dict.fromkeys(self.owner_ids)
-        self.conversation_left = dict.fromkeys(self.owner_ids, 0)
-        self.conversations = 0
-
-    def world(self) -> None:
-        with connection.cursor() as c:
-            c.execute(
-                "INSERT INTO objects (game_save_id, id, type, clock_iso) VALUES (%s, %s, 'world', %s)",
-                (SAVE[0], WORLD, "2026-07-06T12:00:00.000Z"),
-            )
-            c.executemany(
-                "INSERT INTO objects (game_save_id, id, type, world_id) "
-                "VALUES (%s, %s, 'location', %s)",
-                [(SAVE[0], f"room-{i}", WORLD) for i in range(LOCATIONS)],
-            )
-            c.executemany(
-                "INSERT INTO attributes (game_save_id, object_id, name, value, visibility) "
-                "VALUES (%s, %s, %s, %s, 'PUBLIC')",
-                [
-                    (SAVE[0], f"room-{i}", "description", f"a smoky room number {i}")
-                    for i in range(LOCATIONS)
-                ],
-            )
-            c.executemany(
-                "INSERT INTO objects "
-                "(game_save_id, id, type, world_id, location_id, aliases_json, is_agent) "
-                "VALUES (%s, %s, 'entity', %s, %s, '[]', 1)",
-                [(SAVE[0], o, WORLD, "room-0") for o in self.owner_ids],
-            )
-
-    def _row(self) -> tuple:
-        rng = self.rng
-        owner = self.owner_ids[rng.randrange(OWNERS)]
-        self.clock[owner] += rng.choice((30, 60, 90, 120)) if rng.random() > 0.02 else 3600
-        if self.conversation_left[owner] <= 0:
-            self.conversations += 1
-            self.conversation[owner] = f"conv-{self.conversations}" if rng.random() < 0.7 else None
-            self.conversation_left[owner] = rng.randint(5, 35)
-        self.conversation_left[owner] -= 1
-        kind = "dialogue" if rng.random() < 0.4 else "action"
-        intent = json.dumps(
-            {
-                "type": kind,
-                "originalText": "words",
-                "description": "a thing happens here",
-                "actorId": owner,
-                "targetIds": [],
-            },
-            separators=(",", ":"),
-        )
-        ts = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(T0 + self.clock[owner]))
-        self.count += 1
-        n = self.count
-        return (
-            SAVE[0],
-            f"m{n:09d}",
-            owner,
-            ts,
-            f"room-{int(owner[4:]) % LOCATIONS}",
-            intent,
-            None,
-            BASE_US + n,
-            self.shard[owner],
-            self.conversation[owner],
-        )
-
-    def add(self, rows: int) -> None:
-        sql = (
-            "INSERT INTO buffer_entries (game_save_id, id, owner_id, timestamp, location_id, "
-            "intent_json, outcome_json, created_at, shard, conversation_id) "
-            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
-        )
-        done = 0
-        while done < rows:
-            chunk = [self._row() for _ in range(min(20000, rows - done))]
-            with connection.cursor() as c:
-                c.executemany(sql, chunk)
-            done += len(chunk)
-        with connection.cursor() as c:
-            c.execute(
-                "UPDATE memory_projection_shards SET last_assigned_at = %s WHERE game_save_id = %s",
-                (BASE_US + self.count, SAVE[0]),
-            )
-        if connection.vendor == "sqlite":
-            with connection.cursor() as c:
-                c.execute("ANALYZE")
-        else:
-            with connection.cursor() as c:
-                c.execute("ANALYZE buffer_entries")
-
-
-def plain_read(order: str) -> float:
-    """The floor: every row's fold columns in one ordered read, each intent JSON-parsed."""
-    from memory.engine.projections.rows import FOLD_COLUMNS
-
-    started = time.perf_counter()
-    if connection.vendor == "postgresql":
-        # A server-side cursor, as a streaming reader would use.
-        from django.db import transaction
-
-        with transaction.atomic(), connection.connection.cursor(name="plain_read") as c:
-            c.itersize = 10000
-            c.execute(
-                f"SELECT {FOLD_COLUMNS} FROM buffer_entries WHERE game_save_id = %s "
-                f"ORDER BY {order}",
-                SAVE,
-            )
-            for row in c:
-                json.loads(row[5])
-    else:
-        with connection.cursor() as c:
-            c.execute(
-                f"SELECT {FOLD_COLUMNS} FROM buffer_entries WHERE game_save_id = %s "
-                f"ORDER BY {order}",
-                SAVE,
-            )
-            while rows := c.fetchmany(10000):
-                for row in rows:
-                    json.loads(row[5])
-    return time.perf_counter() - started
-
-
-def timed(fn, repeat: int = 5):
-    times, result = [], None
-    for _ in range(repeat):
-        started = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times), result
-
-
-def measure(store: Store, label: str, figures: dict) -> None:
-    from django.db import transaction
-
-    from memory.engine.projections import doors, rebuild, run_cycle
-
-    size = store.count
-    # The first cycle after an import: no projection rows yet, every row past a zero watermark.
-    from memory.models import Episode, MemorySession, ProjectionShard
-
-    MemorySession.objects.all().delete()
-    Episode.objects.all().delete()
-    ProjectionShard.objects.update(last_created_at=0, last_id="")
-    with PeakRss() as first_rss:
-        started = time.perf_counter()
-        first = run_cycle()
-        first_s = time.perf_counter() - started
-    with PeakRss() as rss:
-        started = time.perf_counter()
-        rebuilt = rebuild()
-        rebuild_s = time.perf_counter() - started
-    read_fold_order = plain_read("owner_id, created_at, id")
-    read_created_order = plain_read("created_at, id")
-
+# Rows written through the door, then one cycle, CYCLES times: printed as one JSON line.
+CYCLES = """
+import json, random, statistics, time
+from django.db import transaction
+from memory.active_save import use
+from memory.engine.projections import doors, run_cycle
+from memory.engine.write_door import remember
+from memory.models import Save, WorldObject
+rng = random.Random(7)
+save = Save.objects.get(name={name!r})
+with use(save):
+    owners = list(WorldObject.objects.filter(type="entity").order_by("id")
+                  .values_list("id", flat=True))
     cycles = []
-    for _ in range(CYCLES):
-        store.add(NEW_ROWS)
+    for n in range({cycles}):
+        with transaction.atomic():
+            for i in range({new_rows}):
+                owner, other = rng.choice(owners), rng.choice(owners)
+                kind = rng.choice(("action", "dialogue", "thought"))
+                remember(owner, {{"type": kind, "actorId": owner, "targetIds": [other],
+                                  "content": f"entity@{{owner}}[I] mend a net near entity@{{other}}[them]"}},
+                         timestamp=f"2027-01-01T{{n:02d}}:{{i // 60 % 60:02d}}:{{i % 60:02d}}.000Z")
         started = time.perf_counter()
         result = run_cycle()
         cycles.append((time.perf_counter() - started, result))
-    # The mean, not the median: SQLite's WAL checkpoint falls in some cycles and not others
-    # (every few cycles at 1M rows), and its cost is the cycles' cost, shared out.
-    cycle_s = statistics.mean(t for t, _ in cycles)
-    result = cycles[-1][1]
+    timings = {{}}
+    for door in (doors.sessions, doors.digest):
+        samples = []
+        for _ in range(5):
+            started = time.perf_counter()
+            answer = door({viewer!r})
+            samples.append(time.perf_counter() - started)
+        timings[door.__name__] = (statistics.median(samples), answer.rows_visited)
+last = cycles[-1][1]
+print(json.dumps({{
+    # The mean, not the median: SQLite's WAL checkpoint falls in some cycles and not others,
+    # and its cost is the cycles' cost, shared out.
+    "cycle_ms": round(statistics.mean(t for t, _ in cycles) * 1000, 1),
+    "cycle_ms_each": [round(t * 1000, 1) for t, _ in cycles],
+    "cycle_rows_visited": last.rows_visited,
+    "cycle_rows_folded": last.rows_folded,
+    "cycle_session_rows_read": last.session_rows_read,
+    "cycle_episode_rows_read": last.episode_rows_read,
+    "cycle_sessions_written": last.sessions_written,
+    "sessions_door_ms": round(timings["sessions"][0] * 1000, 2),
+    "sessions_door_rows_visited": timings["sessions"][1],
+    "digest_door_ms": round(timings["digest"][0] * 1000, 2),
+    "digest_door_rows_visited": timings["digest"][1],
+}}))
+"""
 
-    owner = store.owner_ids[0]
-    with transaction.atomic():
-        sessions_s, page = timed(lambda: doors.sessions(owner))
-        digest_s, dig = timed(lambda: doors.digest(owner))
-    figures[label] = {
-        "rows": size,
-        "sessions": rebuilt.sessions,
-        "episodes": rebuilt.episodes,
+
+def last_json(text: str) -> dict:
+    return json.loads(text.strip().splitlines()[-1])
+
+
+def measure(workdir: Path, label: str, shape: Shape, url: str, cycles: int, new_rows: int) -> dict:
+    """One store of `shape` at `url`, brought in and measured on the user's path."""
+    world_file = workdir / f"{label}.sqlite"
+    env = store_env(url)
+    info = generate_omnia_world(world_file, shape)
+    manage(env, "migrate", "-v0")
+    import_s = timed_manage(env, "import_omnia", str(world_file), "--as", SAVE)
+    first_s, first_rss, first_out = timed_manage_peak(env, "run_projections", "--json")
+    rebuild_s, rebuild_rss, rebuild_out = timed_manage_peak(env, "rebuild_projections", "--json")
+    floor = manage(env, "shell", "-c", FLOOR.format(name=SAVE))
+    floor_s = float(floor.stdout.strip().splitlines()[-1])
+    first, rebuilt = last_json(first_out), last_json(rebuild_out)
+    code = CYCLES.format(name=SAVE, viewer=info["viewer"], cycles=cycles, new_rows=new_rows)
+    after = last_json(manage(env, "shell", "-c", code).stdout)
+    figures = {
+        "rows": info["rows"],
+        "entities": info["entities"],
+        "viewer_rows": info["viewer_rows"],
+        "import_s": round(import_s, 3),
         "first_cycle_s": round(first_s, 3),
         "first_cycle_vs_rebuild": round(first_s / rebuild_s, 2),
-        "first_cycle_rows_folded": first.rows_folded,
-        "first_cycle_sessions_written": first.sessions_written,
-        "first_cycle_episodes_written": first.episodes_written,
-        "first_cycle_rss_growth_mb": round(first_rss.growth_mb, 1),
+        "first_cycle_rows_folded": first["rows_folded"],
+        "first_cycle_sessions_written": first["sessions_written"],
+        "first_cycle_peak_rss_mb": round(first_rss, 1),
         "rebuild_s": round(rebuild_s, 3),
-        "rebuild_rss_growth_mb": round(rss.growth_mb, 1),
-        "plain_read_parse_fold_order_s": round(read_fold_order, 3),
-        "plain_read_parse_created_order_s": round(read_created_order, 3),
-        "rebuild_vs_plain_read_fold_order": round(rebuild_s / read_fold_order, 2),
-        "rebuild_vs_plain_read_created_order": round(rebuild_s / read_created_order, 2),
-        "cycle_ms": round(cycle_s * 1000, 1),
-        "cycle_ms_each": [round(t * 1000, 1) for t, _ in cycles],
-        "cycle_rows_visited": result.rows_visited,
-        "cycle_rows_folded": result.rows_folded,
-        "cycle_session_rows_read": result.session_rows_read,
-        "cycle_episode_rows_read": result.episode_rows_read,
-        "cycle_sessions_written": result.sessions_written,
-        "sessions_door_ms": round(sessions_s * 1000, 2),
-        "sessions_door_rows_visited": page.rows_visited,
-        "digest_door_ms": round(digest_s * 1000, 2),
-        "digest_door_rows_visited": dig.rows_visited,
+        "rebuild_sessions": rebuilt["sessions"],
+        "rebuild_episodes": rebuilt["episodes"],
+        "rebuild_leak_viewers_scanned": rebuilt["leak_viewers_scanned"],
+        "rebuild_peak_rss_mb": round(rebuild_rss, 1),
+        "read_parse_floor_s": round(floor_s, 3),
+        "rebuild_vs_floor": round(rebuild_s / floor_s, 2),
+        **after,
     }
-    print(label, json.dumps(figures[label]), flush=True)
+    print(label, json.dumps(figures), flush=True)
+    return figures
 
 
 def main() -> None:
@@ -303,68 +146,41 @@ def main() -> None:
     )
     parser.add_argument("--rows", type=int, default=1_000_000, help="size of the big store")
     parser.add_argument("--small", type=int, default=10_000, help="size of the small store")
+    parser.add_argument("--entities", type=int, default=2_000)
+    parser.add_argument("--shape", default="uuid-head", help="uuid-head or readable-v1")
+    parser.add_argument("--database", choices=("sqlite", "postgres"), default="sqlite")
     parser.add_argument("--smoke", action="store_true", help="2,000 and 20,000 rows: a quick check")
     args = parser.parse_args()
-    small, big = (2_000, 20_000) if args.smoke else (args.small, args.rows)
-
-    settings_dict = connection.settings_dict
-    tmpdir = None
-    if connection.vendor == "sqlite":
-        tmpdir = tempfile.mkdtemp(prefix="bench_projections_")
-        settings_dict["NAME"] = os.path.join(tmpdir, "bench.sqlite3")
-    else:
-        import psycopg
-
-        name = f"bench_projections_{os.getpid()}"
-        admin = psycopg.connect(
-            host=settings_dict["HOST"],
-            port=settings_dict["PORT"] or 5432,
-            user=settings_dict["USER"],
-            password=settings_dict["PASSWORD"] or None,
-            dbname=settings_dict["NAME"],
-            autocommit=True,
-        )
-        admin.execute(f'CREATE DATABASE "{name}"')
-        original_db = settings_dict["NAME"]
-        settings_dict["NAME"] = name
+    small, big, entities = (args.small, args.rows, args.entities)
+    cycles, new_rows = 9, 1000
+    if args.smoke:
+        small, big, entities, cycles, new_rows = 2_000, 20_000, 100, 3, 200
+    workdir = Path(tempfile.mkdtemp(prefix="bench_projections_"))
+    made: list[str] = []
+    figures: dict = {"database": args.database, "shape": args.shape}
     try:
-        call_command("migrate", verbosity=0)
-        from memory.active_save import activate
-        from memory.engine.shards import ensure_shards
-        from memory.models import Save
-
-        # One save holds the generated store, active for the whole run (as `--save` would be).
-        save = Save.objects.create(name="bench-projections", kind="scenario", era="v2")
-        SAVE.append(save.pk)
-        activate(save)
-
-        ensure_shards()
-        store = Store()
-        store.world()
-        figures: dict = {"backend": connection.vendor}
-        store.add(small)
-        measure(store, "small", figures)
-        store.add(big - store.count)
-        measure(store, "big", figures)
+        for label, rows in (("small", small), ("big", big)):
+            shape = Shape.named(args.shape, rows=rows, entities=entities, hot_rows=rows // 10)
+            if args.database == "postgres":
+                made.append(f"bench_projections_{label}_{int(time.time())}")
+                url = reset_pg_database(made[-1])
+            else:
+                url = f"sqlite:///{workdir / f'{label}-store.sqlite3'}"
+            figures[label] = measure(workdir, label, shape, url, cycles, new_rows)
         s, b = figures["small"], figures["big"]
         figures["cycle_time_ratio_big_vs_small"] = round(b["cycle_ms"] / s["cycle_ms"], 2)
-        figures["rebuild_rss_growth_ratio_big_vs_small"] = (
-            round(b["rebuild_rss_growth_mb"] / s["rebuild_rss_growth_mb"], 2)
-            if s["rebuild_rss_growth_mb"]
-            else None
+        figures["rebuild_rss_ratio_big_vs_small"] = round(
+            b["rebuild_peak_rss_mb"] / s["rebuild_peak_rss_mb"], 2
+        )
+        figures["first_cycle_rss_ratio_big_vs_small"] = round(
+            b["first_cycle_peak_rss_mb"] / s["first_cycle_peak_rss_mb"], 2
         )
         print(json.dumps(figures, indent=2))
     finally:
-        connection.close()
-        if tmpdir:
-            for f in Path(tmpdir).iterdir():
-                f.unlink()
-            os.rmdir(tmpdir)
-        else:
-            settings_dict["NAME"] = original_db
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
-            admin.close()
+        shutil.rmtree(workdir, ignore_errors=True)
+        for name in made:
+            drop_pg_database(name)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -33,6 +33,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from _harness import (
+    FLOOR,
     Shape,
     datasette_argv,
     drop_pg_database,
@@ -46,22 +47,6 @@ from _harness import (
     store_env,
     timed_manage,
 )
-
-FLOOR = """
-import json, time
-from django.db import connection
-from memory.models import Save
-save = Save.objects.get(name={name!r})
-started = time.perf_counter()
-with connection.cursor() as c:
-    c.execute("SELECT id, owner_id, timestamp, location_id, created_at, intent_json, outcome_json "
-              "FROM buffer_entries WHERE game_save_id = %s ORDER BY owner_id, created_at, id",
-              [save.pk])
-    while rows := c.fetchmany(10000):
-        for row in rows:
-            json.loads(row[5])
-print(time.perf_counter() - started)
-"""
 
 STATISTICS = """
 from memory.engine.planner import LEAK_TABLES, PROJECTION_TABLES, WORLD_TABLES, refresh_statistics

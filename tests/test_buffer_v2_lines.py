@@ -200,3 +200,27 @@ def test_hydrate_never_shows_a_tags_words_or_a_raw_tag(pieces):
     line = hydrate(content, alice, "bob")
     assert "Gareth" not in line
     assert "entity@" not in line
+
+
+_TAG_PIECES = st.sampled_from(
+    ["entity@", "bob", "a-1", "[", "]", "the ", " ", "@", "\u00e9", "\u2003", ".", "I"]
+)
+
+
+@given(st.lists(_TAG_PIECES, max_size=14))
+@settings(max_examples=500, deadline=None)
+def test_a_plain_tag_read_in_one_match_is_the_tag_the_walker_reads(pieces):
+    """find_tags reads a tag as omnia writes it (`entity@id[words]`) in one match and walks
+    every other: on any text both give the tags the walker alone gives."""
+    from memory.engine.buffer import tags
+
+    content = "".join(pieces)
+    walked = []
+    pos = content.find("entity@")
+    while pos >= 0:
+        walked.append(tags._tag_at(content, pos))
+        pos = content.find("entity@", walked[-1].end)
+    found = tags.find_tags(content)
+    assert [(t.start, t.end, t.id, t.words) for t in found] == [
+        (t.start, t.end, t.id, t.words) for t in walked
+    ]

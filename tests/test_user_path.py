@@ -224,6 +224,36 @@ def _every_match(viewer, **filters) -> list[str]:
     return found
 
 
+def test_the_leak_rescan_reads_each_viewer_by_its_index_without_statistics(world):
+    """A rebuild's rescan reads the newest memories and sessions of a chunk of viewers in one
+    statement each (issue 25 item 4): every viewer's part a seek of its own index."""
+    from memory.engine.leaks.stored import refresh
+    from memory.models import LeakScan
+
+    LeakScan.objects.update(stale=True)
+    _forget_statistics()
+    with CaptureQueriesContext(connection) as captured:
+        result = refresh()
+    assert result.viewers_scanned == SHAPE.entities
+    statements = _hot_statements(captured.captured_queries)
+    batched = [s for s in statements if " UNION ALL " in s]
+    assert sorted(re.search(r"FROM (\w+) WHERE", s).group(1) for s in batched) == [
+        "buffer_entries",
+        "memory_sessions",
+    ]
+    assert {s[:200]: _bad_steps(_plan(s)) for s in statements if _bad_steps(_plan(s))} == {}
+    for statement in batched:
+        # Each member bounded by its viewer: a seek, never the save's rows walked and sorted.
+        plan = _plan(statement)
+        if connection.vendor == "sqlite":
+            seeks = [step for step in plan if re.search(r"\bSEARCH \w+ USING", step)]
+            bounded = [step for step in seeks if "owner_id=?" in step]
+        else:
+            seeks = [line for line in plan if "Index Cond" in line]
+            bounded = [line for line in seeks if "owner_id = " in line]
+        assert len(bounded) == len(seeks) == statement.count(" UNION ALL ") + 1, plan
+
+
 @pytest.mark.parametrize("which", ["q", "uses"])
 @pytest.mark.parametrize("indexed", [True, False], ids=["indexed", "read in order"])
 def test_a_filter_stopped_by_its_budget_says_so_and_continues_to_every_match(

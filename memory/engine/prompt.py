@@ -15,15 +15,16 @@ Another entity's true-name attributes are never listed; a name reaches you only 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memory.engine.aliases import resolve_alias
-from memory.engine.buffer.rendered import BUFFER_FIELDS, render_entry
+from memory.engine.buffer.rendered import render_line
 from memory.engine.clock import long_date, parse_timestamp, time_of_day
 from memory.engine.knowledge import Viewer, WorldKnowledge, true_name_attributes, world_knowledge
-from memory.engine.longterm.reader import index_entries
-from memory.engine.projections.doors import digest
-from memory.models import BufferEntry
+from memory.engine.longterm.reader import index_entries_of_each
+from memory.engine.newest import first_rows_of_each
+from memory.engine.projections.doors import digests
 
 BUFFER_LINES = 50
 UNNAMED_PLACE = "a place you cannot name"
@@ -155,9 +156,7 @@ def perceived_world(viewer: Viewer, knowledge: WorldKnowledge) -> Section:
             lines.append("Ways out: " + "; ".join(exits) + ".")
     lines.append("You:")
     lines += _attribute_lines(knowledge.visible_attributes(viewer.id, viewer.id), set())
-    present = [
-        e for e in knowledge.entities if e.id != viewer.id and here and e.location_id == here
-    ]
+    present = [e for e in knowledge.entities_at.get(here or "", ()) if e.id != viewer.id]
     if present:
         # One nested list: two strangers both read "an unfamiliar figure", and only what the
         # viewer sees of each under its label tells them apart.
@@ -187,35 +186,79 @@ def _exits(connections_json: str, knowledge: WorldKnowledge, viewer_id: str) -> 
     return exits
 
 
-def long_term_index(viewer: Viewer) -> Section:
-    return _lines_section("Long-term memory", index_entries(viewer), "(no long-term memory)")
+def long_term_indexes(viewers: Sequence[Viewer]) -> dict[str, Section]:
+    entries = index_entries_of_each(viewers)
+    return {
+        v.id: _lines_section("Long-term memory", entries[v.id], "(no long-term memory)")
+        for v in viewers
+    }
 
 
-def recent_buffer(viewer: Viewer, limit: int = BUFFER_LINES) -> Section:
-    newest = (
-        BufferEntry.objects.filter(owner_id=viewer.id)
-        .only(*BUFFER_FIELDS)
-        .order_by("-timestamp", "-created_at", "-id")[:limit]
+_RECENT_COLUMNS = ("id", "timestamp", "created_at", "intent_json", "outcome_json", "untimed")
+_RECENT_ORDER = (("timestamp", True), ("created_at", True), ("id", True))
+
+
+def recent_buffers(viewers: Sequence[Viewer], limit: int = BUFFER_LINES) -> dict[str, Section]:
+    """Each viewer's newest `limit` rows, oldest first, as it reads them: one statement per
+    chunk of viewers, each viewer's part the seek of its time index a read of it alone is."""
+    newest = first_rows_of_each(
+        "buffer_entries", "owner_id", [v.id for v in viewers], _RECENT_COLUMNS, _RECENT_ORDER, limit
     )
-    rendered = [render_entry(entry, viewer) for entry in newest]
-    rows = [(r.id, r.line) for r in reversed(rendered) if r.line is not None]
-    return _lines_section("Recent memories", rows, "(nothing yet)")
+    sections = {}
+    for viewer in viewers:
+        rows = []
+        for row_id, timestamp, _created, intent_json, outcome_json, untimed in reversed(
+            newest[viewer.id]
+        ):
+            line, _reason = render_line(timestamp, intent_json, outcome_json, untimed, viewer)
+            if line is not None:
+                rows.append((row_id, line))
+        sections[viewer.id] = _lines_section("Recent memories", rows, "(nothing yet)")
+    return sections
 
 
-def session_digest(viewer: Viewer) -> Section:
-    answer = digest(viewer.id)
-    return Section("Sessions", "\n".join(answer.lines) if answer.lines else "(no sessions)")
+def session_digests(viewers: Sequence[Viewer]) -> dict[str, Section]:
+    answers = digests(viewers)
+    return {
+        v.id: Section(
+            "Sessions", "\n".join(answers[v.id].lines) if answers[v.id].lines else "(no sessions)"
+        )
+        for v in viewers
+    }
+
+
+def prompt_contexts(
+    viewers: Sequence[Viewer], knowledge: WorldKnowledge | None = None
+) -> list[PromptContext]:
+    """The prompt context of each viewer, in order, every store read made for all of them at
+    once (a statement per chunk of viewers, not one per viewer): the leak rescan builds
+    thousands. `knowledge` is the world of every viewer given (read per world when None).
+    A single prompt is this with one viewer, so the two cannot differ."""
+    worlds: dict[str | None, WorldKnowledge] = {}
+    for viewer in viewers:
+        world_id = viewer.obj.world_id
+        if world_id not in worlds:
+            worlds[world_id] = knowledge or world_knowledge(world_id)
+    indexes = long_term_indexes(viewers)
+    recent = recent_buffers(viewers)
+    sessions = session_digests(viewers)
+    contexts = []
+    for viewer in viewers:
+        known = worlds[viewer.obj.world_id]
+        contexts.append(
+            PromptContext(
+                viewer_id=viewer.id,
+                sections=[
+                    current_moment(viewer, known),
+                    perceived_world(viewer, known),
+                    indexes[viewer.id],
+                    recent[viewer.id],
+                    sessions[viewer.id],
+                ],
+            )
+        )
+    return contexts
 
 
 def prompt_context(viewer: Viewer, knowledge: WorldKnowledge | None = None) -> PromptContext:
-    knowledge = knowledge or world_knowledge(viewer.obj.world_id)
-    return PromptContext(
-        viewer_id=viewer.id,
-        sections=[
-            current_moment(viewer, knowledge),
-            perceived_world(viewer, knowledge),
-            long_term_index(viewer),
-            recent_buffer(viewer),
-            session_digest(viewer),
-        ],
-    )
+    return prompt_contexts([viewer], knowledge)[0]

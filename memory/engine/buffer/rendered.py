@@ -45,18 +45,26 @@ def _intent_facts(intent_json: str) -> tuple[str | None, str | None, tuple[str, 
         return None, None, ()
 
 
-def render_entry(entry: BufferEntry, viewer: Viewer) -> RenderedEntry:
+def render_line(
+    timestamp: str, intent_json: str, outcome_json: str | None, untimed: object, viewer: Viewer
+) -> tuple[str | None, str | None]:
+    """(line, None) as the viewer reads the row, or (None, why it cannot be shown): the line
+    alone, for a reader that needs no more of the row (the prompt's recent memories)."""
     try:
-        line, reason = (
-            render_stored_entry(entry.timestamp, entry.intent_json, entry.outcome_json, viewer),
-            None,
-        )
-        if entry.untimed:  # kept as omnia wrote it (a v2 line shows no time), never placed
-            line, reason = None, f"timestamp {entry.timestamp!r} names no instant"
+        line = render_stored_entry(timestamp, intent_json, outcome_json, viewer)
     except Undeliverable as exc:
-        line, reason = None, str(exc)
+        return None, str(exc)
     except Exception as exc:  # a poison row is shown as undeliverable, never a 500 (issue 14)
-        line, reason = None, f"cannot be rendered: {exc.__class__.__name__}"
+        return None, f"cannot be rendered: {exc.__class__.__name__}"
+    if untimed:  # kept as omnia wrote it (a v2 line shows no time), never placed
+        return None, f"timestamp {timestamp!r} names no instant"
+    return line, None
+
+
+def render_entry(entry: BufferEntry, viewer: Viewer) -> RenderedEntry:
+    line, reason = render_line(
+        entry.timestamp, entry.intent_json, entry.outcome_json, entry.untimed, viewer
+    )
     type_, actor, targets = _intent_facts(entry.intent_json)
     return RenderedEntry(
         id=entry.id,

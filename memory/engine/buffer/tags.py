@@ -56,13 +56,23 @@ def _tag_at(content: str, start: int) -> Tag:
     return Tag(start, end, id_, words)
 
 
+# The tag as omnia writes it: one prefix, an id, words with no bracket inside. For such a tag
+# `_tag_at` finds exactly this (one level, the id up to the bracket, the words up to the first
+# closing bracket), so one match reads it; anything else (nested, bare, unclosed) is walked.
+_PLAIN_TAG = re.compile(r"entity@([^\s\[\]@]*)\[([^\[\]]*)\]")
+
+
 def find_tags(content: str) -> list[Tag]:
     """Every tag of `content`, in order. The one tag scanner: anything else that looks for
     tags (the long-term delivery probe) uses it, so it cannot disagree with hydrate."""
     tags: list[Tag] = []
     pos = content.find(_PREFIX)
     while pos >= 0:
-        tag = _tag_at(content, pos)
+        plain = _PLAIN_TAG.match(content, pos)
+        if plain is not None:
+            tag = Tag(pos, plain.end(), plain.group(1), plain.group(2))
+        else:
+            tag = _tag_at(content, pos)
         tags.append(tag)
         pos = content.find(_PREFIX, tag.end)
     return tags

@@ -43,7 +43,8 @@ from memory.engine.leaks.scanner import (
     build_leak_index,
     scan_text,
 )
-from memory.engine.prompt import PromptContext, prompt_context
+from memory.engine.newest import chunks
+from memory.engine.prompt import PromptContext, prompt_context, prompt_contexts
 from memory.engine.visibility import PUBLIC
 from memory.models import ObjectType, WorldObject
 
@@ -284,21 +285,35 @@ def scan_world(
     return scan_groups(viewers_by_world(world_id, viewer_id), progress)
 
 
+# Viewers whose prompts are built together: their store reads share statements (a chunk per
+# statement), and a chunk's prompts are what a scan holds at once.
+PROMPT_CHUNK = 200
+
+# A world's knowledge and leak index, read and built once however many viewers it scans.
+WorldIndexes = dict[str | None, tuple[WorldKnowledge, LeakIndex]]
+
+
 def scan_groups(
     groups: dict[str | None, list[WorldObject]],
     progress: Callable[[int], None] | None = None,
+    worlds: WorldIndexes | None = None,
 ) -> list[ViewerScan]:
-    """Scan these viewers, grouped by world: one knowledge load and one automaton per world."""
+    """Scan these viewers, grouped by world: one knowledge load and one automaton per world
+    (kept in `worlds` for the caller's next groups, when it hands one in), each chunk of
+    viewers' prompts built with their store reads made together."""
+    worlds = {} if worlds is None else worlds
     scans: list[ViewerScan] = []
-    for group_world, viewers in groups.items():
-        knowledge = world_knowledge(group_world)
-        index = build_leak_index(leak_world_from(knowledge))
-        for obj in viewers:
-            viewer = viewer_of(obj)
-            prompt = prompt_context(viewer, knowledge)
-            scans.append(scan_prompt(index, viewer.id, prompt, group_world))
-            if progress is not None:
-                progress(1)
+    for group_world, objs in groups.items():
+        if group_world not in worlds:
+            knowledge = world_knowledge(group_world)
+            worlds[group_world] = (knowledge, build_leak_index(leak_world_from(knowledge)))
+        knowledge, index = worlds[group_world]
+        for chunk in chunks(objs, PROMPT_CHUNK):
+            viewers = [viewer_of(obj) for obj in chunk]
+            for viewer, prompt in zip(viewers, prompt_contexts(viewers, knowledge), strict=True):
+                scans.append(scan_prompt(index, viewer.id, prompt, group_world))
+                if progress is not None:
+                    progress(1)
     return scans
 
 

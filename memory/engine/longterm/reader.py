@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import gc
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -44,6 +44,7 @@ from memory.engine.longterm.shadowing import (
     EntryHeader,
     shadow_key_of,
 )
+from memory.engine.newest import chunks
 from memory.engine.scopes import home_scope, layer_scope
 from memory.models import AbstractionEdge, BufferEntry, LayerSubscription, LedgerEntry
 
@@ -55,6 +56,8 @@ _MAYBE_IDLESS = re.compile(r"entity@(?:\[|(?!entity@)(?![^\s\[\]@]*\[[^\[\]]*\])
 # Rows fetched per round trip: big enough that 100k entries cost ~50 fetches, small enough
 # that a huge store never holds its whole result set twice in driver buffers.
 _CHUNK = 2000
+# Viewers (and scopes) named in one IN list: SQLite's parameter limit, with room to spare.
+_IDS_PER_QUERY = 500
 
 
 # Not frozen: a frozen dataclass sets each field through object.__setattr__, and a 100k-entry
@@ -155,58 +158,87 @@ def _raw_rows(queryset: QuerySet) -> Iterator[tuple]:
 
 def _read(viewer: str | Viewer) -> _Read:
     viewer = resolve_viewer(viewer)
-    rows = 1
-    layer_ids = list(
-        LayerSubscription.objects.filter(entity_id=viewer.id)
-        .order_by("position")
-        .values_list("layer_id", flat=True)
-    )
-    rows += len(layer_ids)
-    write_scope = home_scope(viewer.id)
-    layer_order = [layer_scope(i) for i in layer_ids]
+    return _read_each([viewer])[viewer.id]
 
-    headers: list[EntryHeader] = []
-    withheld: set[str] = set()
-    rendered: dict[str, str] = {}
-    undeliverable: dict[str, str] = {}
-    entries = LedgerEntry.objects.filter(scope_id__in=[write_scope, *layer_order]).values_list(
-        "id", "scope_id", "slug", "name", "draft_name", "withheld", "content"
-    )
-    for entry_id, scope, slug, name, draft_name, is_withheld, content in _raw_rows(entries):
-        rows += 1
-        headers.append(EntryHeader(entry_id, scope, slug, name, draft_name))
-        if is_withheld:
-            withheld.add(entry_id)
-        text, reason = _probe(content, viewer)
-        if reason is None:
-            rendered[entry_id] = text  # type: ignore[assignment]
-        else:
-            undeliverable[entry_id] = reason
 
-    edges: list[tuple[str, str]] = []
-    if headers:
-        # Rollups always land in their owner's home, so edges whose members are ledger entries
-        # of this read are the viewer's own; filtering by owner keeps the IN list off the query.
-        ids = {h.id for h in headers}
-        for member, rollup in (
-            AbstractionEdge.objects.filter(owner_id=viewer.id, member_kind="ledger")
-            .values_list("member_id", "rollup_id")
+@dataclass(slots=True)
+class _Reading:
+    """One viewer's read as the rows stream in."""
+
+    viewer: Viewer
+    write_scope: str
+    layer_order: list[str]
+    rows: int = 1  # the viewer row
+    headers: list[EntryHeader] = field(default_factory=list)
+    withheld: set[str] = field(default_factory=set)
+    rendered: dict[str, str] = field(default_factory=dict)
+    undeliverable: dict[str, str] = field(default_factory=dict)
+    edges: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _read_each(viewers: Sequence[Viewer]) -> dict[str, _Read]:
+    """The read of each viewer, made for all of them at once: their subscriptions in one
+    query, the entries of every scope they read streamed once (a layer many subscribe to is
+    read once and delivered to each), their edges in one query, per chunk of viewers."""
+    readings = {v.id: _Reading(v, home_scope(v.id), []) for v in viewers}
+    ids = list(readings)
+    for chunk in chunks(ids, _IDS_PER_QUERY):
+        for entity_id, layer_id in (
+            LayerSubscription.objects.filter(entity_id__in=chunk)
+            .order_by("entity_id", "position")
+            .values_list("entity_id", "layer_id")
+        ):
+            reading = readings[entity_id]
+            reading.rows += 1
+            reading.layer_order.append(layer_scope(layer_id))
+    readers: dict[str, list[_Reading]] = {}
+    for reading in readings.values():
+        for scope in (reading.write_scope, *reading.layer_order):
+            readers.setdefault(scope, []).append(reading)
+    for chunk in chunks(list(readers), _IDS_PER_QUERY):
+        entries = LedgerEntry.objects.filter(scope_id__in=chunk).values_list(
+            "id", "scope_id", "slug", "name", "draft_name", "withheld", "content"
+        )
+        for entry_id, scope, slug, name, draft_name, is_withheld, content in _raw_rows(entries):
+            header = EntryHeader(entry_id, scope, slug, name, draft_name)
+            for reading in readers[scope]:
+                reading.rows += 1
+                reading.headers.append(header)
+                if is_withheld:
+                    reading.withheld.add(entry_id)
+                text, reason = _probe(content, reading.viewer)
+                if reason is None:
+                    reading.rendered[entry_id] = text  # type: ignore[assignment]
+                else:
+                    reading.undeliverable[entry_id] = reason
+    # Rollups always land in their owner's home, so edges whose members are ledger entries of
+    # a read are its viewer's own; filtering by owner keeps the entry ids off the query.
+    holding = [reading.viewer.id for reading in readings.values() if reading.headers]
+    for chunk in chunks(holding, _IDS_PER_QUERY):
+        members = {v: {h.id for h in readings[v].headers} for v in chunk}
+        for owner, member, rollup in (
+            AbstractionEdge.objects.filter(owner_id__in=chunk, member_kind="ledger")
+            .values_list("owner_id", "member_id", "rollup_id")
             .iterator(chunk_size=_CHUNK)
         ):
-            rows += 1
-            if member in ids:
-                edges.append((member, rollup))
+            reading = readings[owner]
+            reading.rows += 1
+            if member in members[owner]:
+                reading.edges.append((member, rollup))
+    return {viewer_id: _finished(reading) for viewer_id, reading in readings.items()}
 
+
+def _finished(r: _Reading) -> _Read:
     faces = facelib.compute_faces(
-        headers, write_scope, layer_order, edges, withheld, undeliverable.get
+        r.headers, r.write_scope, r.layer_order, r.edges, r.withheld, r.undeliverable.get
     )
     return _Read(
-        viewer=viewer,
-        headers=headers,
-        by_id={h.id: h for h in headers},
-        rendered=rendered,
+        viewer=r.viewer,
+        headers=r.headers,
+        by_id={h.id: h for h in r.headers},
+        rendered=r.rendered,
         faces=faces,
-        rows_visited=rows,
+        rows_visited=r.rows,
     )
 
 
@@ -272,15 +304,23 @@ def index_lines(viewer: Viewer | str) -> list[str]:
 def index_entries(viewer: Viewer | str) -> list[tuple[str, str]]:
     """index_lines with the id of the entry each line comes from (the leak report links a
     finding to it)."""
+    viewer = resolve_viewer(viewer)
+    return index_entries_of_each([viewer])[viewer.id]
+
+
+def index_entries_of_each(viewers: Sequence[Viewer]) -> dict[str, list[tuple[str, str]]]:
+    """index_entries of many viewers, read at once (the prompts of a leak rescan)."""
     with _acyclic_burst():
-        read = _read(viewer if isinstance(viewer, str) else viewer.id)
-    lines = []
-    for row in facelib.index_rows(read.faces, read.headers):
-        body = read.rendered[row.id]
-        # An imported omnia row has no name and a slug made of its id, so its title IS its id;
-        # the prompt must never carry ids, so such a row shows its body alone.
-        lines.append((row.id, f"- {body}" if row.title == row.id else f"- {row.title}: {body}"))
-    return lines
+        reads = _read_each(viewers)
+    out: dict[str, list[tuple[str, str]]] = {}
+    for viewer_id, read in reads.items():
+        lines = out[viewer_id] = []
+        for row in facelib.index_rows(read.faces, read.headers):
+            body = read.rendered[row.id]
+            # An imported omnia row has no name and a slug made of its id, so its title IS its
+            # id; the prompt must never carry ids, so such a row shows its body alone.
+            lines.append((row.id, f"- {body}" if row.title == row.id else f"- {row.title}: {body}"))
+    return out
 
 
 def search_long_term(

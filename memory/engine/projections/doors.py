@@ -15,6 +15,7 @@ An unknown viewer is NotFound, a bad limit or cursor InvalidInput naming the fie
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC
 from typing import Any
@@ -27,6 +28,7 @@ from memory.engine.clock import parse_timestamp, short_date, time_of_day
 from memory.engine.cursor import decode_cursor, encode_cursor
 from memory.engine.errors import InvalidInput, NotFound
 from memory.engine.knowledge import Viewer
+from memory.engine.newest import chunks, first_rows_of_each
 from memory.engine.projections.sessions import session_key_of
 from memory.engine.shards import shard_of
 from memory.engine.visibility import PUBLIC, can_see
@@ -42,6 +44,8 @@ from memory.models import (
 )
 
 DIGEST_SESSIONS = 20
+# Ids named in one IN list: SQLite's parameter limit, with room to spare.
+_IDS_PER_QUERY = 500
 PLACE_ATTRIBUTES = ("name", "description")
 
 
@@ -182,36 +186,50 @@ def sessions(viewer: str | Viewer, *, limit: int = 50, before: str | None = None
 # --- digest --------------------------------------------------------------------------------------
 
 
-def _place_names(viewer_id: str, location_ids: set[str]) -> tuple[dict[str, str], int]:
-    """What the viewer calls each place: its name, else its description, when it may see it."""
-    if not location_ids:
-        return {}, 0
-    attrs = list(
-        Attribute.objects.filter(object_id__in=location_ids, name__in=PLACE_ATTRIBUTES).values_list(
-            "object_id", "name", "value", "visibility"
-        )
-    )
-    private = [(o, n) for o, n, _v, vis in attrs if vis != PUBLIC]
-    # Only the viewer's own ACL rows are read: each names the viewer for one attribute.
-    allowed: dict[tuple[str, str], set[str]] = {}
-    if private:
-        allowed = {
-            key: {viewer_id}
-            for key in AttributeAcl.objects.filter(
-                object_id__in={o for o, _ in private}, entity_id=viewer_id
-            ).values_list("object_id", "attribute_name")
-        }
-    visible: dict[str, dict[str, str]] = {}
-    for object_id, name, value, visibility in attrs:
-        if can_see(viewer_id, object_id, visibility, allowed.get((object_id, name), ())):
-            visible.setdefault(object_id, {})[name] = value
-    names = {}
-    for object_id, found in visible.items():
-        for attr in PLACE_ATTRIBUTES:
-            if found.get(attr):
-                names[object_id] = found[attr]
-                break
-    return names, len(attrs) + len(allowed)
+def _place_names_of_each(
+    wanted: dict[str, set[str]],
+) -> dict[str, tuple[dict[str, str], int]]:
+    """What each viewer calls each of its places (its name, else its description, when the
+    viewer may see it), and the rows that took: the places' attributes in one query, the ACL
+    rows naming those viewers on the guarded ones in another, per chunk."""
+    attrs_of: dict[str, list[tuple[str, str, str]]] = {}
+    for chunk in chunks(sorted(set().union(*wanted.values())), _IDS_PER_QUERY):
+        for object_id, name, value, visibility in Attribute.objects.filter(
+            object_id__in=chunk, name__in=PLACE_ATTRIBUTES
+        ).values_list("object_id", "name", "value", "visibility"):
+            attrs_of.setdefault(object_id, []).append((name, value, visibility))
+    guarded = {o for o, attrs in attrs_of.items() if any(a[2] != PUBLIC for a in attrs)}
+    # Only the viewers' own ACL rows are read: each names one viewer for one attribute.
+    granted: dict[str, set[tuple[str, str]]] = {}
+    asking = [v for v, places in wanted.items() if places & guarded]
+    for viewers in chunks(asking, _IDS_PER_QUERY):
+        for objects in chunks(sorted(guarded), _IDS_PER_QUERY):
+            for entity_id, object_id, attribute in AttributeAcl.objects.filter(
+                object_id__in=objects, entity_id__in=viewers
+            ).values_list("entity_id", "object_id", "attribute_name"):
+                granted.setdefault(entity_id, set()).add((object_id, attribute))
+    out: dict[str, tuple[dict[str, str], int]] = {}
+    for viewer_id, places in wanted.items():
+        attrs = [(o, *a) for o in places for a in attrs_of.get(o, ())]
+        private = {o for o, _n, _v, vis in attrs if vis != PUBLIC}
+        allowed = {key for key in granted.get(viewer_id, ()) if key[0] in private}
+        visible: dict[str, dict[str, str]] = {}
+        for object_id, name, value, visibility in attrs:
+            if can_see(
+                viewer_id,
+                object_id,
+                visibility,
+                (viewer_id,) if (object_id, name) in allowed else (),
+            ):
+                visible.setdefault(object_id, {})[name] = value
+        names = {}
+        for object_id, found in visible.items():
+            for attr in PLACE_ATTRIBUTES:
+                if found.get(attr):
+                    names[object_id] = found[attr]
+                    break
+        out[viewer_id] = (names, len(attrs) + len(allowed))
+    return out
 
 
 def _clock(timestamp: str) -> tuple[str, str]:
@@ -251,46 +269,71 @@ def digest(
 ) -> Digest:
     """Viewer-relative lines naming its latest sessions, oldest first, with no ids in them."""
     viewer_id = _check_viewer(viewer)
-    page, _next, visited = _session_rows(viewer_id, limit, None)
-    page = list(reversed(page))
-    conversation_members = [
-        row.last_member_id for row in page if _kind(row.session_key) == "conversation"
-    ]
+    answer = digests([viewer_id], limit=limit)[viewer_id]
+    if known_hash is not None and known_hash == answer.hash:
+        return Digest(lines=[], hash=answer.hash, unchanged=True, rows_visited=answer.rows_visited)
+    return answer
+
+
+_DIGEST_COLUMNS = (
+    "session_key",
+    "first_at",
+    "last_at",
+    "memory_count",
+    "dialogue_count",
+    "last_member_id",
+    "last_key",
+)
+# The sessions door's order (its index): newest last moment first, ties by key.
+_DIGEST_ORDER = (("last_key", True), ("session_key", True))
+
+
+def digests(viewers: Sequence[str | Viewer], *, limit: int = DIGEST_SESSIONS) -> dict[str, Digest]:
+    """digest() of each of these viewers (ids the caller has already read: not checked),
+    every read made for all of them at once: their newest sessions in one statement, the
+    places of those sessions in two more, per chunk of viewers (the leak rescan's prompts)."""
+    if limit < 1:
+        raise InvalidInput("limit must be at least 1", field="limit")
+    ids = [v.id if isinstance(v, Viewer) else v for v in viewers]
+    # One row past the page, as the sessions door reads it: it was read, so it counts.
+    newest = first_rows_of_each(
+        "memory_sessions", "owner_id", ids, _DIGEST_COLUMNS, _DIGEST_ORDER, limit + 1
+    )
+    pages = {v: list(reversed(rows[:limit])) for v, rows in newest.items()}
+    members = {
+        v: {row[5] for row in page if _kind(row[0]) == "conversation"} for v, page in pages.items()
+    }
     member_places: dict[str, str | None] = {}
-    if conversation_members:
-        member_places = dict(
-            BufferEntry.objects.filter(id__in=conversation_members).values_list("id", "location_id")
+    for chunk in chunks(sorted(set().union(*members.values())), _IDS_PER_QUERY):
+        member_places.update(
+            BufferEntry.objects.filter(id__in=chunk).values_list("id", "location_id")
         )
-        visited += len(member_places)
-    places: dict[str, str | None] = {}
-    for row in page:
-        if _kind(row.session_key) == "scene":
-            places[row.session_key] = row.session_key.removeprefix("scene:") or None
-        else:
-            places[row.session_key] = member_places.get(row.last_member_id)
-    names, read = _place_names(viewer_id, {p for p in places.values() if p})
-    visited += read
-    lines = []
-    for row in page:
-        location = places[row.session_key]
-        if location is None:
-            place = "an unknown place"
-        else:
-            place = names.get(location, "an unfamiliar place")
-        lines.append(
-            digest_line(
-                _kind(row.session_key),
-                place,
-                row.first_at,
-                row.last_at,
-                int(row.memory_count),
-                int(row.dialogue_count),
-            )
+    places: dict[str, dict[str, str | None]] = {}
+    for viewer_id, page in pages.items():
+        places[viewer_id] = {
+            key: (key.removeprefix("scene:") or None)
+            if _kind(key) == "scene"
+            else member_places.get(last_member)
+            for key, _first, _last, _count, _spoken, last_member, _lkey in page
+        }
+    names = _place_names_of_each({v: {p for p in at.values() if p} for v, at in places.items()})
+    out = {}
+    for viewer_id, page in pages.items():
+        place_names, read = names[viewer_id]
+        lines = []
+        for key, first_at, last_at, count, spoken, _member, _lkey in page:
+            location = places[viewer_id][key]
+            if location is None:
+                place = "an unknown place"
+            else:
+                place = place_names.get(location, "an unfamiliar place")
+            lines.append(digest_line(_kind(key), place, first_at, last_at, int(count), int(spoken)))
+        visited = len(newest[viewer_id]) + len(members[viewer_id] & member_places.keys()) + read
+        digest_hash = hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
+        out[viewer_id] = Digest(
+            lines=lines, hash=digest_hash, unchanged=False, rows_visited=visited
         )
-    digest_hash = hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
-    if known_hash is not None and known_hash == digest_hash:
-        return Digest(lines=[], hash=digest_hash, unchanged=True, rows_visited=visited)
-    return Digest(lines=lines, hash=digest_hash, unchanged=False, rows_visited=visited)
+    return out
 
 
 # --- episodes ------------------------------------------------------------------------------------
