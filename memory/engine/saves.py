@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import TypeVar
 
 from django.apps import apps
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
-from memory.active_save import AmbiguousSave, current_id, saves_changed, use
+from memory.active_save import AmbiguousSave, current_id, saves_changed, scoped_cursor, use
 from memory.engine import audit
 from memory.engine.errors import Conflict, InvalidInput, NotFound
 from memory.models import ObjectType, Save, WorldObject
@@ -138,9 +138,9 @@ def _delete_rows(save_id: int) -> dict[str, int]:
     tables += [
         m._meta.db_table for m in save_scoped_models() if m._meta.db_table not in MIRRORED_TABLES
     ]
-    with connection.cursor() as cursor:
+    with scoped_cursor(save_id) as cursor:
         for table in tables:
-            cursor.execute(f"DELETE FROM {table} WHERE game_save_id = %s", [save_id])
+            cursor.execute(f"DELETE FROM {table} WHERE game_save_id = %(save)s")
             if cursor.rowcount:
                 removed[table] = cursor.rowcount
     return removed

@@ -1,0 +1,166 @@
+"""The save scope at its edges (issue 26, item 1): every raw statement on a save-scoped table
+names its save through the one helper that writes it (memory.active_save.scoped_cursor)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from memory.active_save import SAVE, ScopedCursor
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# A string is a statement when it starts like one (fragments such as " AND …" are appended to
+# a statement that is checked on its own).
+_STATEMENT = re.compile(r"^\s*(SELECT|INSERT\s+INTO|UPDATE|DELETE\s+FROM|WITH)\s", re.S)
+# The tables a statement reads or writes: a name after FROM/INTO/UPDATE/JOIN, or an f-string
+# slot there (`{table}`, `{Model._meta.db_table}`), which could be any table.
+_TABLE = re.compile(r"\b(?:FROM|INTO|UPDATE|JOIN)\s+(\{[^}]*\}|\w+)")
+# Statements that touch save-scoped tables across every save on purpose, each with its why.
+ACROSS_SAVES = {
+    ("memory/worlds/bulk.py", "SELECT 1 FROM {table} LIMIT 1"): (
+        "whether the table is empty in every save: only then does a first import drop and "
+        "rebuild its secondary indexes"
+    ),
+}
+
+
+def _save_scoped_tables() -> set[str]:
+    from memory.engine.saves import MIRRORED_TABLES, save_scoped_models
+
+    return {m._meta.db_table for m in save_scoped_models()} | set(MIRRORED_TABLES)
+
+
+def _text(node: ast.AST) -> str | None:
+    """A string literal's text, an f-string's slots written as `{source}`."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        parts = []
+        for value in node.values:
+            if isinstance(value, ast.Constant):
+                parts.append(str(value.value))
+            else:
+                parts.append("{" + ast.unparse(value.value) + "}")
+        return "".join(parts)
+    return None
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and _text(body[0].value) is not None:
+                found.add(id(body[0].value))
+    return found
+
+
+# What a module that reads or writes a game's file imports: its SQL goes to that file.
+GAME_FILE_DOORS = {"sqlite3", "memory.worlds.live.source"}
+
+
+def _reads_game_files(tree: ast.AST) -> bool:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(a.name in GAME_FILE_DOORS for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and node.module in GAME_FILE_DOORS:
+            return True
+    return False
+
+
+def _statements() -> list[tuple[str, str]]:
+    """(module, statement) for every raw SQL statement written in memory/ (not migrations),
+    but those a module that reads or writes a game's file sends to that file."""
+    found = []
+    for path in sorted((ROOT / "memory").rglob("*.py")):
+        if "migrations" in path.parts or path.name == "active_save.py":
+            continue
+        module = path.relative_to(ROOT).as_posix()
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        if _reads_game_files(tree):
+            continue
+        skip = _docstrings(tree)  # and the pieces of an f-string, read whole below
+        skip |= {id(v) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr) for v in n.values}
+        for node in ast.walk(tree):
+            if id(node) in skip:
+                continue
+            text = _text(node)
+            if text and _STATEMENT.match(text):
+                found.append((module, text))
+    return found
+
+
+def test_modules_that_read_game_files_never_touch_the_inspector_database_raw() -> None:
+    """SQL in a module that reads or writes a game's file goes to that file (its tables share
+    omnia's names, without a save column): such a module opens no cursor on Django's database."""
+    touching = []
+    for path in sorted((ROOT / "memory").rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if "migrations" in path.parts or not _reads_game_files(ast.parse(text)):
+            continue
+        if re.search(r"\bconnection\.cursor\(|\bscoped_cursor\b|\bconnections\[", text):
+            touching.append(path.relative_to(ROOT).as_posix())
+    assert touching == []
+
+
+def test_every_raw_statement_on_a_save_scoped_table_names_its_save() -> None:
+    scoped = _save_scoped_tables()
+    statements = _statements()
+    unnamed = []
+    for module, sql in statements:
+        tables = _TABLE.findall(sql)
+        if not any(t in scoped or t.startswith("{") for t in tables):
+            continue
+        if SAVE not in sql and (module, sql) not in ACROSS_SAVES:
+            unnamed.append((module, sql))
+    assert unnamed == []
+    # The check sees the statements it is about (a parse that found none would pass).
+    modules = {module for module, _sql in statements}
+    assert {"memory/worlds/bulk.py", "memory/engine/projections/rows.py"} <= modules
+    assert set(ACROSS_SAVES) <= set(statements)
+
+
+def test_a_raw_statement_that_does_not_name_its_save_is_refused() -> None:
+    class Recorder:
+        def __init__(self) -> None:
+            self.sent: list[tuple] = []
+
+        def execute(self, sql, params=None):
+            self.sent.append((sql, params))
+
+    recorder = Recorder()
+    cursor = ScopedCursor(recorder, 7)
+    cursor.execute("SELECT id FROM buffer_entries WHERE game_save_id = %(save)s AND id = %s", [1])
+    with pytest.raises(ValueError, match="must name its save"):
+        cursor.execute("SELECT id FROM buffer_entries WHERE id = %s", [1])
+    assert recorder.sent == [
+        ("SELECT id FROM buffer_entries WHERE game_save_id = 7 AND id = %s", [1])
+    ]
+
+
+def test_a_rebuild_leaves_each_shard_at_its_own_saves_last_row(two_eras) -> None:
+    """The rebuild's watermark read was the one raw statement without its save: a shard of
+    the older save was left at the newer save's last row."""
+    from memory.active_save import use
+    from memory.engine.projections import rebuild
+    from memory.engine.saves import get_save
+    from memory.models import BufferEntry, ProjectionShard
+    from tests.helpers import TAVERN_V1
+
+    with use(get_save(TAVERN_V1)):
+        rebuild()
+        marks = dict(ProjectionShard.objects.values_list("shard", "last_created_at"))
+        last = {
+            shard: BufferEntry.objects.filter(shard=shard)
+            .order_by("-created_at")
+            .values_list("created_at", flat=True)
+            .first()
+            or 0
+            for shard in marks
+        }
+    assert marks == last
+    assert any(marks.values())
