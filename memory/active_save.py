@@ -97,8 +97,8 @@ def active_id() -> int | None:
 
 @contextmanager
 def use(save) -> Iterator[None]:
-    """Make `save` (a Save, its id, or SOLE) the active save for the block."""
-    value = save if isinstance(save, int | _Sole) else save.pk
+    """Make `save` (a Save, its id, or SOLE) the active save for the block; None: no save."""
+    value = save if save is None or isinstance(save, int | _Sole) else save.pk
     token = _active.set(value)
     try:
         yield

@@ -164,3 +164,37 @@ def test_a_rebuild_leaves_each_shard_at_its_own_saves_last_row(two_eras) -> None
         }
     assert marks == last
     assert any(marks.values())
+
+
+def test_a_command_works_in_the_saves_it_resolved_never_its_callers(db) -> None:
+    """run_projections without --save folds every save, whichever save the caller (a test, a
+    shell) has active; with --save, that save alone."""
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from memory.active_save import use
+    from memory.engine.projections.worker import projection_status
+    from memory.engine.saves import get_save
+    from memory.worlds.omnia_import import import_omnia
+    from tests.helpers import FIXTURES, TAVERN_V1, TAVERN_V2
+
+    for name in (TAVERN_V1, TAVERN_V2):
+        import_omnia(FIXTURES / f"{name}.sqlite")
+    v1, v2 = get_save(TAVERN_V1), get_save(TAVERN_V2)
+
+    def lag() -> tuple[int, int]:
+        with use(v1):
+            a = projection_status()["lag_rows"]
+        with use(v2):
+            b = projection_status()["lag_rows"]
+        return a, b
+
+    before = lag()
+    assert all(before)
+    with use(v1):
+        call_command("run_projections", save=TAVERN_V2, stdout=StringIO())
+    assert lag() == (before[0], 0)
+    with use(v2):
+        call_command("run_projections", stdout=StringIO())
+    assert lag() == (0, 0)
