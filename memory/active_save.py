@@ -151,6 +151,12 @@ class SaveScopedManager(models.Manager.from_queryset(SaveScopedQuerySet)):
     def get_queryset(self):
         return super().get_queryset().filter(game_save_id=current_id())
 
+    def in_save(self, save) -> SaveScopedQuerySet:
+        """The rows of `save` (a Save or its id), whichever save is active: how code that
+        spans saves reads one of them, by name (`every_save` is every save at once)."""
+        save_id = save if isinstance(save, int) else save.pk
+        return super().get_queryset().filter(game_save_id=save_id)
+
 
 # Where a raw statement names its save: `WHERE game_save_id = %(save)s`. Only scoped_cursor
 # fills it in; given to any other cursor it is a formatting error, never a query of every save.

@@ -198,3 +198,61 @@ def test_a_command_works_in_the_saves_it_resolved_never_its_callers(db) -> None:
     with use(v2):
         call_command("run_projections", stdout=StringIO())
     assert lag() == (0, 0)
+
+
+# Filtering every save down to one by hand: what `Model.objects.in_save(save)` says.
+_ONE_SAVE_BY_HAND = {"game_save", "game_save_id", "game_save__pk", "game_save__name"}
+
+
+def _chain(node: ast.AST) -> list[str]:
+    names = []
+    while isinstance(node, ast.Attribute | ast.Call):
+        if isinstance(node, ast.Attribute):
+            names.append(node.attr)
+            node = node.value
+        else:
+            node = node.func
+    return names
+
+
+def test_code_that_spans_saves_reads_one_with_in_save_never_every_save_filtered() -> None:
+    found = []
+    for path in sorted((ROOT / "memory").rglob("*.py")):
+        if "migrations" in path.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call) or "every_save" not in _chain(node.func):
+                continue
+            if any(k.arg in _ONE_SAVE_BY_HAND for k in node.keywords):
+                found.append(f"{path.relative_to(ROOT).as_posix()}:{node.lineno}")
+    assert found == []
+
+
+def test_in_save_reads_the_named_save_whichever_is_active(two_eras) -> None:
+    from memory.active_save import use
+    from memory.engine.saves import get_save
+    from memory.models import BufferEntry
+    from tests.helpers import TAVERN_V1, TAVERN_V2
+
+    v1, v2 = get_save(TAVERN_V1), get_save(TAVERN_V2)
+    with use(v1):
+        ids_v1 = set(BufferEntry.objects.values_list("id", flat=True))
+    with use(v2):
+        ids_v2 = set(BufferEntry.objects.values_list("id", flat=True))
+        assert set(BufferEntry.objects.in_save(v1).values_list("id", flat=True)) == ids_v1
+    assert set(BufferEntry.objects.in_save(v2.pk).values_list("id", flat=True)) == ids_v2
+    assert ids_v1 != ids_v2
+
+
+def test_each_save_runs_its_work_in_the_save_and_the_loop_body_outside_it(two_eras) -> None:
+    from memory.active_save import plain_active_id
+    from memory.engine.saves import each_save
+
+    seen = []
+    for save, inside in each_save(lambda s: plain_active_id()):
+        seen.append((save.name, inside == save.pk, plain_active_id()))
+    assert [(name, ok) for name, ok, _ in seen] == [
+        ("omnia-74ffb45-tavern", True),
+        ("omnia-head-tavern", True),
+    ]
+    assert {outside for _, _, outside in seen} == {None}

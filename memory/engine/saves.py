@@ -100,10 +100,12 @@ def resolve_save(name: str | None = None, *, object_id: str | None = None) -> Sa
 
 
 def each_save(work: Callable[[Save], T]) -> Iterator[tuple[Save, T]]:
-    """`work(save)` inside each live save in turn, by name."""
+    """`work(save)` inside each live save in turn, by name. The save is active for `work`
+    alone: the caller's loop body runs in whatever save was active before, not in this one."""
     for save in live_saves():
         with use(save):
-            yield save, work(save)
+            result = work(save)
+        yield save, result
 
 
 def current_save_name() -> str:
