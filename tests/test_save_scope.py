@@ -256,3 +256,28 @@ def test_each_save_runs_its_work_in_the_save_and_the_loop_body_outside_it(two_er
         ("omnia-head-tavern", True),
     ]
     assert {outside for _, _, outside in seen} == {None}
+
+
+def test_a_bare_save_scoped_query_raises(cast) -> None:
+    """Outside every save (no fixture's, no page's, no command's), a save-scoped query refuses
+    to run, even with one save in the database: nothing reads "the only save"."""
+    from memory.active_save import NoActiveSave, plain_active_id, use
+    from memory.models import BufferEntry, Save, WorldObject
+
+    assert WorldObject.objects.count() == 4  # inside cast's save, active for the test
+    assert Save.objects.count() == 1
+    with use(None):
+        assert plain_active_id() is None
+        with pytest.raises(NoActiveSave):
+            WorldObject.objects.count()
+        with pytest.raises(NoActiveSave):
+            BufferEntry.objects.create(id="x", owner_id="alice", timestamp="t", intent_json="{}")
+        with pytest.raises(NoActiveSave):
+            list(WorldObject.objects.filter(id="alice"))
+    assert BufferEntry.every_save.filter(id="x").count() == 0
+
+
+def test_a_test_without_a_world_has_no_save_active() -> None:
+    from memory.active_save import plain_active_id
+
+    assert plain_active_id() is None
