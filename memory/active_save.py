@@ -5,13 +5,15 @@ must say which one. Every engine function works inside one save, so rather than 
 save argument through all of them, a save is *active* for a stretch of code, the way Django
 activates a time zone: `with use(save):`. The default manager of every save-scoped model
 filters by it and refuses to run without one, so a query that forgot its save fails loudly
-instead of mixing two playthroughs. Code that means every save says so: `Model.every_save`.
+instead of mixing two playthroughs. Code that means every save says so: `Model.every_save`;
+code that spans saves reads one of them by name: `Model.objects.in_save(save)`.
 
-`use(SOLE)` is "the one save this database holds": the default of a command run without
-`--save` (and of the tests). With two saves it refuses, naming them.
+Only the edges activate a save, each by name: a page or API operation from its URL
+(memory/web/saves.py), a command from --save once before it runs (management/commands/
+_base.py), a test from the world its fixture made. Nothing here guesses one.
 
-Below the models on purpose (memory/models/saves.py imports it for the managers and the column
-default).
+Below the models on purpose: memory/models/saves.py imports it for the managers and the
+column default, and it imports no model (it holds the Save it is given, never looks one up).
 """
 
 from __future__ import annotations
@@ -29,101 +31,54 @@ class NoActiveSave(RuntimeError):
     """A save-scoped query ran outside `use(save)`: a programming error, never user input."""
 
 
-class AmbiguousSave(LookupError):
-    """`use(SOLE)` with several saves (or none): the caller must name one."""
-
-    def __init__(self, names: list[str]) -> None:
-        self.names = names
-        if names:
-            message = f"{len(names)} saves hold worlds: {', '.join(names)}; choose one"
-        else:
-            message = "no save is loaded yet: import a world first"
-        super().__init__(message)
+# The Save itself, not its id: a page's links need its name, and one holder means the id the
+# queries filter by and the name the links carry cannot disagree.
+_active: ContextVar[models.Model | None] = ContextVar("omnia_active_save", default=None)
 
 
-class _Sole:
-    """The marker for "the only save there is", resolved when a query needs it."""
-
-    def __repr__(self) -> str:
-        return "SOLE"
-
-
-SOLE = _Sole()
-
-_active: ContextVar[int | _Sole | None] = ContextVar("omnia_active_save", default=None)
-# (generation of the save list, resolved id): SOLE is looked up once per change of saves.
-_sole_cache: dict[str, tuple[int, int]] = {}
-_saves_generation = [0]
-
-
-def saves_changed() -> None:
-    """A save was created, renamed or deleted: SOLE is resolved again on next use."""
-    _saves_generation[0] += 1
-
-
-def _resolve_sole() -> int:
-    cached = _sole_cache.get("sole")
-    if cached and cached[0] == _saves_generation[0]:
-        return cached[1]
-    from memory.models import Save  # here, not above: the models import this module
-
-    rows = list(Save.objects.filter(retired_at__isnull=True).values_list("id", "name")[:50])
-    if len(rows) != 1:
-        raise AmbiguousSave(sorted(name for _id, name in rows))
-    _sole_cache["sole"] = (_saves_generation[0], rows[0][0])
-    return rows[0][0]
+def current_save() -> models.Model:
+    """The active Save; NoActiveSave outside `use()`."""
+    save = _active.get()
+    if save is None:
+        raise NoActiveSave("no save is active: wrap the call in `with use(save):`")
+    return save
 
 
 def current_id() -> int:
-    """The active save's id; NoActiveSave outside `use()`, AmbiguousSave for SOLE with 2+."""
-    value = _active.get()
-    if value is None:
-        raise NoActiveSave("no save is active: wrap the call in `with use(save):`")
-    if value is SOLE:
-        return _resolve_sole()
-    return value
+    """The active save's id; NoActiveSave outside `use()`."""
+    return current_save().pk
 
 
-def active_id() -> int | None:
-    """The active save's id, or None outside `use()` (never raises for a plain id)."""
-    value = _active.get()
-    if value is SOLE:
-        try:
-            return _resolve_sole()
-        except AmbiguousSave:
-            return None
-    return value
+def plain_active_id() -> int | None:
+    """The active save's id, or None outside `use()` (the column default: building an object
+    in memory must not raise; the manager's create() and bulk_create() refuse instead)."""
+    save = _active.get()
+    return None if save is None else save.pk
+
+
+def _checked(save: models.Model | None) -> models.Model | None:
+    if save is not None and not isinstance(save, models.Model):
+        raise TypeError(f"activate a Save, not {type(save).__name__} {save!r}")
+    return save
 
 
 @contextmanager
-def use(save) -> Iterator[None]:
-    """Make `save` (a Save, its id, or SOLE) the active save for the block; None: no save."""
-    value = save if save is None or isinstance(save, int | _Sole) else save.pk
-    token = _active.set(value)
+def use(save: models.Model | None) -> Iterator[None]:
+    """Make `save` (a Save) the active save for the block; None: no save is active."""
+    token = _active.set(_checked(save))
     try:
         yield
     finally:
         _active.reset(token)
 
 
-def activate(save) -> object:
-    """`use()` without a block, for a request or a test: returns the token `deactivate` takes."""
-    return _active.set(save if isinstance(save, int | _Sole) else save.pk)
+def activate(save: models.Model | None) -> object:
+    """`use()` without a block, for a test: returns the token `deactivate` takes."""
+    return _active.set(_checked(save))
 
 
 def deactivate(token) -> None:
     _active.reset(token)
-
-
-def plain_active_id() -> int | None:
-    """The active save's id when it is known without a query (the column default: building
-    an object in memory must not touch the database); None for SOLE not yet resolved, which
-    the manager's create() and bulk_create() fill in."""
-    value = _active.get()
-    if value is SOLE:
-        cached = _sole_cache.get("sole")
-        return cached[1] if cached and cached[0] == _saves_generation[0] else None
-    return value
 
 
 class SaveScopedQuerySet(models.QuerySet):

@@ -19,7 +19,7 @@ from django.apps import apps
 from django.db import transaction
 from django.utils import timezone
 
-from memory.active_save import AmbiguousSave, current_id, saves_changed, scoped_cursor, use
+from memory.active_save import current_id, scoped_cursor, use
 from memory.engine import audit
 from memory.engine.errors import Conflict, InvalidInput, NotFound
 from memory.models import ObjectType, Save, WorldObject
@@ -41,6 +41,18 @@ MIRRORED_TABLES = (
     "attributes",
     "objects",
 )
+
+
+class AmbiguousSave(LookupError):
+    """No save named, and not exactly one that fits: the caller must name one."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+        if names:
+            message = f"{len(names)} saves hold worlds: {', '.join(names)}; choose one"
+        else:
+            message = "no save is loaded yet: import a world first"
+        super().__init__(message)
 
 
 def check_name(name: str) -> str:
@@ -173,7 +185,6 @@ def delete_save(name: str, *, actor=None) -> Deleted:
             before={"name": name, "source": save.source_name, "sha256": save.source_sha256},
             after={"rows_deleted": rows},
         )
-    saves_changed()
     return Deleted(name=name, rows=rows)
 
 
@@ -185,7 +196,6 @@ def retire(save: Save, replacement: Save) -> None:
         name=f"{name}~retired-{save.pk}", retired_at=timezone.now()
     )
     Save.objects.filter(pk=replacement.pk).update(name=name)
-    saves_changed()
 
 
 def purge_retired(*, grace: timedelta = RETIRED_GRACE) -> int:
@@ -197,8 +207,6 @@ def purge_retired(*, grace: timedelta = RETIRED_GRACE) -> int:
             _delete_rows(save_id)
             Save.objects.filter(pk=save_id).delete()
         purged += 1
-    if purged:
-        saves_changed()
     return purged
 
 

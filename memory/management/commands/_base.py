@@ -12,9 +12,9 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, DjangoHelpFormatter
 from tqdm import tqdm
 
-from memory.active_save import AmbiguousSave, use
+from memory.active_save import use
 from memory.engine.errors import NotFound
-from memory.engine.saves import resolve_save
+from memory.engine.saves import AmbiguousSave, resolve_save
 from memory.models import Save
 from memory.worlds.report import ImportReport
 
