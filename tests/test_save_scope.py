@@ -281,3 +281,63 @@ def test_a_test_without_a_world_has_no_save_active() -> None:
     from memory.active_save import plain_active_id
 
     assert plain_active_id() is None
+
+
+# --- every route under a save runs inside it -------------------------------------------------
+
+# Routes that name a save but look it up themselves: the save's own record, beside the list
+# of saves (GET /api/saves/{save} reads its provenance, DELETE removes it), not its rows.
+LOOK_UP_THEIR_SAVE = {"api:save", "api:save_delete"}
+
+
+def _routes(resolver=None, prefix: str = "", namespace: str = ""):
+    from django.urls import URLResolver, get_resolver
+
+    for pattern in (resolver or get_resolver()).url_patterns:
+        route = prefix + str(pattern.pattern)
+        if isinstance(pattern, URLResolver):
+            inner = f"{namespace}{pattern.namespace}:" if pattern.namespace else namespace
+            yield from _routes(pattern, route, inner)
+        else:
+            yield route, f"{namespace}{pattern.name}", pattern.callback
+
+
+def _api_operations(callback) -> list:
+    """The operations behind one of ninja's URL patterns (its PathView, in the closure)."""
+    from inspect import getclosurevars
+
+    path_view = getclosurevars(callback).nonlocals["self"]
+    return list(path_view.operations)
+
+
+def test_every_route_under_a_save_runs_inside_it_and_no_other_does() -> None:
+    from memory.web.saves import in_save, in_save_operation, in_save_run
+
+    pages, operations, unbound, others = [], [], [], []
+    for route, name, callback in _routes():
+        under_save = "<save>" in route or "<str:save>" in route
+        if not under_save:
+            if getattr(callback, "bound_by", None) is not None:
+                others.append(name)
+            continue
+        if name in LOOK_UP_THEIR_SAVE:
+            continue
+        if route.startswith("api/"):
+            for operation in _api_operations(callback):
+                bound = (
+                    getattr(operation.run, "bound_by", None),
+                    getattr(operation.view_func, "bound_by", None),
+                )
+                operations.append(name)
+                if bound != (in_save_run, in_save_operation):
+                    unbound.append((name, bound))
+        else:
+            pages.append(name)
+            if getattr(callback, "bound_by", None) is not in_save:
+                unbound.append((name, None))
+    assert unbound == []
+    assert others == []
+    # The walk reached both doors (a resolver that yielded nothing would pass).
+    assert {"memory:viewer", "memory:leaks_csv", "memory:entry"} <= set(pages)
+    assert {"api:buffer", "api:alias_set", "api:problems"} <= set(operations)
+    assert LOOK_UP_THEIR_SAVE.issubset(name for _route, name, _cb in _routes())

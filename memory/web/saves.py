@@ -72,6 +72,7 @@ def in_save(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
             response.streaming_content = _each_chunk_within(found, response.streaming_content)
         return response
 
+    within.bound_by = in_save  # tests/test_save_scope.py finds it on every route under a save
     return within
 
 
@@ -92,6 +93,7 @@ def in_save_run(run: Callable[..., Any]) -> Callable[..., Any]:
         with use(found):
             return run(request, *args, **kwargs)
 
+    within.bound_by = in_save_run
     return within
 
 
@@ -106,6 +108,7 @@ def in_save_operation(operation: Callable[..., Any]) -> Callable[..., Any]:
             get_save(save)  # raises NotFound naming the saves there are
         return operation(request, *args, save=save, **kwargs)
 
+    within.bound_by = in_save_operation
     return within
 
 
