@@ -88,12 +88,6 @@ def main() -> None:
     user = get_user_model().objects.create_user("bench", password="bench-only-pw")
     client = Client()
     client.force_login(user)
-    # The API twin reads the active save; the test client runs in this thread, so the one
-    # save this database holds (the follower's) is made active here.
-    from memory.active_save import SOLE, activate
-
-    activate(SOLE)
-
     follower = subprocess.Popen(
         [*manage, "follow_omnia", str(save), "--interval", "0.1", "--as", "bench"],
         cwd=ROOT,

@@ -160,12 +160,13 @@ if "locust" in sys.modules:
 
 # --- the orchestrator -------------------------------------------------------------------------------
 
-# The shell snippets run inside the one save the database holds (`SOLE`), as a command
-# without --save does.
+# The shell snippets run inside the save the benchmark imported, named as a command's
+# --save names it.
 SETUP = """
 import json
-from memory.active_save import SOLE, activate
-activate(SOLE)
+from memory.active_save import activate
+from memory.engine.saves import get_save
+activate(get_save("load"))
 from django.contrib.auth.models import Group, User
 from memory.tokens import issue_token
 from memory.models import BufferEntry, ObjectType, WorldObject
@@ -197,8 +198,9 @@ print(json.dumps({
 
 CHECK = """
 import json, sys
-from memory.active_save import SOLE, activate
-activate(SOLE)
+from memory.active_save import activate
+from memory.engine.saves import get_save
+activate(get_save("load"))
 from memory.models import BufferEntry, MemorySession
 from memory.engine.projections.worker import projection_status
 ids = [line for line in open(sys.argv[1]).read().split() if line]

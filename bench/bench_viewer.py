@@ -56,7 +56,7 @@ print(refresh_statistics(WORLD_TABLES + PROJECTION_TABLES + LEAK_TABLES))
 FIRST_ENTRY = """
 from memory.models import BufferEntry, Save
 save = Save.objects.get(name={name!r})
-print(BufferEntry.every_save.filter(game_save=save, owner_id={viewer!r}).order_by("timestamp")
+print(BufferEntry.objects.in_save(save).filter(owner_id={viewer!r}).order_by("timestamp")
       .values_list("id", flat=True).first())
 """
 

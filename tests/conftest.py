@@ -8,6 +8,12 @@ bartender (knows bob as "Gareth"). `chest`: alice's memory of bob opening the wo
 `demo`: the demo world, loaded and folded. `millbrook`: the river town with readable ids.
 `two_eras`: the tavern's v1 and v2 omnia files, one save each, folded. `save`: an empty save.
 
+The save a test reads and writes in is active only when it says so, as production's edges
+do (a page's URL, a command's --save): each fixture that makes one world (`save`, `cast`,
+`demo`, `millbrook`) activates its save for the rest of the test; `two_eras` activates none.
+A test that makes its own save names it with `activate_save(name)` (or `with use(save):`).
+Outside them a save-scoped query raises, so a test cannot pass by reading "the only save".
+
 The people, one account per role (memory/roles.py), password "pw": `reader` (rita, the
 readers group), `editor` (eddie, the editors group), `admin` (ada, the admins group), `staff`
 (a staff account: an admin by its flag), `root` (a superuser), `designer` (the demo login as
@@ -68,25 +74,31 @@ class Cast:
     charlie: object
 
 
-@pytest.fixture(autouse=True)
-def _sole_save():
-    """Every test reads and writes in "the only save there is", as a command without --save
-    does; a test with two saves names the one it means with `use(save)`."""
-    from memory.active_save import SOLE, activate, deactivate, saves_changed
+@pytest.fixture
+def activate_save(db):
+    """activate_save(save or name): that save is active for the rest of the test (and the
+    Save returned), for a test that makes its own."""
+    from memory.active_save import activate, deactivate
+    from memory.engine.saves import get_save
 
-    saves_changed()  # the cache of SOLE must not outlive the test database's rollback
-    token = activate(SOLE)
-    yield
-    deactivate(token)
-    saves_changed()
+    tokens = []
+
+    def activate_for_test(save):
+        save = get_save(save) if isinstance(save, str) else save
+        tokens.append(activate(save))
+        return save
+
+    yield activate_for_test
+    for token in reversed(tokens):
+        deactivate(token)
 
 
 @pytest.fixture
-def save(db):
-    """An empty save named "test", for a test that builds its rows by hand."""
+def save(db, activate_save):
+    """An empty save named "test", active, for a test that builds its rows by hand."""
     from memory.models import Save
 
-    return Save.objects.create(name="test", kind="scenario", era="v2")
+    return activate_save(Save.objects.create(name="test", kind="scenario", era="v2"))
 
 
 # --- the test database: migrated once per run --------------------------------------------------
@@ -193,20 +205,23 @@ def fixtures_dir() -> Path:
 
 
 @pytest.fixture
-def demo(db) -> None:
-    """The demo world (harbor-town: npc-pip, npc-tobiah, npc-sable …) loaded and folded."""
+def demo(db, activate_save) -> None:
+    """The demo world (harbor-town: npc-pip, npc-tobiah, npc-sable …) loaded and folded; its
+    save, "demo", active."""
     from memory.engine.projections import run_cycle
     from memory.worlds.demo import load_demo
 
     load_demo()
+    activate_save("demo")
     run_cycle()
 
 
 @pytest.fixture
-def cast(db) -> Cast:
+def cast(db, activate_save) -> Cast:
+    """The tavern, in its own save "cast", active."""
     from memory.models import Attribute, AttributeAcl, Save, WorldObject
 
-    Save.objects.create(name="cast", kind="scenario", era="v2")
+    activate_save(Save.objects.create(name="cast", kind="scenario", era="v2"))
     world = WorldObject.objects.create(
         id="tavern", type="world", clock_iso="2026-07-06T12:30:00.000Z"
     )
@@ -278,13 +293,14 @@ def chest(cast):
 
 
 @pytest.fixture
-def millbrook(db, tmp_path):
-    """A river town with readable ids: hale ("Hale Morrow", PRIVATE), ned, ida, the-tannery."""
+def millbrook(db, tmp_path, activate_save):
+    """A river town with readable ids: hale ("Hale Morrow", PRIVATE), ned, ida, the-tannery;
+    its save, "millbrook", active."""
     from memory.worlds.scenario import load_world
 
     path = tmp_path / "millbrook.json"
     path.write_text(json.dumps(MILLBROOK))
-    load_world(path)
+    activate_save(load_world(path).save)
 
 
 @pytest.fixture

@@ -161,14 +161,14 @@ def test_abstract_fault_between_writes_lands_nothing(cast, monkeypatch):
     assert len(landed()[2]) == 2
 
 
-def test_a_reload_that_adds_memories_moves_the_generation_and_refuses_a_stale_pin(db):
+def test_a_reload_that_adds_memories_moves_the_generation_and_refuses_a_stale_pin(activate_save):
     import json as _json
 
     from memory.worlds.demo import DEMO_PATH
     from memory.worlds.scenario import load_world
 
     doc = _json.loads(DEMO_PATH.read_text())
-    load_world(doc)
+    activate_save(load_world(doc).save)
     pinned = generation_of("npc-pip")
     member = BufferEntry.objects.filter(owner_id="npc-pip").values_list("id", flat=True).first()
     load_world(doc)  # the same file again: nothing new, nothing moves
@@ -189,7 +189,8 @@ def test_a_reload_that_adds_memories_moves_the_generation_and_refuses_a_stale_pi
             "outcome": None,
         }
     )
-    load_world(doc, replace=True)  # another file for the same save: swapped in
+    # Another file for the same save: swapped in, a new save under the old name.
+    activate_save(load_world(doc, replace=True).save)
     assert generation_of("npc-pip") == pinned + 1
     with pytest.raises(AbstractConflict, match="generation"):
         abstract("npc-pip", [member], name="n", body="b", expected_generation=pinned)

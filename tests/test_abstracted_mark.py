@@ -19,7 +19,8 @@ START = "2026-07-06T12:00:00.000Z"
 
 
 @pytest.fixture
-def harbor(tmp_path: Path, db) -> None:
+def harbor(tmp_path: Path, db, activate_save) -> None:
+    """Mara's harbor, loaded by the command into the save "harbor", active."""
     doc = {
         "id": "harbor",
         "name": "Harbor",
@@ -63,6 +64,7 @@ def harbor(tmp_path: Path, db) -> None:
     path = tmp_path / "harbor.json"
     path.write_text(json.dumps(doc))
     call_command("load_world", str(path), stdout=io.StringIO())
+    activate_save("harbor")
 
 
 def test_ledger_and_buffer_members_both_carry_the_mark(harbor):

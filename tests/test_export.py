@@ -48,9 +48,9 @@ def file_tables(path: Path) -> dict[str, list[tuple]]:
     ("name", "world"),
     [("omnia-74ffb45-tavern.sqlite", "tavern-world"), ("omnia-head-tavern.sqlite", "tavern-world")],
 )
-def test_export_omnia_round_trips_every_fixture(tmp_path, name, world):
+def test_export_omnia_round_trips_every_fixture(tmp_path, name, world, activate_save):
     original = FIXTURES / name
-    import_omnia(original)
+    activate_save(import_omnia(original).save)
     exported = tmp_path / "exported.sqlite"
     export_omnia(world, exported)
     assert file_tables(exported) == file_tables(original)
@@ -63,8 +63,8 @@ def test_export_omnia_round_trips_every_fixture(tmp_path, name, world):
 
 
 @pytest.mark.django_db
-def test_export_omnia_carries_an_edited_alias_back_to_the_game(tmp_path):
-    import_omnia(FIXTURES / "omnia-74ffb45-tavern.sqlite")
+def test_export_omnia_carries_an_edited_alias_back_to_the_game(tmp_path, activate_save):
+    activate_save(import_omnia(FIXTURES / "omnia-74ffb45-tavern.sqlite").save)
     set_alias("alice", "bob", "Gareth", user=None, source="test")
     exported = tmp_path / "out.sqlite"
     call_command("export_omnia", str(exported))
@@ -150,9 +150,10 @@ def test_export_omnia_file_mode_follows_the_umask(tmp_path, umask, mode):
 
 
 @pytest.mark.django_db
-def test_export_omnia_adds_inspector_writes_without_reordering(tmp_path):
+def test_export_omnia_adds_inspector_writes_without_reordering(tmp_path, activate_save):
     original = FIXTURES / "omnia-head-tavern.sqlite"
     call_command("import_omnia", str(original))
+    activate_save("omnia-head-tavern")
     set_alias("alice", "bob", "Gareth", user=None, source="test")
     done = remember_memory(
         "bob",

@@ -43,11 +43,12 @@ KILLED_MID_ABSTRACT = """
 import time
 import django
 django.setup()
-from memory.active_save import SOLE, activate
+from memory.active_save import activate
 from memory.engine import abstract as mod
 from memory.engine.shards import generation_of
+from memory.models import Save
 
-activate(SOLE)
+activate(Save.objects.get(name="cast"))
 
 def stall(*args, **kwargs):
     # The rollup is written and the members are marked, all uncommitted: die here.

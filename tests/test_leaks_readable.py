@@ -147,14 +147,14 @@ def test_accepting_needs_a_reason_and_a_current_finding(millbrook):
     assert AuditLog.objects.filter(action="leak.reopen").count() == 1
 
 
-def test_every_line_of_the_long_term_and_buffer_sections_names_its_row(db):
+def test_every_line_of_the_long_term_and_buffer_sections_names_its_row(activate_save):
     from memory.engine.knowledge import get_viewer
     from memory.engine.prompt import prompt_context
     from memory.models import BufferEntry
     from memory.selectors.faces import long_term_entry
     from memory.worlds.demo import load_demo
 
-    load_demo()
+    activate_save(load_demo().save)
     prompt = prompt_context(get_viewer("npc-tobiah"))
     text, at = prompt.text, 0
     checked = {"Long-term memory": 0, "Recent memories": 0}

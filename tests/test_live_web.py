@@ -18,7 +18,9 @@ def test_live_version_needs_a_login(client):
 
 
 @pytest.mark.django_db
-def test_live_version_answers_304_until_something_is_applied(reader_client, tmp_path):
+def test_live_version_answers_304_until_something_is_applied(
+    reader_client, tmp_path, activate_save
+):
     first = reader_client.get("/live/")
     assert first.status_code == 200
     assert first.json() == {
@@ -39,6 +41,7 @@ def test_live_version_answers_304_until_something_is_applied(reader_client, tmp_
     assert again.status_code == 304 and again.content == b""
     assert follower.tick() is None  # nothing new in the file: nothing applied, no new version
     assert reader_client.get("/live/", headers={"If-None-Match": moved["ETag"]}).status_code == 304
+    activate_save("t")
     LiveFollow.objects.update(heartbeat_at=timezone.now() - timezone.timedelta(minutes=1))
     stopped = reader_client.get("/live/", headers={"If-None-Match": moved["ETag"]})
     assert stopped.status_code == 200 and stopped.json()["live"] is False

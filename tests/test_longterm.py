@@ -263,8 +263,8 @@ def _scenario() -> dict:
 
 
 @pytest.mark.django_db
-def test_seed_counterexample_rollup_member_does_not_shadow_its_layer_namesake():
-    load_world(_scenario())
+def test_seed_counterexample_rollup_member_does_not_shadow_its_layer_namesake(activate_save):
+    activate_save(load_world(_scenario()).save)
     assert _summary("cx-alice") == {
         "default": ["h-2", "r-1", "lore-1"],
         "shadowed": {"lore-2": "h-2"},
@@ -295,8 +295,8 @@ def _put(entry_id: str, content: str, *, name: str, scope: str = "home:cx-alice"
 
 
 @pytest.mark.django_db
-def test_undeliverable_bodies_are_disclosed_and_shadow_nothing():
-    load_world(_scenario())
+def test_undeliverable_bodies_are_disclosed_and_shadow_nothing(activate_save):
+    activate_save(load_world(_scenario()).save)
     # hydrate renders any string, so the probe refuses what it would have to invent:
     # a tag naming no entity, and an empty body.
     _put("h-0", "entity@[somebody] owes me", name="Ale")
@@ -391,8 +391,8 @@ def test_faces_command_unknown_viewer_exits_2(demo):
 
 
 @pytest.mark.django_db
-def test_omnia_ledger_rows_on_their_owners_home_face(fixtures_dir):
-    import_omnia(fixtures_dir / "omnia-head-tavern.sqlite")
+def test_omnia_ledger_rows_on_their_owners_home_face(fixtures_dir, activate_save):
+    activate_save(import_omnia(fixtures_dir / "omnia-head-tavern.sqlite").save)
     owners = dict(LedgerEntry.objects.values_list("id", "owner_id"))
     assert owners  # the fixture holds ledger rows
     for entry_id, owner in owners.items():

@@ -59,13 +59,14 @@ def prompt(viewer: str) -> str:
     return out.getvalue()
 
 
-def test_a_name_stored_with_spaces_is_trimmed_and_shadows_the_layer_entry(tmp_path, db):
+def test_a_name_stored_with_spaces_is_trimmed_and_shadows_the_layer_entry(tmp_path, activate_save):
     path = scenario(
         tmp_path,
         home=[entry("mara-1", "notes/lighthouse", "Mara keeps the lamp.", "The Lighthouse ")],
         layer=[entry("canon-1", "places/lighthouse", "A tower on the point.", "The Lighthouse")],
     )
     call_command("load_world", str(path), stdout=io.StringIO())
+    activate_save("harbor")
     assert LedgerEntry.objects.get(id="mara-1").name == "The Lighthouse"
     assert json.loads(faces("mara", "--json")) == {
         "default": ["mara-1"],
@@ -79,7 +80,7 @@ def test_a_name_stored_with_spaces_is_trimmed_and_shadows_the_layer_entry(tmp_pa
     assert text.count("The Lighthouse") == 1
 
 
-def test_an_empty_or_blank_name_falls_back_to_the_slug_rule(tmp_path, db):
+def test_an_empty_or_blank_name_falls_back_to_the_slug_rule(tmp_path, activate_save):
     path = scenario(
         tmp_path,
         home=[
@@ -90,6 +91,7 @@ def test_an_empty_or_blank_name_falls_back_to_the_slug_rule(tmp_path, db):
         layer=[entry("canon-1", "places/lamp", "The lamp is old.", "lamp")],
     )
     call_command("load_world", str(path), stdout=io.StringIO())
+    activate_save("harbor")
     assert dict(LedgerEntry.objects.filter(owner_id="mara").values_list("id", "name")) == {
         "mara-1": None,
         "mara-2": None,
@@ -103,7 +105,7 @@ def test_an_empty_or_blank_name_falls_back_to_the_slug_rule(tmp_path, db):
     assert "  canon-1  [layer:canon] lamp [shadowed]\n" in text
 
 
-def test_a_rollup_name_is_trimmed_at_the_door(tmp_path, db):
+def test_a_rollup_name_is_trimmed_at_the_door(tmp_path, activate_save):
     path = scenario(
         tmp_path,
         home=[entry("mara-1", "notes/lamp", "Mara keeps the lamp.", "Lamp")],
@@ -119,16 +121,18 @@ def test_a_rollup_name_is_trimmed_at_the_door(tmp_path, db):
         ],
     )
     call_command("load_world", str(path), stdout=io.StringIO())
+    activate_save("harbor")
     assert LedgerEntry.objects.get(id="rollup-1").name == "What Mara knows"
 
 
-def test_entries_stored_before_trimming_are_warned_about_not_merged(tmp_path, db):
+def test_entries_stored_before_trimming_are_warned_about_not_merged(tmp_path, activate_save):
     path = scenario(
         tmp_path,
         home=[entry("mara-1", "notes/tide", "The tide turns at six.", "Tide")],
         layer=[entry("canon-1", "places/lighthouse", "A tower on the point.", "The Lighthouse")],
     )
     call_command("load_world", str(path), stdout=io.StringIO())
+    activate_save("harbor")
     # Written around the doors, as a store from before the trim would hold it.
     LedgerEntry.objects.create(
         id="mara-old",
@@ -162,13 +166,16 @@ def test_entries_stored_before_trimming_are_warned_about_not_merged(tmp_path, db
     ) in faces("mara")
 
 
-def test_the_faces_panel_and_api_show_the_warning(tmp_path, db, client, django_user_model):
+def test_the_faces_panel_and_api_show_the_warning(
+    tmp_path, activate_save, client, django_user_model
+):
     path = scenario(
         tmp_path,
         home=[entry("mara-1", "notes/lighthouse", "Mara keeps the lamp.", "The Lighthouse")],
         layer=[],
     )
     call_command("load_world", str(path), stdout=io.StringIO())
+    activate_save("harbor")
     LedgerEntry.objects.create(
         id="mara-old",
         owner_id="mara",

@@ -57,8 +57,8 @@ Here with you:
 
 
 @pytest.mark.django_db
-def test_prompt_context_v1_alice_exact():
-    import_omnia(FIXTURES / "omnia-74ffb45-tavern.sqlite")
+def test_prompt_context_v1_alice_exact(activate_save):
+    activate_save(import_omnia(FIXTURES / "omnia-74ffb45-tavern.sqlite").save)
     context = prompt_context(get_viewer("alice"))
     assert [s.name for s in context.sections] == SECTION_NAMES
     # The guard (a UUID) and bob stand here only under alice's labels; bob is in the cellar.
@@ -66,8 +66,10 @@ def test_prompt_context_v1_alice_exact():
 
 
 @pytest.mark.django_db
-def test_prompt_context_places_by_description_and_exits(django_assert_max_num_queries):
-    load_demo()
+def test_prompt_context_places_by_description_and_exits(
+    django_assert_max_num_queries, activate_save
+):
+    activate_save(load_demo().save)
     viewer = get_viewer("npc-maren")
     with django_assert_max_num_queries(20):
         context = prompt_context(viewer)
@@ -86,8 +88,8 @@ def test_prompt_context_places_by_description_and_exits(django_assert_max_num_qu
 
 
 @pytest.mark.django_db
-def test_prompt_context_sentence_descriptions_read_as_a_place():
-    load_world(FIXTURES / "omnia-scenario-talking-room-c292626.json")
+def test_prompt_context_sentence_descriptions_read_as_a_place(activate_save):
+    activate_save(load_world(FIXTURES / "omnia-scenario-talking-room-c292626.json").save)
     context = prompt_context(get_viewer("7c9b83b3-8cfb-4e89-8d77-626a5757d591"))
     assert context.sections[0].text.splitlines()[1] == (
         "You are in a pristine, featureless room with white walls, ceiling, and floor. "

@@ -14,6 +14,7 @@ from django.db import transaction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from memory.active_save import use
 from memory.engine.errors import NotFound
 from memory.engine.knowledge import get_viewer
 from memory.engine.leaks.scanner import Finding
@@ -48,8 +49,8 @@ def spans(scan) -> list[tuple[str, str, int, int, str, int]]:
 
 
 @pytest.mark.django_db
-def test_scan_viewer_catches_bob_in_alices_upstream_line_at_its_offsets():
-    import_omnia(V1)
+def test_scan_viewer_catches_bob_in_alices_upstream_line_at_its_offsets(activate_save):
+    activate_save(import_omnia(V1).save)
     scan = scan_viewer("alice")
     text = scan.prompt.text
     line_at = text.index(UPSTREAM_LINE)
@@ -83,8 +84,8 @@ def test_scan_viewer_catches_bob_in_alices_upstream_line_at_its_offsets():
 
 
 @pytest.mark.django_db
-def test_scan_viewer_charlie_who_knows_bob_as_gareth_reads_the_same_line():
-    import_omnia(V1)
+def test_scan_viewer_charlie_who_knows_bob_as_gareth_reads_the_same_line(activate_save):
+    activate_save(import_omnia(V1).save)
     scan = scan_viewer("charlie")
     text = scan.prompt.text
     line = 'Gareth spoke to you: "Bob greets Charlie"'
@@ -168,19 +169,19 @@ FIXTURE_FINDINGS = {
 }
 
 
-def load_fixture(name: str) -> None:
+def load_fixture(name: str) -> str:
+    """The fixture world `name` loaded; returns its save's name."""
     if name == "demo":
-        load_demo()
-    elif name.endswith(".sqlite"):
-        import_omnia(FIXTURES / name)
-    else:
-        load_world(FIXTURES / name)
+        return load_demo().save
+    if name.endswith(".sqlite"):
+        return import_omnia(FIXTURES / name).save
+    return load_world(FIXTURES / name).save
 
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("name", list(FIXTURE_FINDINGS))
-def test_scan_world_finds_exactly_the_pinned_leaks_in_every_fixture_world(name):
-    load_fixture(name)
+def test_scan_world_finds_exactly_the_pinned_leaks_in_every_fixture_world(name, activate_save):
+    activate_save(load_fixture(name))
     scans = scan_world()
     assert {scan.viewer_id: spans(scan) for scan in scans} == FIXTURE_FINDINGS[name]
     for scan in scans:
@@ -189,8 +190,8 @@ def test_scan_world_finds_exactly_the_pinned_leaks_in_every_fixture_world(name):
 
 
 @pytest.mark.django_db
-def test_scan_world_demo_reasons_and_entities():
-    load_demo()
+def test_scan_world_demo_reasons_and_entities(activate_save):
+    activate_save(load_demo().save)
     found = [f.to_dict() for scan in scan_world("harbor-town") for f in scan.findings]
     assert [(d["viewer_id"], d["entity_id"], d["reason"]) for d in found] == [
         ("5b0e6c1a-3f2d-4e8b-9a71-c4d2e8f90a13", "npc-sable", "system id of object 'npc-sable'"),
@@ -205,8 +206,8 @@ def test_scan_world_demo_reasons_and_entities():
 
 
 @pytest.mark.django_db
-def test_leak_counts_demo_every_viewer_every_kind():
-    load_demo()
+def test_leak_counts_demo_every_viewer_every_kind(activate_save):
+    activate_save(load_demo().save)
     zero = {"system_id": 0, "unknown_name": 0, "private_attribute": 0}
     assert leak_counts("harbor-town") == {
         "5b0e6c1a-3f2d-4e8b-9a71-c4d2e8f90a13": {**zero, "system_id": 1, "private_attribute": 1},
@@ -219,8 +220,8 @@ def test_leak_counts_demo_every_viewer_every_kind():
 
 
 @pytest.mark.django_db
-def test_leak_world_v1_tavern_holds_ids_names_aliases_privates_and_ordinary_words():
-    import_omnia(V1)
+def test_leak_world_v1_tavern_holds_ids_names_aliases_privates_and_ordinary_words(activate_save):
+    activate_save(import_omnia(V1).save)
     world = leak_world("tavern-world")
     # tavern-main and cellar have no rows in a v1 world; they are location ids all the same.
     assert world.object_ids == frozenset(
@@ -248,8 +249,8 @@ def test_leak_world_v1_tavern_holds_ids_names_aliases_privates_and_ordinary_word
 
 
 @pytest.mark.django_db
-def test_scan_viewer_and_scan_world_agree_and_unknown_ids_raise():
-    import_omnia(V1)
+def test_scan_viewer_and_scan_world_agree_and_unknown_ids_raise(activate_save):
+    activate_save(import_omnia(V1).save)
     assert spans(scan_viewer("bob")) == spans(scan_world(viewer_id="bob")[0])
     assert [s.viewer_id for s in scan_world("tavern-world")] == [GUARD, "alice", "bob", "charlie"]
     with pytest.raises(NotFound):
@@ -261,8 +262,8 @@ def test_scan_viewer_and_scan_world_agree_and_unknown_ids_raise():
 
 
 @pytest.mark.django_db
-def test_scan_world_counts_progress_once_per_viewer():
-    import_omnia(V1)
+def test_scan_world_counts_progress_once_per_viewer(activate_save):
+    activate_save(import_omnia(V1).save)
     ticks: list[int] = []
     scan_world(progress=ticks.append)
     assert ticks == [1, 1, 1, 1]
@@ -333,8 +334,15 @@ def small_worlds(draw):
     return {"world": world_id, "places": places, "cast": cast, "memories": memories}
 
 
-def build(world: dict, inject: str | None = None) -> None:
-    Save.objects.get_or_create(name="random", defaults={"kind": "scenario", "era": "v2"})
+def build(world: dict, inject: str | None = None) -> Save:
+    """The world written into the save "random"; returns that save (the caller reads in it)."""
+    save, _ = Save.objects.get_or_create(name="random", defaults={"kind": "scenario", "era": "v2"})
+    with use(save):
+        _build(world, inject)
+    return save
+
+
+def _build(world: dict, inject: str | None) -> None:
     w = WorldObject.objects.create(
         id=world["world"], type="world", clock_iso="2026-07-06T12:30:00.000Z"
     )
@@ -399,8 +407,7 @@ PROPERTY = settings(
 @PROPERTY
 @given(small_worlds())
 def test_random_worlds_prompts_carry_no_system_id(world):
-    with transaction.atomic():
-        build(world)
+    with transaction.atomic(), use(build(world)):
         scans = scan_world(world["world"])
         assert [f for scan in scans for f in scan.findings if f.finding.kind == "system_id"] == []
         # Names and secrets only reach a prompt where the viewer may know them.
@@ -415,8 +422,7 @@ def test_random_worlds_an_id_in_stored_text_is_reported_not_removed(world, data)
     every_id = [world["world"], *world["places"], *(p["id"] for p in world["cast"])]
     injected = data.draw(st.sampled_from(every_id))
     owner = world["memories"][0]["owner"]
-    with transaction.atomic():
-        build(world, inject=injected)
+    with transaction.atomic(), use(build(world, inject=injected)):
         scan = scan_viewer(owner)
         text = scan.prompt.text
         assert text.count(injected) == 1
@@ -429,11 +435,11 @@ def test_random_worlds_an_id_in_stored_text_is_reported_not_removed(world, data)
 
 
 @pytest.mark.django_db
-def test_scan_world_only_reads():
+def test_scan_world_only_reads(activate_save):
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    load_demo()
+    activate_save(load_demo().save)
     with CaptureQueriesContext(connection) as queries:
         scan_world()
     # PostgreSQL streams through server-side cursors: DECLARE ... CURSOR ... FOR SELECT.

@@ -105,7 +105,7 @@ def test_the_api_refuses_a_junk_timestamp_with_a_422_naming_the_field(
 
 
 @pytest.mark.django_db
-def test_import_keeps_an_untimed_row_out_of_time_arithmetic(tmp_path):
+def test_import_keeps_an_untimed_row_out_of_time_arithmetic(tmp_path, activate_save):
     source = omnia_file(
         tmp_path / "w.sqlite",
         [
@@ -116,6 +116,7 @@ def test_import_keeps_an_untimed_row_out_of_time_arithmetic(tmp_path):
         ],
     )
     call_command("import_omnia", str(source), stdout=io.StringIO())
+    activate_save("w")
     assert list(BufferEntry.objects.order_by("id").values_list("id", "untimed")) == [
         ("r1", False),
         ("r2", True),
@@ -149,12 +150,13 @@ def test_import_keeps_an_untimed_row_out_of_time_arithmetic(tmp_path):
 
 
 @pytest.mark.django_db
-def test_a_session_of_only_untimed_rows_takes_its_first_real_time_whole(tmp_path):
+def test_a_session_of_only_untimed_rows_takes_its_first_real_time_whole(tmp_path, activate_save):
     source = omnia_file(
         tmp_path / "w.sqlite",
         [("r1", "not a time"), ("r2", "2026-07-06T12:05:00.000Z"), ("r3", "later")],
     )
     call_command("import_omnia", str(source), "--fold", stdout=io.StringIO())
+    activate_save("w")
     assert [(s.first_at, s.last_at, s.memory_count) for s in sessions("ann").items] == [
         ("2026-07-06T12:05:00.000Z", "2026-07-06T12:05:00.000Z", 3)
     ]
@@ -164,12 +166,15 @@ def test_a_session_of_only_untimed_rows_takes_its_first_real_time_whole(tmp_path
 
 
 @pytest.mark.django_db
-def test_remember_without_a_time_never_stamps_an_imported_clock_that_names_no_instant(tmp_path):
+def test_remember_without_a_time_never_stamps_an_imported_clock_that_names_no_instant(
+    tmp_path, activate_save
+):
     source = omnia_file(tmp_path / "w.sqlite", [("r1", "2026-07-06T12:00:00.000Z")])
     sqlite3.connect(source).execute(
         "UPDATE objects SET clock_iso='dawn' WHERE id='w'"
     ).connection.commit()
     call_command("import_omnia", str(source), stdout=io.StringIO())
+    activate_save("w")
     entry = remember("ann", json.loads(INTENT)).entry
     assert entry.timestamp != "dawn"
     assert timestamp_problem(entry.timestamp) is None

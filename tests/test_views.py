@@ -841,11 +841,11 @@ def test_alias_edit_urls_spliced_once_match_reverse(target) -> None:
 
     from django.urls import resolve, reverse
 
+    from memory.active_save import use
     from memory.models import Save
-    from memory.web.saves import bound
     from memory.web.views._common import reverse_each
 
-    with bound(Save(name="s1")):
+    with use(Save(name="s1")):
         urls = reverse_each("memory:alias_edit", ["al/ice%"], [target])
         viewer_urls = reverse_each("memory:viewer", [], [target])
     assert urls == {target: reverse("memory:alias_edit", args=["s1", "al/ice%", target])}

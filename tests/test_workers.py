@@ -193,8 +193,9 @@ def slow(rows, result):
         print("mid-batch", flush=True)
         time.sleep(120)
 cycle.fold_batch = slow
-from memory.active_save import SOLE, use
-with use(SOLE):
+from memory.active_save import use
+from memory.models import Save
+with use(Save.objects.get(name="cast")):
     cycle.run_cycle(batch_size=20, flush_rows=40)  # two chunks per committed flush
 print("finished", flush=True)
 """

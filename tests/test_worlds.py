@@ -64,8 +64,9 @@ def mutate(path: Path, *statements: str) -> None:
 
 
 @pytest.mark.django_db
-def test_import_omnia_v1_fixture_counts_every_table():
+def test_import_omnia_v1_fixture_counts_every_table(activate_save):
     report = import_omnia(V1)
+    activate_save(report.save)
     assert report.era == "v1"
     assert report.worlds == ["tavern-world"]
     assert WorldObject.objects.count() == 5
@@ -120,8 +121,8 @@ def test_render_buffer_lists_each_owner_in_timestamp_then_insertion_order():
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("stem", ["omnia-74ffb45-tavern", "omnia-head-tavern"])
-def test_resolve_alias_reproduces_every_fixture_alias(stem):
-    import_omnia(FIXTURES / f"{stem}.sqlite")
+def test_resolve_alias_reproduces_every_fixture_alias(stem, activate_save):
+    activate_save(import_omnia(FIXTURES / f"{stem}.sqlite").save)
     expected = jsonl(FIXTURES / f"{stem}.aliases.jsonl")
     got = [
         {**row, "alias": resolve_alias(get_viewer(row["viewer"]), row["target"])}
@@ -131,8 +132,9 @@ def test_resolve_alias_reproduces_every_fixture_alias(stem):
 
 
 @pytest.mark.django_db
-def test_import_omnia_v2_fixture_renders_no_tagged_id():
+def test_import_omnia_v2_fixture_renders_no_tagged_id(activate_save):
     report = import_omnia(V2)
+    activate_save(report.save)
     assert report.era == "v2"
     assert (
         WorldObject.objects.count(),
@@ -316,9 +318,9 @@ def test_load_world_refuses_a_duplicate_entity_id(tmp_path, cast):
         ("omnia-head-tavern.scenario.json", "tavern-template", 5, None),
     ],
 )
-def test_load_world_reads_every_fixture_scenario(name, world, entities, memories):
+def test_load_world_reads_every_fixture_scenario(name, world, entities, memories, activate_save):
     doc = json.loads((FIXTURES / name).read_text())
-    load_world(FIXTURES / name)
+    activate_save(load_world(FIXTURES / name).save)
     assert WorldObject.objects.filter(type="world").get().id == world
     assert WorldObject.objects.filter(type="entity").count() == entities
     expected_memories = sum(len(e.get("initialMemories") or []) for e in doc["entities"])
@@ -326,16 +328,16 @@ def test_load_world_reads_every_fixture_scenario(name, world, entities, memories
 
 
 @pytest.mark.django_db
-def test_load_world_keeps_scenario_aliases_as_omnia_pairs():
-    load_world(FIXTURES / "omnia-head-tavern.scenario.json")
+def test_load_world_keeps_scenario_aliases_as_omnia_pairs(activate_save):
+    activate_save(load_world(FIXTURES / "omnia-head-tavern.scenario.json").save)
     assert WorldObject.objects.get(id="alice").aliases_json == (
         '[["bob","the hooded figure"],["charlie","the bartender"]]'
     )
 
 
 @pytest.mark.django_db(transaction=True)
-def test_plain_sql_delete_of_an_object_cascades_in_the_database():
-    import_omnia(V1)
+def test_plain_sql_delete_of_an_object_cascades_in_the_database(activate_save):
+    activate_save(import_omnia(V1).save)
     with connection.cursor() as cursor:
         cursor.execute("DELETE FROM objects WHERE id = 'bob'")
     assert BufferEntry.objects.filter(owner_id="bob").count() == 0
@@ -352,7 +354,9 @@ def test_plain_sql_delete_of_an_object_cascades_in_the_database():
 
 
 @pytest.mark.django_db
-def test_large_first_import_builds_indexes_after_and_lands_the_same_rows(monkeypatch, tmp_path):
+def test_large_first_import_builds_indexes_after_and_lands_the_same_rows(
+    monkeypatch, tmp_path, activate_save
+):
     indexes_before = bulk.secondary_indexes("buffer_entries")
     assert {name for name, _sql in indexes_before} >= {
         "idx_buffer_owner_time",
@@ -379,7 +383,7 @@ def test_large_first_import_builds_indexes_after_and_lands_the_same_rows(monkeyp
             )
         )
 
-    import_omnia(V1)
+    activate_save(import_omnia(V1).save)
     plain = buffer_rows()
     delete_save(V1.stem)
     dropped: list[str] = []
@@ -395,7 +399,7 @@ def test_large_first_import_builds_indexes_after_and_lands_the_same_rows(monkeyp
 
     monkeypatch.setattr(bulk, "BULK_INDEX_ROWS", 1)
     monkeypatch.setattr(bulk, "indexes_built_after", spy)
-    import_omnia(V1)
+    activate_save(import_omnia(V1).save)
     assert dropped == [True]
     assert bulk.secondary_indexes("buffer_entries") == indexes_before
     after = table_rows()
@@ -426,7 +430,7 @@ def test_large_first_import_that_fails_keeps_its_indexes_and_writes_nothing(monk
     ("case", "statements", "message"), BAD_FILES, ids=[b[0] for b in BAD_FILES]
 )
 def test_large_import_validates_in_a_second_process_with_the_same_refusals(
-    monkeypatch, tmp_path, case, statements, message
+    monkeypatch, tmp_path, case, statements, message, activate_save
 ):
     monkeypatch.setattr(bulk, "BULK_INDEX_ROWS", 1)  # the large-import path on a small file
     monkeypatch.setattr(omnia_import, "BATCH", 5)  # several batches in flight
@@ -452,7 +456,7 @@ def test_large_import_validates_in_a_second_process_with_the_same_refusals(
     assert started == [True]
     assert table_rows() == before
     assert bulk.secondary_indexes("buffer_entries") == indexes
-    import_omnia(V1)  # and a clean file lands whole through the same path
+    activate_save(import_omnia(V1).save)  # and a clean file lands whole through the same path
     assert BufferEntry.objects.count() == 36
 
 
@@ -510,7 +514,7 @@ def test_batch_validator_falls_back_to_in_process_when_the_helper_breaks():
     assert validator.broken
 
 
-def test_import_omnia_command_says_what_to_run_or_folds_with_fold(db):
+def test_import_omnia_command_says_what_to_run_or_folds_with_fold(activate_save):
     from io import StringIO
 
     from memory.models import LeakScan, MemorySession
@@ -518,6 +522,7 @@ def test_import_omnia_command_says_what_to_run_or_folds_with_fold(db):
     source = sorted(FIXTURES.glob("*.sqlite"))[0]
     out = StringIO()
     call_command("import_omnia", str(source), stdout=out)
+    activate_save(source.stem)
     last = out.getvalue().strip().splitlines()[-1]
     assert last.endswith(
         "run `manage.py run_projections` (about 1 s here at the benchmarked "
@@ -536,12 +541,14 @@ def test_import_omnia_command_says_what_to_run_or_folds_with_fold(db):
     assert "run_projections" not in out.getvalue()
 
 
-def test_import_omnia_bumps_the_generation_of_owners_it_wrote_for_and_a_reimport_does_not(db):
+def test_import_omnia_bumps_the_generation_of_owners_it_wrote_for_and_a_reimport_does_not(
+    activate_save,
+):
     from memory.engine.shards import generation_of
     from memory.models import BufferEntry
 
     source = sorted(FIXTURES.glob("*.sqlite"))[0]
-    import_omnia(source)
+    activate_save(import_omnia(source).save)
     owners = sorted(set(BufferEntry.objects.values_list("owner_id", flat=True)))
     assert owners and [generation_of(o) for o in owners] == [1] * len(owners)
     import_omnia(source)

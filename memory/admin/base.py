@@ -50,7 +50,7 @@ class EverySaveAdmin(admin.ModelAdmin):
             found = None
         if found is None:
             return super().changeform_view(request, object_id, form_url, extra_context)
-        with use(found.game_save_id):
+        with use(found.game_save):
             return self.changeform_in_save(request, object_id, form_url, extra_context)
 
     def changeform_in_save(self, request, object_id, form_url, extra_context):

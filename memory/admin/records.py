@@ -45,7 +45,7 @@ class BufferEntryAdmin(ReadOnlyEverySaveAdmin):
 
     @admin.display(description="rendered line (as the owner reads it)")
     def rendered_line(self, obj: BufferEntry) -> str:
-        with use(obj.game_save_id):
+        with use(obj.game_save):
             owner = WorldObject.objects.filter(id=obj.owner_id).first()
             if owner is None:
                 return f"undeliverable: owner {obj.owner_id} is not in this save"

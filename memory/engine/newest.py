@@ -14,9 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from django.db import connection
-
-from memory.active_save import current_id
+from memory.active_save import scoped_cursor
 
 # SQLite refuses a compound SELECT of more than 500 members; 200 keys keep a statement's
 # parameters (two per key) and its text small on both backends.
@@ -45,16 +43,15 @@ def first_rows_of_each(
     # Position 1 is the member's number; the columns follow it.
     outer_order = ", ".join(f"{columns.index(c) + 2}{' DESC' if desc else ''}" for c, desc in order)
     select = ", ".join(columns)
-    save_id = current_id()
     for chunk in chunks(wanted, KEYS_PER_STATEMENT):
         members = [
             f"SELECT * FROM (SELECT {n} AS k, {select} FROM {table} "
-            f"WHERE game_save_id = %s AND {key_column} = %s "
+            f"WHERE game_save_id = %(save)s AND {key_column} = %s "
             f"ORDER BY {inner_order} LIMIT {int(limit)}) AS r{n}"
             for n in range(len(chunk))
         ]
-        params = [value for key in chunk for value in (save_id, key)]
-        with connection.cursor() as cursor:
+        params = list(chunk)
+        with scoped_cursor() as cursor:
             cursor.execute(f"{' UNION ALL '.join(members)} ORDER BY 1, {outer_order}", params)
             rows = cursor.fetchall()
         for row in rows:

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import TypeVar
 
 from django.apps import apps
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
-from memory.active_save import AmbiguousSave, current_id, saves_changed, use
+from memory.active_save import current_id, scoped_cursor, use
 from memory.engine import audit
 from memory.engine.errors import Conflict, InvalidInput, NotFound
 from memory.models import ObjectType, Save, WorldObject
@@ -41,6 +41,18 @@ MIRRORED_TABLES = (
     "attributes",
     "objects",
 )
+
+
+class AmbiguousSave(LookupError):
+    """No save named, and not exactly one that fits: the caller must name one."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+        if names:
+            message = f"{len(names)} saves hold worlds: {', '.join(names)}; choose one"
+        else:
+            message = "no save is loaded yet: import a world first"
+        super().__init__(message)
 
 
 def check_name(name: str) -> str:
@@ -100,10 +112,12 @@ def resolve_save(name: str | None = None, *, object_id: str | None = None) -> Sa
 
 
 def each_save(work: Callable[[Save], T]) -> Iterator[tuple[Save, T]]:
-    """`work(save)` inside each live save in turn, by name."""
+    """`work(save)` inside each live save in turn, by name. The save is active for `work`
+    alone: the caller's loop body runs in whatever save was active before, not in this one."""
     for save in live_saves():
         with use(save):
-            yield save, work(save)
+            result = work(save)
+        yield save, result
 
 
 def current_save_name() -> str:
@@ -138,9 +152,9 @@ def _delete_rows(save_id: int) -> dict[str, int]:
     tables += [
         m._meta.db_table for m in save_scoped_models() if m._meta.db_table not in MIRRORED_TABLES
     ]
-    with connection.cursor() as cursor:
+    with scoped_cursor(save_id) as cursor:
         for table in tables:
-            cursor.execute(f"DELETE FROM {table} WHERE game_save_id = %s", [save_id])
+            cursor.execute(f"DELETE FROM {table} WHERE game_save_id = %(save)s")
             if cursor.rowcount:
                 removed[table] = cursor.rowcount
     return removed
@@ -171,7 +185,6 @@ def delete_save(name: str, *, actor=None) -> Deleted:
             before={"name": name, "source": save.source_name, "sha256": save.source_sha256},
             after={"rows_deleted": rows},
         )
-    saves_changed()
     return Deleted(name=name, rows=rows)
 
 
@@ -183,7 +196,6 @@ def retire(save: Save, replacement: Save) -> None:
         name=f"{name}~retired-{save.pk}", retired_at=timezone.now()
     )
     Save.objects.filter(pk=replacement.pk).update(name=name)
-    saves_changed()
 
 
 def purge_retired(*, grace: timedelta = RETIRED_GRACE) -> int:
@@ -195,8 +207,6 @@ def purge_retired(*, grace: timedelta = RETIRED_GRACE) -> int:
             _delete_rows(save_id)
             Save.objects.filter(pk=save_id).delete()
         purged += 1
-    if purged:
-        saves_changed()
     return purged
 
 

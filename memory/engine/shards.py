@@ -15,7 +15,7 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import F
 
-from memory.active_save import current_id
+from memory.active_save import scoped_cursor
 from memory.engine.clock import now_us
 from memory.models import BufferEntry, LeakScan, OwnerState, ProjectionShard, WorldObject
 
@@ -112,11 +112,11 @@ def claim_created_at(shard: int, count: int = 1) -> int:
     sql = (
         f"UPDATE {ProjectionShard._meta.db_table} "
         f"SET last_assigned_at = {greatest}(%s, last_assigned_at + 1) + %s "
-        "WHERE game_save_id = %s AND shard = %s RETURNING last_assigned_at"
+        "WHERE game_save_id = %(save)s AND shard = %s RETURNING last_assigned_at"
     )
     for _attempt in (1, 2):
-        with connection.cursor() as cursor:
-            cursor.execute(sql, [now_us(), count - 1, current_id(), shard])
+        with scoped_cursor() as cursor:
+            cursor.execute(sql, [now_us(), count - 1, shard])
             row = cursor.fetchone()
         if row is not None:
             return row[0] - (count - 1)
@@ -128,11 +128,11 @@ def bump_generation(owner_id: str) -> int:
     """A write for this owner: its generation moves, and so does its prompt (the stored leak
     findings that read it are behind until rescanned)."""
     LeakScan.objects.mark_stale([owner_id])
-    with connection.cursor() as cursor:
+    with scoped_cursor() as cursor:
         cursor.execute(
             f"UPDATE {OwnerState._meta.db_table} SET generation = generation + 1 "
-            "WHERE game_save_id = %s AND owner_id = %s RETURNING generation",
-            [current_id(), owner_id],
+            "WHERE game_save_id = %(save)s AND owner_id = %s RETURNING generation",
+            [owner_id],
         )
         row = cursor.fetchone()
     if row is not None:

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 
 from django.db import connection
 
+from memory.active_save import scoped_cursor
 from memory.engine.buffer.words import IndexTerm
 
 ANY_WORD = "zzanyword"
@@ -54,21 +55,24 @@ def candidates(
             step = connection.features.max_query_params or 900
             for start in range(0, len(uids), step):
                 chunk = uids[start : start + step]
-                cursor.execute(
-                    "SELECT uid, timestamp, created_at, id, owner_id, game_save_id "
-                    f"FROM buffer_entries WHERE uid IN ({', '.join(['%s'] * len(chunk))})",
-                    chunk,
-                )
-                rows += cursor.fetchall()
+                with scoped_cursor(save_id) as scoped:
+                    scoped.execute(
+                        "SELECT uid, timestamp, created_at, id, owner_id, game_save_id "
+                        "FROM buffer_entries WHERE game_save_id = %(save)s "
+                        f"AND uid IN ({', '.join(['%s'] * len(chunk))})",
+                        chunk,
+                    )
+                    rows += scoped.fetchall()
         else:
             match = " & ".join(f"({_tsquery(t)})" for t in terms)
-            cursor.execute(
-                "SELECT uid, timestamp, created_at, id, owner_id, game_save_id "
-                "FROM buffer_entries WHERE game_save_id = %s AND owner_id = %s "
-                "AND buffer_words(intent_json, outcome_json) @@ %s::tsquery LIMIT %s",
-                [save_id, owner_id, f"({match}) | {ANY_WORD}", cap + 1],
-            )
-            rows = cursor.fetchall()
+            with scoped_cursor(save_id) as scoped:
+                scoped.execute(
+                    "SELECT uid, timestamp, created_at, id, owner_id, game_save_id "
+                    "FROM buffer_entries WHERE game_save_id = %(save)s AND owner_id = %s "
+                    "AND buffer_words(intent_json, outcome_json) @@ %s::tsquery LIMIT %s",
+                    [owner_id, f"({match}) | {ANY_WORD}", cap + 1],
+                )
+                rows = scoped.fetchall()
     if len(rows) > cap:
         return None
     # A quarantined row (empty id) is never shown; the owner word is the owner's on SQLite,

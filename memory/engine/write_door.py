@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 from ulid import ULID
 
-from memory.active_save import current_id
+from memory.active_save import scoped_cursor
 from memory.engine.clock import iso_now, timestamp_problem
 from memory.engine.errors import InvalidInput, NotFound
 from memory.engine.intents import IntentV1, IntentV2, Outcome, parse_intent, parse_outcome
@@ -47,13 +47,13 @@ _OWNER_SQL = (
     f"SELECT o.location_id, w.clock_iso FROM {WorldObject._meta.db_table} o "
     f"LEFT JOIN {WorldObject._meta.db_table} w "
     "ON w.game_save_id = o.game_save_id AND w.id = o.world_id "
-    "WHERE o.game_save_id = %s AND o.id = %s AND o.type = %s"
+    "WHERE o.game_save_id = %(save)s AND o.id = %s AND o.type = %s"
 )
 
 
 def _owner_with_clock(owner_id: str) -> _Owner | None:
-    with connection.cursor() as cursor:
-        cursor.execute(_OWNER_SQL, [current_id(), owner_id, ObjectType.ENTITY.value])
+    with scoped_cursor() as cursor:
+        cursor.execute(_OWNER_SQL, [owner_id, ObjectType.ENTITY.value])
         row = cursor.fetchone()
     return _Owner(location_id=row[0], world_clock=row[1]) if row else None
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.db import models
 from django.utils import timezone
 
-from memory.active_save import SaveScopedManager, plain_active_id, saves_changed
+from memory.active_save import SaveScopedManager, plain_active_id
 
 
 class SaveQuerySet(models.QuerySet):
@@ -52,15 +52,6 @@ class Save(models.Model):
 
     def __str__(self) -> str:
         return self.name
-
-    def save(self, *args, **kwargs):
-        super().save(*args, **kwargs)
-        saves_changed()
-
-    def delete(self, *args, **kwargs):
-        result = super().delete(*args, **kwargs)
-        saves_changed()
-        return result
 
 
 def save_column(on_delete=models.CASCADE, **kwargs) -> models.ForeignKey:

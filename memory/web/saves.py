@@ -11,7 +11,6 @@ learns nothing about which saves exist). `reverse` is Django's, with the active 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from contextvars import ContextVar
 from functools import wraps
 from typing import Annotated, Any
 
@@ -20,7 +19,7 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import reverse as django_reverse
 from ninja import Path
 
-from memory.active_save import activate, deactivate
+from memory.active_save import current_save, use
 from memory.engine.saves import get_save
 from memory.models import Save
 
@@ -28,16 +27,10 @@ from memory.models import Save
 # parameters from the operation's own route only, so the router prefix's must be marked.
 SaveName = Annotated[str, Path(description="The save's name (GET /api/saves lists them).")]
 
-# The Save of the request being answered (the ids-only active save in memory.active_save
-# cannot name it without a query; links need the name).
-_request_save: ContextVar[Save | None] = ContextVar("omnia_request_save", default=None)
-
 
 def current() -> Save:
-    save = _request_save.get()
-    if save is None:
-        raise RuntimeError("no save is bound to this request: the view is not under in_save")
-    return save
+    """The request's save: the active one, which in_save activated from the URL."""
+    return current_save()
 
 
 def reverse(viewname: str, args: Iterable[Any] | None = None, kwargs: dict | None = None) -> str:
@@ -48,31 +41,12 @@ def reverse(viewname: str, args: Iterable[Any] | None = None, kwargs: dict | Non
     return django_reverse(viewname, args=[name, *(args or [])])
 
 
-class _Bound:
-    """Activate `save` (by id and as the request's Save) for a stretch of code."""
-
-    def __init__(self, save: Save) -> None:
-        self.save = save
-
-    def __enter__(self) -> None:
-        self._tokens = (activate(self.save), _request_save.set(self.save))
-
-    def __exit__(self, *exc: object) -> None:
-        active, bound = self._tokens
-        _request_save.reset(bound)
-        deactivate(active)
-
-
-def bound(save: Save) -> _Bound:
-    return _Bound(save)
-
-
 def _each_chunk_within(save: Save, chunks: Iterable) -> Iterator:
     """A streamed body is produced after the view returned (and, under ASGI, maybe in another
     thread): each chunk is made inside the save, activated around that one step only."""
     iterator = iter(chunks)
     while True:
-        with bound(save):
+        with use(save):
             try:
                 chunk = next(iterator)
             except StopIteration:
@@ -91,13 +65,14 @@ def in_save(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
             # Sign in first: which saves exist is not for an anonymous caller to learn.
             return redirect_to_login(request.get_full_path())
         found = get_save(save)
-        request.save = found
-        with bound(found):
+        request.save = found  # for the templates; the code reads the active save
+        with use(found):
             response = view(request, *args, **kwargs)
         if getattr(response, "streaming", False):
             response.streaming_content = _each_chunk_within(found, response.streaming_content)
         return response
 
+    within.bound_by = in_save  # tests/test_save_scope.py finds it on every route under a save
     return within
 
 
@@ -115,9 +90,10 @@ def in_save_run(run: Callable[..., Any]) -> Callable[..., Any]:
         if found is None:
             return run(request, *args, **kwargs)
         request.save = found
-        with bound(found):
+        with use(found):
             return run(request, *args, **kwargs)
 
+    within.bound_by = in_save_run
     return within
 
 
@@ -132,7 +108,8 @@ def in_save_operation(operation: Callable[..., Any]) -> Callable[..., Any]:
             get_save(save)  # raises NotFound naming the saves there are
         return operation(request, *args, save=save, **kwargs)
 
+    within.bound_by = in_save_operation
     return within
 
 
-__all__ = ["SaveName", "bound", "current", "in_save", "in_save_operation", "in_save_run", "reverse"]
+__all__ = ["SaveName", "current", "in_save", "in_save_operation", "in_save_run", "reverse"]

@@ -11,7 +11,7 @@ from typing import Any
 
 from django.db import connection
 
-from memory.active_save import current_id
+from memory.active_save import scoped_cursor
 from memory.engine.clock import now_us
 from memory.engine.shards import ensure_shards
 from memory.models import ObjectType, ProjectionShard
@@ -24,12 +24,11 @@ def insert_ignore(table: str, columns: Sequence[str], rows: Sequence[Sequence[An
         return 0
     names = ", ".join(columns)
     marks = ", ".join(["%s"] * len(columns))
-    # The save is a literal: one parameter fewer per row of a million-row executemany.
     sql = (
-        f"INSERT INTO {table} (game_save_id, {names}) VALUES ({int(current_id())}, {marks}) "
+        f"INSERT INTO {table} (game_save_id, {names}) VALUES (%(save)s, {marks}) "
         "ON CONFLICT DO NOTHING"
     )
-    with connection.cursor() as cursor:
+    with scoped_cursor() as cursor:
         cursor.executemany(sql, rows)
         return max(cursor.rowcount, 0)
 
@@ -156,21 +155,20 @@ def sync_objects(
     object_ids = [row[0] for row in object_rows]
     # Worlds first: every other object points at one.
     ordered = sorted(enumerate(object_rows), key=lambda item: item[1][1] != ObjectType.WORLD)
-    save_id = current_id()
-    with connection.cursor() as cursor:
+    with scoped_cursor() as cursor:
         for position, row in ordered:
             cursor.execute(
                 "UPDATE objects SET type=%s, world_id=%s, clock_iso=%s, location_id=%s, "
                 "aliases_json=%s, connections_json=%s, is_agent=%s, file_order=%s "
-                "WHERE game_save_id=%s AND id=%s",
-                [*row[1:], position, save_id, row[0]],
+                "WHERE game_save_id=%(save)s AND id=%s",
+                [*row[1:], position, row[0]],
             )
             if cursor.rowcount == 0:
                 cursor.execute(
                     "INSERT INTO objects (game_save_id, id, type, world_id, clock_iso, "
                     "location_id, aliases_json, connections_json, is_agent, file_order) "
-                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                    [save_id, *row, position],
+                    "VALUES (%(save)s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                    [*row, position],
                 )
                 counts["objects"] += 1
         for start in range(0, len(object_ids), 500):
@@ -178,8 +176,8 @@ def sync_objects(
             marks = ", ".join(["%s"] * len(chunk))
             for table in ("attribute_acl", "attributes"):
                 cursor.execute(
-                    f"DELETE FROM {table} WHERE game_save_id = %s AND object_id IN ({marks})",
-                    [save_id, *chunk],
+                    f"DELETE FROM {table} WHERE game_save_id = %(save)s AND object_id IN ({marks})",
+                    chunk,
                 )
     insert_ignore(
         "attributes",

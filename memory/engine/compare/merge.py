@@ -34,7 +34,7 @@ _RAW = tuple(_AT[f] for f in ("timestamp", "intent_json", "outcome_json", "untim
 
 def _stream(save: Save, owner_id: str, matching: Matching) -> Iterator[tuple]:
     c = _collation()
-    rows = BufferEntry.every_save.filter(game_save=save, owner_id=owner_id)
+    rows = BufferEntry.objects.in_save(save).filter(owner_id=owner_id)
     if matching is Matching.BY_ID:
         order = [Collate("id", c)]
     else:
@@ -66,8 +66,8 @@ def _raw(row: tuple) -> tuple:
 
 
 def _shared_ids(a: Save, b: Save, owner_a: str, owner_b: str) -> int:
-    ids_a = BufferEntry.every_save.filter(game_save=a, owner_id=owner_a).values("id")
-    return BufferEntry.every_save.filter(game_save=b, owner_id=owner_b, id__in=ids_a).count()
+    ids_a = BufferEntry.objects.in_save(a).filter(owner_id=owner_a).values("id")
+    return BufferEntry.objects.in_save(b).filter(owner_id=owner_b, id__in=ids_a).count()
 
 
 def matching_of(a: Save, b: Save, owner_a: str, owner_b: str) -> tuple[Matching, str]:

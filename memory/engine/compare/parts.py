@@ -24,9 +24,7 @@ def save_named(name: str, field_name: str) -> Save:
 
 
 def entity(save: Save, viewer_id: str, field_name: str) -> WorldObject:
-    obj = WorldObject.every_save.filter(
-        game_save=save, id=viewer_id, type=ObjectType.ENTITY
-    ).first()
+    obj = WorldObject.objects.in_save(save).filter(id=viewer_id, type=ObjectType.ENTITY).first()
     if obj is None:
         raise NotFound(f"no entity with id {viewer_id!r} in save {save.name!r}", field=field_name)
     return obj
@@ -86,7 +84,7 @@ def session_kind(session_key: str) -> str:
 
 
 def sessions_of(save: Save, owner_id: str) -> dict[str, MemorySession]:
-    rows = MemorySession.every_save.filter(game_save=save, owner_id=owner_id)
+    rows = MemorySession.objects.in_save(save).filter(owner_id=owner_id)
     return {s.session_key: s for s in rows.order_by("last_key", "session_key")}
 
 

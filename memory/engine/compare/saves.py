@@ -46,7 +46,7 @@ def diff_sessions(a: Save, b: Save, viewer_id: str) -> ProjectionDiff:
 
 
 def _episodes(save: Save, owner_id: str) -> list[EpisodeRef]:
-    rows = Episode.every_save.filter(game_save=save, owner_id=owner_id).order_by("ordinal")
+    rows = Episode.objects.in_save(save).filter(owner_id=owner_id).order_by("ordinal")
     return [EpisodeRef(e.first_at, e.last_at, int(e.member_count), bool(e.is_open)) for e in rows]
 
 
@@ -100,7 +100,7 @@ def diff_findings(in_a: list[FindingItem], in_b: list[FindingItem]) -> LeakDiff:
 
 
 def _entities(save: Save) -> dict[str, WorldObject]:
-    rows = WorldObject.every_save.filter(game_save=save, type=ObjectType.ENTITY).order_by("id")
+    rows = WorldObject.objects.in_save(save).filter(type=ObjectType.ENTITY).order_by("id")
     return {o.id: o for o in rows}
 
 

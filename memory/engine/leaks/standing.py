@@ -16,10 +16,9 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from django.db import connection
 from django.db.models import Exists, OuterRef, QuerySet
 
-from memory.active_save import current_id
+from memory.active_save import scoped_cursor
 from memory.engine.knowledge import AGENTS
 from memory.engine.leaks.stored import _finding_of
 from memory.engine.leaks.world_scan import ScanFinding
@@ -55,7 +54,7 @@ def _who(viewer_id: str | None) -> tuple[str, list[str]]:
 
 
 def _rows(sql: str, params: list) -> list[tuple]:
-    with connection.cursor() as cursor:
+    with scoped_cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()
 
@@ -72,11 +71,13 @@ class Standing:
 
 def _entities_sql(viewer_id: str | None, current: bool | None, what: str) -> tuple[str, list]:
     who, params = _who(viewer_id)
-    sql = f"SELECT {what} FROM {_OBJECTS} o WHERE o.game_save_id = %s AND o.type = %s AND {who}"
+    sql = (
+        f"SELECT {what} FROM {_OBJECTS} o WHERE o.game_save_id = %(save)s AND o.type = %s AND {who}"
+    )
     if current is not None:
         scan = _CURRENT.format(save="o.game_save_id", viewer="o.id")
         sql += f" AND {'' if current else 'NOT '}{scan}"
-    return sql, [current_id(), ObjectType.ENTITY.value, *params]
+    return sql, [ObjectType.ENTITY.value, *params]
 
 
 def standing(viewer_id: str | None = None) -> Standing:
@@ -116,7 +117,7 @@ def open_counts(viewer_id: str | None = None) -> dict[str, Counter[str]]:
     one at least: counted by the database, a row per (viewer, kind)."""
     who, params = _who(viewer_id)
     sql = (
-        f"SELECT f.viewer_id, f.kind, COUNT(*) FROM {_FINDINGS} f WHERE f.game_save_id = %s "
+        f"SELECT f.viewer_id, f.kind, COUNT(*) FROM {_FINDINGS} f WHERE f.game_save_id = %(save)s "
         f"AND {_CURRENT.format(save='f.game_save_id', viewer='f.viewer_id')} "
         f"AND EXISTS (SELECT 1 FROM {_OBJECTS} o WHERE o.game_save_id = f.game_save_id "
         f"AND o.id = f.viewer_id AND o.type = %s AND {who}) "
@@ -126,6 +127,6 @@ def open_counts(viewer_id: str | None = None) -> dict[str, Counter[str]]:
         "GROUP BY f.viewer_id, f.kind"
     )
     counts: dict[str, Counter[str]] = {}
-    for viewer, kind, n in _rows(sql, [current_id(), ObjectType.ENTITY.value, *params]):
+    for viewer, kind, n in _rows(sql, [ObjectType.ENTITY.value, *params]):
         counts.setdefault(viewer, Counter())[kind] = int(n)
     return counts

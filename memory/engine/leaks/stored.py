@@ -26,7 +26,7 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from memory.active_save import current_id
+from memory.active_save import scoped_cursor
 from memory.engine.leaks.scanner import Finding
 from memory.engine.leaks.world_scan import ScanFinding, WorldIndexes, scan_groups
 from memory.models import LeakFinding, LeakScan, ObjectType, WorldObject
@@ -43,7 +43,7 @@ _FINGERPRINT_SQL = (
     "LEFT JOIN objects w ON w.game_save_id = o.game_save_id AND w.id = o.world_id "
     "LEFT JOIN memory_saves s ON s.id = o.game_save_id "
     "LEFT JOIN memory_owner_state g ON g.game_save_id = o.game_save_id AND g.owner_id = o.id "
-    "WHERE o.game_save_id = %s AND o.type = %s"
+    "WHERE o.game_save_id = %(save)s AND o.type = %s"
 )
 # Unasked, only agents are scanned (knowledge.AGENTS, in SQL); asked by id, any entity.
 _AGENTS_SQL = " AND (o.is_agent IS NULL OR o.is_agent <> 0)"
@@ -57,16 +57,16 @@ def _chunks(ids: Sequence[str], size: int = ID_CHUNK) -> Iterable[Sequence[str]]
 def input_fingerprints(viewer_ids: Sequence[str] | None = None) -> dict[str, tuple[str, str]]:
     """viewer id -> (world id, fingerprint of everything but the digest its prompt reads)."""
     rows: list[tuple] = []
-    with connection.cursor() as cursor:
+    with scoped_cursor() as cursor:
         if viewer_ids is None:
-            cursor.execute(_FINGERPRINT_SQL + _AGENTS_SQL, [current_id(), ObjectType.ENTITY.value])
+            cursor.execute(_FINGERPRINT_SQL + _AGENTS_SQL, [ObjectType.ENTITY.value])
             rows = cursor.fetchall()
         else:
             for chunk in _chunks(list(viewer_ids)):
                 marks = ", ".join(["%s"] * len(chunk))
                 cursor.execute(
                     f"{_FINGERPRINT_SQL} AND o.id IN ({marks})",
-                    [current_id(), ObjectType.ENTITY.value, *chunk],
+                    [ObjectType.ENTITY.value, *chunk],
                 )
                 rows.extend(cursor.fetchall())
     out: dict[str, tuple[str, str]] = {}
@@ -198,7 +198,7 @@ def _claim(viewer_ids: Sequence[str], current: dict[str, tuple[str, str]]) -> li
 
 _MARK_SCANNED_SQL = (
     f"UPDATE {LeakScan._meta.db_table} SET world_id = %s, fingerprint = %s, stale = %s, "
-    "scanned_at = %s WHERE game_save_id = %s AND viewer_id = %s"
+    "scanned_at = %s WHERE game_save_id = %(save)s AND viewer_id = %s"
 )
 
 
@@ -206,11 +206,10 @@ def _mark_scanned(viewer_ids: Sequence[str], current: dict[str, tuple[str, str]]
     """Each scan row current as of now: one statement for the chunk (an ORM update per
     viewer was a query built and run 2,000 times in a rebuild)."""
     now = connection.ops.adapt_datetimefield_value(timezone.now())
-    save_id = current_id()
-    with connection.cursor() as cursor:
+    with scoped_cursor() as cursor:
         cursor.executemany(
             _MARK_SCANNED_SQL,
-            [(*current[v], False, now, save_id, v) for v in viewer_ids],
+            [(*current[v], False, now, v) for v in viewer_ids],
         )
 
 

@@ -20,10 +20,9 @@ from dataclasses import dataclass
 from datetime import UTC
 from typing import Any
 
-from django.db import connection
 from django.db.models import Q
 
-from memory.active_save import current_id
+from memory.active_save import scoped_cursor
 from memory.engine.clock import parse_timestamp, short_date, time_of_day
 from memory.engine.cursor import decode_cursor, encode_cursor
 from memory.engine.errors import InvalidInput, NotFound
@@ -138,13 +137,13 @@ def _retracted_counts(viewer_id: str) -> tuple[dict[str, int], int]:
     subtracted from.
     """
     created_at, row_id = _watermark(viewer_id)
-    with connection.cursor() as cursor:
+    with scoped_cursor() as cursor:
         cursor.execute(
             "SELECT conversation_id, location_id, COUNT(*) FROM buffer_entries "
-            "WHERE game_save_id = %s AND owner_id = %s AND retracted_at IS NOT NULL "
+            "WHERE game_save_id = %(save)s AND owner_id = %s AND retracted_at IS NOT NULL "
             "AND (created_at < %s OR (created_at = %s AND id <= %s)) "
             "GROUP BY conversation_id, location_id",
-            (current_id(), viewer_id, created_at, created_at, row_id),
+            (viewer_id, created_at, created_at, row_id),
         )
         groups = cursor.fetchall()
     counts: dict[str, int] = {}

@@ -20,9 +20,8 @@ from datetime import datetime, timedelta
 from typing import NamedTuple
 
 from django.conf import settings
-from django.db import connection
 
-from memory.active_save import current_id
+from memory.active_save import scoped_cursor
 from memory.engine.clock import UNTIMED, moment_of_key, time_key
 from memory.engine.projections.rows import FoldRow
 from memory.models import ClockMark, Episode, WorldObject
@@ -211,12 +210,11 @@ def insert_episodes(states: Sequence[EpisodeState]) -> int:
     if not states:
         return 0
     table = Episode._meta.db_table
-    marks = ", ".join(["%s"] * (len(_COLUMNS) + 1))
-    save_id = current_id()
-    with connection.cursor() as cursor:
+    marks = ", ".join(["%s"] * len(_COLUMNS))
+    with scoped_cursor() as cursor:
         cursor.executemany(
-            f"INSERT INTO {table} (game_save_id, {', '.join(_COLUMNS)}) VALUES ({marks})",
-            [(save_id, *_values(s)) for s in states],
+            f"INSERT INTO {table} (game_save_id, {', '.join(_COLUMNS)}) VALUES (%(save)s, {marks})",
+            [_values(s) for s in states],
         )
     return len(states)
 
@@ -225,14 +223,13 @@ def upsert_episodes(states: Sequence[EpisodeState]) -> int:
     if not states:
         return 0
     table = Episode._meta.db_table
-    marks = ", ".join(["%s"] * (len(_COLUMNS) + 1))
+    marks = ", ".join(["%s"] * len(_COLUMNS))
     updates = ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS[2:])
-    save_id = current_id()
-    with connection.cursor() as cursor:
+    with scoped_cursor() as cursor:
         cursor.executemany(
-            f"INSERT INTO {table} (game_save_id, {', '.join(_COLUMNS)}) VALUES ({marks}) "
+            f"INSERT INTO {table} (game_save_id, {', '.join(_COLUMNS)}) VALUES (%(save)s, {marks}) "
             f"ON CONFLICT (game_save_id, owner_id, ordinal) DO UPDATE SET {updates}",
-            [(save_id, *_values(s)) for s in states],
+            [_values(s) for s in states],
         )
     return len(states)
 
@@ -272,15 +269,11 @@ def latest_episodes(owner_ids: Sequence[str]) -> dict[str, EpisodeState]:
         chunk = owner_ids[start : start + 200]
         branch = (
             f"SELECT * FROM (SELECT {columns} FROM {table} "
-            "WHERE game_save_id = %s AND owner_id = %s "
+            "WHERE game_save_id = %(save)s AND owner_id = %s "
             "ORDER BY ordinal DESC LIMIT 1) AS latest"
         )
-        save_id = current_id()
-        with connection.cursor() as cursor:
-            cursor.execute(
-                " UNION ALL ".join([branch] * len(chunk)),
-                [value for owner_id in chunk for value in (save_id, owner_id)],
-            )
+        with scoped_cursor() as cursor:
+            cursor.execute(" UNION ALL ".join([branch] * len(chunk)), list(chunk))
             for values in cursor.fetchall():
                 found[values[0]] = _state_of_values(values)
     return found

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from django.db import connection
 
-from memory.active_save import current_id
+from memory.active_save import scoped_cursor
 from memory.engine.projections.rows import FoldRow
 from memory.models import ProjectionProblem, WorldObject
 
@@ -134,14 +134,14 @@ def _rowids(problems: Sequence[Problem]) -> dict[int, int]:
     found: dict[int, int] = {}
     if connection.vendor != "sqlite":
         return found
-    with connection.cursor() as cursor:
+    with scoped_cursor() as cursor:
         for index, p in enumerate(problems):
             if p.row.id.__class__ is str and p.row.id:
                 continue
             cursor.execute(
-                f"SELECT rowid FROM {TABLE} WHERE game_save_id = %s AND id IS %s "
+                f"SELECT rowid FROM {TABLE} WHERE game_save_id = %(save)s AND id IS %s "
                 "AND owner_id IS %s AND created_at IS %s AND shard IS %s ORDER BY rowid LIMIT 1",
-                [current_id(), p.row.id, p.row.owner_id, p.row.created_at, p.row.shard],
+                [p.row.id, p.row.owner_id, p.row.created_at, p.row.shard],
             )
             hit = cursor.fetchone()
             if hit is not None:

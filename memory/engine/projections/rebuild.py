@@ -222,8 +222,8 @@ def rebuild(
         ensure_shards()
         for shard in ProjectionShard.objects.order_by("shard"):
             last = fetch(
-                "SELECT created_at, id FROM buffer_entries WHERE shard = %s "
-                "ORDER BY shard DESC, created_at DESC, id DESC LIMIT 1",
+                "SELECT created_at, id FROM buffer_entries WHERE game_save_id = %(save)s "
+                "AND shard = %s ORDER BY shard DESC, created_at DESC, id DESC LIMIT 1",
                 (shard.shard,),
             )
             created_at, row_id = last[0] if last else (0, "")

@@ -10,9 +10,7 @@ from itertools import groupby
 from operator import itemgetter
 from typing import Any, NamedTuple
 
-from django.db import connection
-
-from memory.active_save import current_id
+from memory.active_save import scoped_cursor
 from memory.engine.clock import keyed
 
 CYCLE_BATCH = 2000
@@ -56,7 +54,7 @@ def mark_id(row_id: object) -> str:
 
 
 def fetch(sql: str, params: Sequence[Any]) -> list[tuple]:
-    with connection.cursor() as cursor:
+    with scoped_cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()
 
@@ -67,10 +65,10 @@ def rows_after(shard: int, created_at: int, row_id: str, limit: int) -> list[Fol
     # turn it into an index range start, where the OR form filters the whole shard.
     sql = (
         f"SELECT {FOLD_COLUMNS} FROM buffer_entries "
-        "WHERE game_save_id = %s AND shard = %s AND (created_at, id) > (%s, %s) "
+        "WHERE game_save_id = %(save)s AND shard = %s AND (created_at, id) > (%s, %s) "
         "ORDER BY game_save_id, shard, created_at, id LIMIT %s"
     )
-    params = (current_id(), shard, created_at, row_id, limit)
+    params = (shard, created_at, row_id, limit)
     return [_fold_row(r) for r in fetch(sql, params)]
 
 
@@ -81,22 +79,21 @@ def iter_rows_owner_major(batch: int = REBUILD_BATCH) -> Iterator[FoldRow]:
     holds, and a session's rows (which never span owners) still arrive in fold order.
     """
     after: tuple[str, int, str] | None = None
-    save_id = current_id()
     while True:
         if after is None:
             sql = (
-                f"SELECT {FOLD_COLUMNS} FROM buffer_entries WHERE game_save_id = %s "
+                f"SELECT {FOLD_COLUMNS} FROM buffer_entries WHERE game_save_id = %(save)s "
                 "ORDER BY game_save_id, owner_id, created_at, id LIMIT %s"
             )
-            params: tuple = (save_id, batch)
+            params: tuple = (batch,)
         else:
             owner, created_at, row_id = after
             sql = (
                 f"SELECT {FOLD_COLUMNS} FROM buffer_entries "
-                "WHERE game_save_id = %s AND (owner_id, created_at, id) > (%s, %s, %s) "
+                "WHERE game_save_id = %(save)s AND (owner_id, created_at, id) > (%s, %s, %s) "
                 "ORDER BY game_save_id, owner_id, created_at, id LIMIT %s"
             )
-            params = (save_id, owner, created_at, row_id, batch)
+            params = (owner, created_at, row_id, batch)
         rows = fetch(sql, params)
         yield from map(_fold_row, rows)
         if len(rows) < batch:
@@ -117,7 +114,7 @@ def by_owner(rows: Iterable[FoldRow]) -> Iterator[tuple[str, list[FoldRow]]]:
 def owner_rows(owner_id: str) -> list[FoldRow]:
     """One owner's rows in fold order (idx_buffer_owner_fold): a refold of that owner."""
     sql = (
-        f"SELECT {FOLD_COLUMNS} FROM buffer_entries WHERE game_save_id = %s AND owner_id = %s "
-        "ORDER BY game_save_id, owner_id, created_at, id"
+        f"SELECT {FOLD_COLUMNS} FROM buffer_entries WHERE game_save_id = %(save)s "
+        "AND owner_id = %s ORDER BY game_save_id, owner_id, created_at, id"
     )
-    return [_fold_row(r) for r in fetch(sql, (current_id(), owner_id))]
+    return [_fold_row(r) for r in fetch(sql, (owner_id,))]

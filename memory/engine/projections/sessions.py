@@ -12,9 +12,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
-from django.db import connection
-
-from memory.active_save import current_id
+from memory.active_save import scoped_cursor
 from memory.engine.clock import UNTIMED, time_key
 from memory.engine.projections.rows import FoldRow
 from memory.models import MemorySession
@@ -185,15 +183,14 @@ def upsert_sessions(states: Sequence[SessionState]) -> int:
         return 0
     table = MemorySession._meta.db_table
     columns = ", ".join(SESSION_COLUMNS)
-    marks = ", ".join(["%s"] * (len(SESSION_COLUMNS) + 1))
+    marks = ", ".join(["%s"] * len(SESSION_COLUMNS))
     updates = ", ".join(f"{c} = excluded.{c}" for c in SESSION_COLUMNS[2:])
     sql = (
-        f"INSERT INTO {table} (game_save_id, {columns}) VALUES ({marks}) "
+        f"INSERT INTO {table} (game_save_id, {columns}) VALUES (%(save)s, {marks}) "
         f"ON CONFLICT (game_save_id, owner_id, session_key) DO UPDATE SET {updates}"
     )
-    save_id = current_id()
-    with connection.cursor() as cursor:
-        cursor.executemany(sql, [(save_id, *session_values(s)) for s in states])
+    with scoped_cursor() as cursor:
+        cursor.executemany(sql, [session_values(s) for s in states])
     return len(states)
 
 
@@ -202,12 +199,11 @@ def insert_sessions(states: Sequence[SessionState]) -> int:
         return 0
     table = MemorySession._meta.db_table
     columns = ", ".join(SESSION_COLUMNS)
-    marks = ", ".join(["%s"] * (len(SESSION_COLUMNS) + 1))
-    save_id = current_id()
-    with connection.cursor() as cursor:
+    marks = ", ".join(["%s"] * len(SESSION_COLUMNS))
+    with scoped_cursor() as cursor:
         cursor.executemany(
-            f"INSERT INTO {table} (game_save_id, {columns}) VALUES ({marks})",
-            [(save_id, *session_values(s)) for s in states],
+            f"INSERT INTO {table} (game_save_id, {columns}) VALUES (%(save)s, {marks})",
+            [session_values(s) for s in states],
         )
     return len(states)
 
@@ -223,13 +219,13 @@ def load_sessions(pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], Ses
         # unique index, one seek each: "game_save_id = ? AND (pair OR pair …)" made SQLite
         # walk every session of the save, so the cycle grew with the store.
         pairs_sql = ", ".join(["(%s, %s)"] * len(chunk))
-        with connection.cursor() as cursor:
+        with scoped_cursor() as cursor:
             cursor.execute(
                 f"SELECT {', '.join(f's.{c}' for c in SESSION_COLUMNS[:7])} "
                 f"FROM {MemorySession._meta.db_table} s, (VALUES {pairs_sql}) wanted "
-                "WHERE s.game_save_id = %s AND s.owner_id = wanted.column1 "
+                "WHERE s.game_save_id = %(save)s AND s.owner_id = wanted.column1 "
                 "AND s.session_key = wanted.column2",
-                [*(value for pair in chunk for value in pair), current_id()],
+                [value for pair in chunk for value in pair],
             )
             for row in cursor.fetchall():
                 found[(row[0], row[1])] = state_of(row)

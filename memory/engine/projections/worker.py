@@ -31,7 +31,7 @@ from typing import Any
 from django.db import DatabaseError, connection, connections
 from django.utils import timezone
 
-from memory.active_save import current_id
+from memory.active_save import scoped_cursor
 from memory.engine.clock import wall_iso
 from memory.engine.projections.cycle import CycleResult, run_cycle
 from memory.engine.saves import each_save
@@ -57,11 +57,11 @@ def is_read_only_error(exc: BaseException) -> bool:
 
 def _rows_behind(shard: int, created_at: int, row_id: str) -> int:
     # The same idx_buffer_shard_fold range the cycle reads: cost proportional to the lag.
-    with connection.cursor() as cursor:
+    with scoped_cursor() as cursor:
         cursor.execute(
             "SELECT COUNT(*) FROM buffer_entries "
-            "WHERE game_save_id = %s AND shard = %s AND (created_at, id) > (%s, %s)",
-            (current_id(), shard, created_at, row_id),
+            "WHERE game_save_id = %(save)s AND shard = %s AND (created_at, id) > (%s, %s)",
+            (shard, created_at, row_id),
         )
         return int(cursor.fetchone()[0])
 

@@ -12,9 +12,10 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, DjangoHelpFormatter
 from tqdm import tqdm
 
-from memory.active_save import AmbiguousSave, use
+from memory.active_save import use
 from memory.engine.errors import NotFound
-from memory.engine.saves import resolve_save
+from memory.engine.saves import AmbiguousSave, resolve_save
+from memory.models import Save
 from memory.worlds.report import ImportReport
 
 
@@ -29,15 +30,21 @@ class _HelpFormatter(DjangoHelpFormatter, argparse.RawDescriptionHelpFormatter):
 class OmniaCommand(BaseCommand):
     """A command whose --help ends with worked examples (`examples`, one command a line).
 
-    `save_scope` says which save it works in. "one": inside one save, `--save NAME`; without
-    it the only save, else the one save holding the object named by the `save_hint` option
-    (options naming a viewer or world id); several candidates are refused, listed, exit 2. "every": without
-    `--save`, each save in turn (the command loops); with it, that save. None: it decides.
+    `save_scope` says which save it works in, resolved once, by name, before `handle` runs
+    (`self.save`, active while it runs). "one": `--save NAME`; without it the only save,
+    else the one save holding the object named by the `save_hint` option (options naming a
+    viewer or world id); several candidates are refused, listed, exit 2. "every": with
+    `--save`, that save; without it `self.save` is None and the command loops over every
+    save itself. None: no save is active; the command names the ones it means.
+
+    A command never works in a save its caller happened to have active (a test, a shell):
+    only in the one it resolved.
     """
 
     examples: tuple[str, ...] = ()
     save_scope: str | None = None
     save_hint: tuple[str, ...] = ()
+    save: Save | None = None
 
     def create_parser(self, prog_name: str, subcommand: str, **kwargs: Any):
         name = os.path.basename(prog_name)
@@ -54,17 +61,20 @@ class OmniaCommand(BaseCommand):
         return parser
 
     def execute(self, *args: Any, **options: Any):
-        if self.save_scope is None or (self.save_scope == "every" and not options.get("save")):
+        self.save = self._resolve(options)
+        with use(self.save):
             return super().execute(*args, **options)
+
+    def _resolve(self, options: dict[str, Any]) -> Save | None:
+        if self.save_scope is None or (self.save_scope == "every" and not options.get("save")):
+            return None
         hint = next((options[o] for o in self.save_hint if options.get(o)), None)
         try:
-            save = resolve_save(options.get("save"), object_id=hint)
+            return resolve_save(options.get("save"), object_id=hint)
         except AmbiguousSave as exc:
             raise refuse(f"{exc}: add --save NAME") from None
         except NotFound as exc:
             raise refuse(str(exc)) from None
-        with use(save):
-            return super().execute(*args, **options)
 
 
 def progress_bar(desc: str, unit: str, total: int | None = None) -> tqdm:

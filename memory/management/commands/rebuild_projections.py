@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from memory.active_save import active_id, use
+from memory.active_save import use
 from memory.engine import audit
 from memory.engine.saves import current_save_name, live_saves
 from memory.engine.upkeep import rebuild_all, verify_all
@@ -28,10 +28,9 @@ class Command(OmniaCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        # One save with --save (or when only one is loaded); else each save in turn, each
-        # report headed by its save's name. Exit 1 when any save drifted.
-        active = active_id()
-        targets = [None] if active is not None else live_saves()
+        # One save with --save; else each save in turn, each report headed by its save's
+        # name when there are several. Exit 1 when any save drifted.
+        targets = [None] if self.save is not None else live_saves()
         drifted = False
         for save in targets:
             if save is None:

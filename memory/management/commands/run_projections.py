@@ -8,7 +8,6 @@ from typing import Any
 from django.core.management.base import CommandError
 from django.db import DatabaseError
 
-from memory.active_save import active_id
 from memory.engine import audit
 from memory.engine.projections import CycleResult
 from memory.engine.projections.worker import (
@@ -84,7 +83,7 @@ class Command(OmniaCommand):
             self._loop(shards, options)
             return
         # With --save that save; else every save in turn (the results summed).
-        one = active_id() is not None
+        one = self.save is not None
         behind = projection_status()["lag_rows"] if one else lag_every_save()
         with progress_bar("fold", "rows", total=behind) as bar:
             upkeep = run_upkeep if one else run_upkeep_every_save
@@ -151,7 +150,7 @@ class Command(OmniaCommand):
             stop=stop,
             on_cycle=report,
             settle=options["settle"],
-            cycle=run_upkeep if active_id() is not None else run_upkeep_every_save,
+            cycle=run_upkeep if self.save is not None else run_upkeep_every_save,
         )
         summary = {
             "stopped_by": stop.signal,

@@ -10,8 +10,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 
-from memory.active_save import AmbiguousSave
-from memory.engine.saves import live_saves, resolve_save
+from memory.engine.saves import AmbiguousSave, live_saves, resolve_save
 from memory.web.converters import IdConverter
 
 _IDS = IdConverter()

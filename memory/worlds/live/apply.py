@@ -48,36 +48,34 @@ def held(save: Save | None, table: str, mark: int) -> Ours:
     """The LiveRow rows at or before the watermark: how many, and the newest (for a rewind)."""
     if not mark or save is None:
         return Ours()
-    with use(save):
-        rows = LiveRow.objects.filter(table_name=table, rowid__lte=mark)
-        return Ours(
-            held=rows.count(),
-            tail=list(rows.order_by("-rowid").values_list("rowid", "entry_id")[:REWIND_ROWS]),
-        )
+    rows = LiveRow.objects.in_save(save).filter(table_name=table, rowid__lte=mark)
+    return Ours(
+        held=rows.count(),
+        tail=list(rows.order_by("-rowid").values_list("rowid", "entry_id")[:REWIND_ROWS]),
+    )
 
 
 def held_buckets(save: Save, table: str, mark: int) -> dict[int, int]:
     """How many rows we hold in each rowid bucket at or before the watermark: counted by the
     database on the (save, table, rowid) index (at a million rows the rows never come to
     Python, which took about a second of every deletion)."""
-    with use(save):
-        return dict(
-            LiveRow.objects.filter(table_name=table, rowid__lte=mark)
-            .annotate(bucket=F("rowid") / BUCKET_SIZE)
-            .values("bucket")
-            .annotate(n=Count("*"))
-            .values_list("bucket", "n")
-        )
+    return dict(
+        LiveRow.objects.in_save(save)
+        .filter(table_name=table, rowid__lte=mark)
+        .annotate(bucket=F("rowid") / BUCKET_SIZE)
+        .values("bucket")
+        .annotate(n=Count("*"))
+        .values_list("bucket", "n")
+    )
 
 
 def held_between(save: Save, table: str, low: int, high: int) -> list[tuple[int, str]]:
     """The (rowid, id) rows we hold from `low` to `high`."""
-    with use(save):
-        return list(
-            LiveRow.objects.filter(table_name=table, rowid__gte=low, rowid__lte=high).values_list(
-                "rowid", "entry_id"
-            )
-        )
+    return list(
+        LiveRow.objects.in_save(save)
+        .filter(table_name=table, rowid__gte=low, rowid__lte=high)
+        .values_list("rowid", "entry_id")
+    )
 
 
 def write_batch(

@@ -85,7 +85,7 @@ class Follower:
         if save is None:
             self.save, self.state = None, LiveFollow(path=self.source)
             return
-        follow = LiveFollow.every_save.filter(game_save=save).first()
+        follow = LiveFollow.objects.in_save(save).first()
         if follow is None:
             raise FollowRefused(
                 f"save {self.name!r} holds {save.source_name or save.kind} imported "
@@ -100,7 +100,7 @@ class Follower:
                 field="name",
             )
         self.save, self.state = save, follow
-        self.growth = Growth(at_statistics=BufferEntry.every_save.filter(game_save=save).count())
+        self.growth = Growth(at_statistics=BufferEntry.objects.in_save(save).count())
 
     def _refresh(self) -> None:
         if self.state.pk is not None:

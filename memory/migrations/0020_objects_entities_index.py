@@ -2,7 +2,7 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-    dependencies = [("memory", "0018_carried_times_kept")]
+    dependencies = [("memory", "0019_buffer_text_index")]
 
     operations = [
         # The pages read a save's entities by type, world and id (the viewer list, the leak
