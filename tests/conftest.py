@@ -142,8 +142,13 @@ def django_db_setup(
             creation.create_test_db(verbosity=verbosity, autoclobber=True, serialize=False)
             migrated.touch()
         _use_database(connection, template)  # closed: a template may have no connection
-        creation.clone_test_db(suffix=worker["workerid"], verbosity=verbosity, autoclobber=True)
         clone = creation.get_test_db_clone_settings(worker["workerid"])["NAME"]
+        if connection.vendor == "sqlite":
+            # A run cut short leaves its clone's WAL beside it: a new copy of the template
+            # with that old WAL replayed over it reads as a corrupt schema.
+            for leftover in (f"{clone}-wal", f"{clone}-shm"):
+                Path(leftover).unlink(missing_ok=True)
+        creation.clone_test_db(suffix=worker["workerid"], verbosity=verbosity, autoclobber=True)
         _use_database(connection, clone)
     yield
     with django_db_blocker.unblock(), (run / "test-database.lock").open("w") as lock:

@@ -43,13 +43,13 @@ def _unfold() -> None:
 
 
 def test_a_large_first_cycle_folds_as_a_rebuild_what_the_flushes_fold(
-    db, tmp_path: Path, monkeypatch
+    db, tmp_path: Path, monkeypatch, activate_save
 ):
     path = tmp_path / "harbour.sqlite"
     rows = generate_omnia_world(
         path, Shape.named("uuid-head", rows=1200, entities=10, hot_rows=300)
     )["rows"]
-    import_omnia(path)
+    activate_save(import_omnia(path).save)
     owners = list(WorldObject.objects.filter(type="entity").values_list("id", flat=True))
     for owner, (row_id, intent_json, _reason) in zip(owners, poisons(), strict=False):
         plant(owner, shard_of(owner), row_id, intent_json)

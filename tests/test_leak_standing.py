@@ -161,11 +161,12 @@ def _demo_with_sable_name_shared_with_pip() -> dict:
     return doc
 
 
-def test_an_import_over_the_save_is_pending_until_scanned(scanned, no_fresh_scan):
+def test_an_import_over_the_save_is_pending_until_scanned(scanned, no_fresh_scan, activate_save):
     from memory.worlds.scenario import load_world
 
     # The world's way in shares Sable's name with Pip: his prompt may say it now.
     load_world(_demo_with_sable_name_shared_with_pip(), as_name="demo", replace=True)
+    activate_save("demo")  # the new save under the name: the one upkeep below works in
     assert overview_line(scanned) == "0 (6 not scanned yet)"
     rows, notes = save_counts(scanned)
     assert rows == []

@@ -19,7 +19,7 @@ from memory.engine.leaks.world_scan import scan_groups, scan_viewer
 from memory.engine.longterm import reader
 from memory.engine.projections import doors, run_cycle
 from memory.engine.prompt import prompt_context, prompt_contexts
-from memory.models import ObjectType, WorldObject
+from memory.models import ObjectType, Save, WorldObject
 from memory.worlds.demo import load_demo
 from memory.worlds.omnia_import import import_omnia
 from memory.worlds.scenario import load_world
@@ -54,9 +54,10 @@ def _entities() -> list[WorldObject]:
 
 
 @pytest.fixture(params=list(WORLDS))
-def world(request, db, tmp_path) -> list[str]:
-    """The world loaded as a save of its own and folded; its entities' ids."""
+def world(request, db, tmp_path, activate_save) -> list[str]:
+    """The world loaded as a save of its own, active, and folded; its entities' ids."""
     WORLDS[request.param](tmp_path)
+    activate_save(Save.objects.latest("pk"))  # the save the loader just made
     run_cycle()
     return [o.id for o in _entities()]
 
