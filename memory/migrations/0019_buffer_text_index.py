@@ -6,9 +6,10 @@ expression serves both databases and never fails on a row the fold would quarant
 escape that joins a letter to a word (`\\n`, `\\u2019`) would hide the word after it: such a row
 also carries the word `zzanyword`, and every search reads it.
 
-SQLite: an FTS5 table (unicode61 words, no positions) over the view `buffer_words`, kept by
-triggers on buffer_entries; the view alone says what a row's words are, so the triggers, the
-bulk doors' one-statement fill and FTS5's own `rebuild` and `integrity-check` cannot disagree.
+SQLite: an FTS5 table (unicode61 words; no positions, no sizes) over the view `buffer_words`,
+kept by triggers on buffer_entries; the view alone says what a row's words are, so the
+triggers, the bulk doors' one-statement fill and FTS5's `rebuild` and `integrity-check` cannot
+disagree.
 Its words also carry `zzowner<save>x<hex of owner>`, so one lookup answers for one viewer.
 PostgreSQL: a GIN index over the function `buffer_words`, kept by the database itself.
 
@@ -54,7 +55,7 @@ END""",
 SQLITE_UP = [
     SQLITE_VIEW,
     "CREATE VIRTUAL TABLE buffer_fts USING fts5(words, content='buffer_words', "
-    "content_rowid='uid', detail='none', tokenize='unicode61')",
+    "content_rowid='uid', detail='none', columnsize=0, tokenize='unicode61')",
     # How many rows each word is in: what a search looks at before choosing its way.
     "CREATE VIRTUAL TABLE buffer_fts_terms USING fts5vocab(buffer_fts, 'row')",
     *SQLITE_TRIGGERS.values(),

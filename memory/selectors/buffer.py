@@ -244,7 +244,7 @@ def _has_match(
 
 # More rows than this that may hold the words, and they are dense enough among the viewer's
 # that reading in order fills a page sooner than fetching them all would.
-INDEXED_ROWS = 10_000
+INDEXED_ROWS = 3_000
 
 
 def _terms(
@@ -304,20 +304,36 @@ def buffer_page(
 
     base = viewer_rows(viewer)
     terms = _terms(viewer, words, types, uses) if filtered else []
-    # The rows the text index says may pass; None where it cannot narrow them (then every
-    # row is read in order, within the budget).
-    indexed = text_index.candidates(current_id(), viewer.id, terms, INDEXED_ROWS) if terms else None
-    if indexed is None and uses and (mention := _json_mention(uses)):
-        # Only a row whose intent holds the id as a JSON string can name it: the database
-        # drops the rest before anything is rendered (names_in still decides).
-        base = base.filter(intent_json__contains=mention)
-    rows = _Rows(base, indexed, StoredWords(terms) if terms else None)
+    stored = StoredWords(terms) if terms else None
     check = matches if filtered else None
-    scan = _scan(rows, viewer, start, forward, check, limit, max_rows=scan_limit, deadline=deadline)
+    scan, rows, probed = None, None, 0
+    if terms:
+        # One chunk read in order first: words in many of the viewer's lines fill the page
+        # from it, before the index is asked (its answer costs more the commoner the word).
+        rows = _Rows(base, None, stored)
+        probe = _scan(rows, viewer, start, forward, check, limit, max_rows=1, deadline=deadline)
+        if probe.stopped:
+            # The rows the text index says may pass; None where it cannot narrow them (then
+            # every row is read in order, within the budget).
+            indexed = text_index.candidates(current_id(), viewer.id, terms, INDEXED_ROWS)
+            rows = _Rows(base, indexed, stored) if indexed is not None else None
+            probed = probe.visited
+        else:
+            scan = probe
+    if rows is None:
+        if uses and (mention := _json_mention(uses)):
+            # Only a row whose intent holds the id as a JSON string can name it: the database
+            # drops the rest before anything is rendered (names_in still decides).
+            base = base.filter(intent_json__contains=mention)
+        rows = _Rows(base, None, stored)
+    if scan is None:
+        scan = _scan(
+            rows, viewer, start, forward, check, limit, max_rows=scan_limit, deadline=deadline
+        )
     picked = scan.picked
     if not forward:
         picked.reverse()
-    page = BufferPage(entries=picked, rows_visited=scan.visited)
+    page = BufferPage(entries=picked, rows_visited=probed + scan.visited)
     # The link in the scan's own direction: none when the rows ran out; from the last row
     # read when the budget did (continue the search); else wherever a further match is.
     ahead: str | None = None
