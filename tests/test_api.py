@@ -673,8 +673,8 @@ def test_projection_doors(client, demo, staff_token, reader_token) -> None:
 def test_remember_is_a_handful_of_round_trips(client, cast, staff_token) -> None:
     """The write door's cost is its queries (each a round trip under load): token, role,
     owner + world clock, shard claim (UPDATE … RETURNING), insert, the owner's stored leak
-    findings marked behind (its prompt moved), generation (UPDATE … RETURNING), NOTIFY on
-    PostgreSQL, audit row. No re-reads."""
+    findings marked behind (what the leak pages read instead of every viewer's inputs),
+    generation (UPDATE … RETURNING), NOTIFY on PostgreSQL, audit row. No re-reads."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -707,7 +707,7 @@ def test_remember_is_a_handful_of_round_trips(client, cast, staff_token) -> None
         "SELECT o.location_id, w.clock_iso FROM",  # owner + its world's clock (or 404)
         "UPDATE memory_projection_shards",
         "INSERT INTO buffer_entries (game_save_id,",
-        "UPDATE memory_leak_scans",  # the pages read "behind" from it, never a fingerprint
+        "UPDATE memory_leak_scans",
         "UPDATE memory_owner_state",
         *(["NOTIFY omnia_memory"] if connection.vendor == "postgresql" else []),
         "INSERT INTO memory_audit_log (actor_id,",
