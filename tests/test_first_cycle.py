@@ -61,7 +61,7 @@ def test_a_large_first_cycle_folds_as_a_rebuild_what_the_flushes_fold(
     monkeypatch.setattr(cycle, "UNFOLDED_REBUILD_ROWS", 1000)
 
     first = run_cycle()
-    assert rebuilds == [{"only_if_unfolded": True}]
+    assert rebuilds == [{"only_if": cycle.unfolded}]
     assert (first.rows_folded, first.problems_found) == (rows, 4)
     assert LeakScan.objects.filter(stale=False).count() == 0
     as_rebuild = _folded()

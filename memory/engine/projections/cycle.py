@@ -13,7 +13,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from memory.engine.projections import episodes, problems
-from memory.engine.projections.rebuild import by_recency, rebuild, unfolded
+from memory.engine.projections.rebuild import by_recency, rebuild
 from memory.engine.projections.rows import CYCLE_BATCH, FoldRow, mark_id, rows_after
 from memory.engine.projections.sessions import (
     SessionState,
@@ -23,7 +23,14 @@ from memory.engine.projections.sessions import (
     upsert_sessions,
 )
 from memory.engine.shards import ensure_shards, needs_repartition, shard_count
-from memory.models import BufferEntry, LeakScan, ProjectionShard
+from memory.models import (
+    BufferEntry,
+    Episode,
+    LeakScan,
+    MemorySession,
+    ProjectionProblem,
+    ProjectionShard,
+)
 
 # A flush is one transaction: it ends after this many sessions held in memory (about 300 bytes
 # each; rows are not held) or rows folded (how long writers on the shard wait for its lock:
@@ -158,6 +165,17 @@ class Flush:
         LeakScan.objects.mark_stale({owner_id for owner_id, _key in self.sessions})
 
 
+def unfolded() -> bool:
+    """Nothing of the save folded yet: every watermark at the start and no projection row (the
+    store an import leaves). Folding it forward from there is folding it from scratch."""
+    return not (
+        ProjectionShard.objects.exclude(last_created_at=0, last_id="").exists()
+        or MemorySession.objects.exists()
+        or Episode.objects.exists()
+        or ProjectionProblem.objects.exists()
+    )
+
+
 def _mark_leak_scans_stale_everywhere() -> None:
     """Every digest of the save moved (a first fold): no stored finding is current."""
     LeakScan.objects.filter(stale=False).update(stale=True)
@@ -252,7 +270,7 @@ def run_cycle(
         # (rebuild = incremental), and rebuild folds owner by owner, each owner's sessions at
         # once, where the cycle folds row by row across every owner (about 1.5x the time at
         # 1M rows).
-        first = rebuild(progress, only_if_unfolded=True)
+        first = rebuild(progress, only_if=unfolded)  # unless another worker began first
         if first is not None:
             _mark_leak_scans_stale_everywhere()
             result.rows_folded, result.problems_found = first.rows_folded, first.problems

@@ -150,22 +150,11 @@ class VerifyResult:
         return bool(self.drift or self.episode_drift or self.problem_drift or self.layout_drifted)
 
 
-def unfolded() -> bool:
-    """Nothing of the save folded yet: every watermark at the start and no projection row (the
-    store an import leaves). Folding it forward from there is folding it from scratch."""
-    return not (
-        ProjectionShard.objects.exclude(last_created_at=0, last_id="").exists()
-        or MemorySession.objects.exists()
-        or Episode.objects.exists()
-        or ProjectionProblem.objects.exists()
-    )
-
-
 def rebuild(
     progress: Callable[[int], None] | None = None,
     *,
     only_if_repartition_needed: bool = False,
-    only_if_unfolded: bool = False,
+    only_if: Callable[[], bool] | None = None,
 ) -> RebuildResult | None:
     """The door that re-derives every projection row from the canonical rows alone.
 
@@ -174,9 +163,8 @@ def rebuild(
     with the same fold the cycle uses (poison rows quarantined), and each watermark is reset
     to its shard's last row. Never run on a timer (seed 003, rule 7); the cycle calls it with
     `only_if_repartition_needed` when the shard count changed, and it answers None when
-    another worker re-partitioned first; and with `only_if_unfolded` for a backlog nothing has
-    folded yet (None when another worker began folding it first). `progress` is called with
-    each owner's row count (a command's progress bar).
+    another worker re-partitioned first; `only_if` likewise, checked once the locks are held.
+    `progress` is called with each owner's row count (a command's progress bar).
     """
     rows_folded = sessions_written = episodes_written = 0
     found: list[problems.Problem] = []
@@ -187,7 +175,7 @@ def rebuild(
         list(ProjectionShard.objects.select_for_update().order_by("shard"))
         if only_if_repartition_needed and not needs_repartition():
             return None
-        if only_if_unfolded and not unfolded():
+        if only_if is not None and not only_if():
             return None
         relayout_needed = needs_repartition()
         shards = shard_count()
