@@ -3,11 +3,12 @@ folding the same backlog.
 
     .venv/bin/python bench/bench_workers.py                 # 60,000-row backlog, 4 shards
     .venv/bin/python bench/bench_workers.py --smoke         # 10,000 rows, < 1 min
-    PG_ADMIN_URL=postgres://postgres@127.0.0.1:5432/postgres (default)
+    OMNIA_BENCH_PG=postgres://postgres@127.0.0.1:5432/test (default; bench/_harness.py)
 
-A dedicated database (--db, default omnia_workers) is dropped and created, migrated, and
-filled with a backlog shaped like play (bench_projections.Store: 1,000 owners, conversations,
-scene rows, episode gaps). For each configuration the projections are reset (sessions and
+A dedicated database (--db, default omnia_workers) is dropped and created and the backlog
+brought in as a user brings a save: a generated omnia file (memory/worlds/synthetic.py, shape
+uuid-head, 200 entities) through `manage.py migrate` and `import_omnia --as bench-workers`,
+nothing folded. For each configuration the projections are reset (sessions and
 episodes emptied, watermarks to zero) and the workers are started as real processes; the
 clock runs from their start until every shard's lag is zero (so process start-up, ~1 s, is
 included). Each run ends with verify(): no drift, every row counted exactly once. The
@@ -19,28 +20,23 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-import psycopg
-
-ROOT = Path(__file__).resolve().parent.parent
-PG = os.environ.get("PG_ADMIN_URL", "postgres://postgres@127.0.0.1:5432/postgres")
-
-
-def reset_database(name: str) -> str:
-    with psycopg.connect(PG, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.execute(f'CREATE DATABASE "{name}"')
-    return PG.rsplit("/", 1)[0] + "/" + name
-
-
-def drop_database(name: str) -> None:
-    with psycopg.connect(PG, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+from _harness import (
+    ROOT,
+    Shape,
+    drop_pg_database,
+    generate_omnia_world,
+    manage,
+    reset_pg_database,
+    store_env,
+)
 
 
 def worker_env(url: str) -> dict[str, str]:
@@ -68,37 +64,37 @@ def main() -> None:
     args = parser.parse_args()
     rows = 10_000 if args.smoke else args.rows
 
-    url = reset_database(args.db)
-    os.environ["DATABASE_URL"] = url
-    os.environ.setdefault("OMNIA_TESTING", "1")
+    url = reset_pg_database(args.db)
+    work = Path(tempfile.mkdtemp(prefix="omnia-workers-"))
+    game = work / "backlog.sqlite3"
+    generate_omnia_world(
+        game, Shape.named("uuid-head", rows=rows, entities=200, hot_rows=rows // 10)
+    )
+    env = store_env(url)
+    manage(env, "migrate", "--no-input", "-v0")
+    started = time.perf_counter()
+    # The backlog is one save; the workers are started without --save, so they fold every
+    # save in turn, as a deployment runs them.
+    manage(env, "import_omnia", str(game), "--as", "bench-workers")
+    shutil.rmtree(work)
+    os.environ.update(env)
     sys.path.insert(0, str(ROOT))
-    sys.path.insert(0, str(ROOT / "bench"))
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "omnia_site.settings")
     import django
 
     django.setup()
-    from bench_projections import SAVE, Store
-    from django.core.management import call_command
     from django.db import connection
 
     from memory.active_save import activate
     from memory.engine.projections import verify
     from memory.engine.projections.worker import projection_status
-    from memory.engine.shards import ensure_shards, shard_count
-    from memory.models import Episode, MemorySession, Save
+    from memory.engine.saves import get_save
+    from memory.engine.shards import shard_count
+    from memory.models import Episode, MemorySession
 
-    call_command("migrate", verbosity=0)
-    # The backlog is one save, active here; the workers are started without --save, so they
-    # fold every save in turn, as a deployment runs them.
-    save = Save.objects.create(name="bench-workers", kind="scenario", era="v2")
-    SAVE.append(save.pk)
-    activate(save)
-    ensure_shards()
-    store = Store()
-    store.world()
-    started = time.perf_counter()
-    store.add(rows)
-    print(f"backlog: {rows} rows in {time.perf_counter() - started:.1f}s, {shard_count()} shards")
+    activate(get_save("bench-workers"))
+    print(
+        f"backlog: {rows} rows imported in {time.perf_counter() - started:.1f}s, {shard_count()} shards"
+    )
 
     def reset_projections() -> None:
         with connection.cursor() as c:
@@ -168,7 +164,7 @@ def main() -> None:
         print(f"{row['configuration']}: {row['rows_per_second'] / base:.2f}x one worker")
     connection.close()
     if not args.keep:
-        drop_database(args.db)
+        drop_pg_database(args.db)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from memory.engine.buffer.words import (
     StoredWords,
     TermPlanner,
     WordSearch,
+    json_mention,
     query_words,
     searched_text,
     types_term,
@@ -321,7 +322,7 @@ def buffer_page(
         else:
             scan = probe
     if rows is None:
-        if uses and (mention := _json_mention(uses)):
+        if uses and (mention := json_mention(uses)):
             # Only a row whose intent holds the id as a JSON string can name it: the database
             # drops the rest before anything is rendered (names_in still decides).
             base = base.filter(intent_json__contains=mention)
@@ -363,14 +364,6 @@ def buffer_page(
         if v
     }
     return page
-
-
-def _json_mention(entity_id: str) -> str | None:
-    """How `entity_id` stands in an intent's JSON as a string, where that is certain: ids of
-    plain printable ASCII (every writer spells those alike; others may be escaped)."""
-    if entity_id.isascii() and entity_id.isprintable() and not set(entity_id) & set('"\\/'):
-        return f'"{entity_id}"'
-    return None
 
 
 def names_in(entry: RenderedEntry) -> tuple[str, ...]:

@@ -222,3 +222,11 @@ def types_term(types: Iterable[str]) -> IndexTerm | None:
             return None
         words.add(kind.lower())
     return IndexTerm(words=frozenset(words)) if words else None
+
+
+def json_mention(entity_id: str) -> str | None:
+    """How `entity_id` stands in an intent's JSON as a string, where that is certain: ids of
+    plain printable ASCII (every writer spells those alike; others may be escaped)."""
+    if entity_id.isascii() and entity_id.isprintable() and not set(entity_id) & set('"\\/'):
+        return f'"{entity_id}"'
+    return None
