@@ -72,7 +72,7 @@ suite: $(VENV)/.installed-test
 serve-prod: $(VENV)/.installed-runtime
 	$(PY) manage.py collectstatic --no-input -v0
 	$(PY) manage.py migrate --no-input -v0
-	OMNIA_DB_CONN_MAX_AGE=$${OMNIA_DB_CONN_MAX_AGE:-60} $(VENV)/bin/gunicorn omnia_site.wsgi --workers $${WEB_CONCURRENCY:-4} --bind $(HOST):$(PORT)
+	$(VENV)/bin/gunicorn omnia_site.wsgi --workers $${WEB_CONCURRENCY:-4} --bind $(HOST):$(PORT)
 
 # The benchmarks at full size (minutes each; bench/README.md has the figures and options).
 bench: $(VENV)/.installed-bench

@@ -148,7 +148,10 @@ try:
         "default": dj_database_url.config(
             env="DATABASE_URL",
             default=f"sqlite:///{BASE_DIR / 'var' / 'omnia.sqlite3'}",
-            conn_max_age=env_int("OMNIA_DB_CONN_MAX_AGE", 0),
+            # A web process keeps its connection (a minute, checked before reuse): a connect per
+            # request cost PostgreSQL a backend fork and SQLite its page cache (every read cold).
+            conn_max_age=env_int("OMNIA_DB_CONN_MAX_AGE", 60),
+            conn_health_checks=True,
         )
     }
 except ValueError as exc:  # an unknown scheme or a malformed URL: say which variable
