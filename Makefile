@@ -80,7 +80,10 @@ bench: $(VENV)/.installed-bench
 
 # Each benchmark at a tiny size: proves they still run (CI).
 bench-smoke: $(VENV)/.installed-bench
-	for script in bench/bench_*.py; do $(PY) $$script --smoke || exit 1; done
+	for script in bench/bench_*.py; do \
+	  start=$$(date +%s); $(PY) $$script --smoke || exit 1; \
+	  echo "== $$script --smoke: $$(( $$(date +%s) - start )) s"; \
+	done
 
 # Re-pin every package (runtime, test and bench extras) after a change to pyproject.toml:
 # a throwaway virtualenv installs the newest versions pyproject allows, and pip freezes them.
