@@ -370,7 +370,7 @@ def test_what_alice_knows_that_charlie_does_not(two_eras):
 
 def _without_paging(value):
     """An API answer without what the page's bounds add (`counts`, the pages' cursors)."""
-    added = {"counts", "next_lines", "prev_lines", "pages"}
+    added = {"counts", "next_lines", "prev_lines", "pages", "shown", "viewers_shown"}
     if isinstance(value, dict) and "mode" in value:
         value = {k: v for k, v in value.items() if k != "complete"}
     if isinstance(value, dict):

@@ -107,6 +107,7 @@ def _lines_pages(params: Mapping[str, str], buffer: dict, viewer: str | None) ->
     """The parameters of the previous and next page of one buffer's differing lines."""
     shown = len(buffer["only_a"]) + len(buffer["only_b"]) + len(buffer["changed"])
     start = buffer["shown_from"]
+    buffer["shown"] = shown
     base = {k: v for k, v in params.items() if k in PARAMS}
     if viewer is not None:
         base["viewer"] = viewer
@@ -122,6 +123,11 @@ def _lines_pages(params: Mapping[str, str], buffer: dict, viewer: str | None) ->
     )
 
 
+def _whole(buffer: dict[str, Any]) -> bool:
+    """Whether this answer holds all of a buffer's differences."""
+    return buffer["complete"] and not buffer["next_lines"] and not buffer["prev_lines"]
+
+
 def bounded(params: Mapping[str, str], result: dict[str, Any]) -> dict[str, Any]:
     """A page's or an API call's copy: long lists cut with their totals kept, and the
     parameters of the pages before and after (`pages`, and each buffer's `next_lines`)."""
@@ -130,7 +136,7 @@ def bounded(params: Mapping[str, str], result: dict[str, Any]) -> dict[str, Any]
         _cut(result, ("private_only_a", "private_only_b", "sessions_only_a", "sessions_only_b"))
         _cut(result["aliases"], ("only_a", "only_b", "changed", "same"))
         _lines_pages(params, result["memories"], None)
-        result["complete"] = result["memories"]["complete"]
+        result["complete"] = _whole(result["memories"])
         return result
     _cut(result, ("viewers_only_a", "viewers_only_b"))
     for v in result["viewers"]:
@@ -141,8 +147,9 @@ def bounded(params: Mapping[str, str], result: dict[str, Any]) -> dict[str, Any]
         _cut(v["leaks"], ("new", "fixed", "unchanged"))
         one = params.get("viewer") or v["viewer"]["id"]
         _lines_pages(params, v["buffer"], one)
-        result["complete"] = result["complete"] and v["buffer"]["complete"]
+        result["complete"] = result["complete"] and _whole(v["buffer"])
     start, shown, total = result["viewers_from"], len(result["viewers"]), result["viewers_total"]
+    result["viewers_shown"] = shown
     base = {k: v for k, v in params.items() if k in PARAMS}
     result["pages"] = {
         "next_viewers": {**base, "viewers_from": str(start + shown)}
@@ -201,6 +208,7 @@ def viewer_choices(params: Mapping[str, str]) -> list[str]:
     wanted = [params[k] for k in ("save", "a", "b") if params.get(k)]
     names = [n for n in wanted if n in save_names()] or save_names()[:1]
     found: dict[str, set[str]] = {}
+    shared: set[str] = set()  # names two viewers of one save share
     for name in dict.fromkeys(names):
         try:
             save = get_save(name)
@@ -209,9 +217,12 @@ def viewer_choices(params: Mapping[str, str]) -> list[str]:
         with use(save):
             agents = [e.id for e in viewer_window(limit=CHOICES)[0] if e.agent]
         called = names_in(save, agents)
+        in_save: dict[str, int] = {}
         for i in agents:
             found.setdefault(called.get(i, i), set()).add(i)
+            in_save[called.get(i, i)] = in_save.get(called.get(i, i), 0) + 1
+        shared.update(n for n, count in in_save.items() if count > 1)
     offered = []
     for name, ids in sorted(found.items(), key=lambda item: item[0].casefold()):
-        offered += [name] if len(ids) == 1 else [f"{name} ({i})" for i in sorted(ids)]
+        offered += [f"{name} ({i})" for i in sorted(ids)] if name in shared else [name]
     return offered[:CHOICES]

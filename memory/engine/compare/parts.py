@@ -39,9 +39,17 @@ def _entities(save: Save):
     return WorldObject.objects.in_save(save).filter(type=ObjectType.ENTITY)
 
 
-def _looks(ids: list[str]) -> dict[str, str]:
-    """A name for each nameless entity from what anyone can see of it ("the bored armoured
-    guard"); a readable id said as words when it has no look either ("ale barrel")."""
+def _words_of_id(object_id: str, otherwise: str) -> str:
+    """A readable id said as words ("ale-barrel": "ale barrel"); a generated one never."""
+    if GENERATED_ID.search(object_id):
+        return otherwise
+    return re.sub(r"[-_.:]+", " ", object_id).strip() or otherwise
+
+
+def _looks(ids: list[str], entities: set[str]) -> dict[str, str]:
+    """A name for each nameless object from what anyone can see of it: an entity by its
+    look ("the bored armoured guard"), a place by its description; else a readable id said
+    as words, else "someone unnamed" (an entity) or "somewhere unnamed"."""
     public: dict[str, dict[str, str]] = defaultdict(dict)
     for start in range(0, len(ids), _CHUNK):
         rows = Attribute.objects.filter(
@@ -51,13 +59,17 @@ def _looks(ids: list[str]) -> dict[str, str]:
             public[object_id][name] = value
     found = {}
     for object_id in ids:
-        look = derive_descriptor(public.get(object_id, {}))
-        if look != UNFAMILIAR:
-            found[object_id] = look
-        elif not GENERATED_ID.search(object_id):
-            found[object_id] = re.sub(r"[-_.:]+", " ", object_id).strip() or UNFAMILIAR
+        attrs = public.get(object_id, {})
+        if object_id in entities:
+            look = derive_descriptor(attrs)
+            found[object_id] = (
+                look if look != UNFAMILIAR else _words_of_id(object_id, "someone unnamed")
+            )
+        elif attrs.get("description", "").strip():
+            text = attrs["description"].strip()
+            found[object_id] = text if len(text) <= 60 else f"{text[:59]}…"
         else:
-            found[object_id] = "someone unnamed"
+            found[object_id] = _words_of_id(object_id, "somewhere unnamed")
     return found
 
 
@@ -71,8 +83,8 @@ def true_names_in(save: Save, ids: Iterable[str]) -> dict[str, str]:
 
 
 def names_in(save: Save, ids: Iterable[str]) -> dict[str, str]:
-    """What a person reads for each of these objects: its true name, else (an entity) its
-    look; an id without either stays out (`named` then shows the id)."""
+    """What a person reads for each of these objects (or ids no object holds): its true
+    name, else what `_looks` makes of it; never a generated id."""
     wanted = sorted(set(ids))
     names = true_names_in(save, wanted)
     with use(save):
@@ -81,7 +93,7 @@ def names_in(save: Save, ids: Iterable[str]) -> dict[str, str]:
         for start in range(0, len(nameless), _CHUNK):
             chunk = nameless[start : start + _CHUNK]
             entities.update(_entities(save).filter(id__in=chunk).values_list("id", flat=True))
-        names.update(_looks([i for i in nameless if i in entities]))
+        names.update(_looks(nameless, entities))
     return names
 
 
