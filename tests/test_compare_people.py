@@ -113,6 +113,11 @@ def test_the_same_moment_reads_the_same_when_the_lines_agree(two_eras):
         ({"a": V1, "b": V2, "viewer": "The Bored Armoured Guard"}, 200, "1 moment in both"),
         ({"save": V2, "a": "Alice", "b": "Charlie"}, 200, "what Alice knows that Charlie"),
         ({"save": V2, "a": "Alice", "b": f"Gareth ({'bob'})"}, 200, "that Gareth doesn"),
+        (
+            {"save": V2, "a": "Alice", "b": "gareth"},
+            200,
+            "Charlie — Alice calls them “the bartender”; Gareth has no name for them",
+        ),
         # Unknown: a form error naming what was typed, never "no entity with id".
         (
             {"a": V1, "b": V2, "viewer": "Ewan Mor"},
