@@ -253,3 +253,16 @@ def test_the_time_budget_stops_the_merge_and_says_where(big_and_small, reader_cl
     html = reader_client.get("/compare/", query).content.decode()
     assert "Stopped when this page’s time ran out" in html
     assert f"of {buffer['rows_a']} lines of A and" in html
+
+
+@pytest.mark.parametrize("field", ["viewers_from", "lines_from"])
+@pytest.mark.parametrize("value", ["x", "-1", "1.5", "9" * 12])
+def test_a_page_offset_that_is_no_whole_number_is_a_4xx_naming_it(
+    two_eras, reader_client, field, value
+):
+    query = {"a": V1, "b": V2, field: value}
+    api = reader_client.get("/api/compare", query)
+    assert api.status_code == 422 and api.json()["field"] == field
+    page = reader_client.get("/compare/", query)
+    assert page.status_code == 400
+    assert f"{field} is a whole number from 0" in page.content.decode()
