@@ -111,11 +111,10 @@ def _lines_pages(params: Mapping[str, str], buffer: dict, viewer: str | None) ->
     base = {k: v for k, v in params.items() if k in PARAMS}
     if viewer is not None:
         base["viewer"] = viewer
-    buffer["next_lines"] = (
-        {**base, "lines_from": str(start + shown)}
-        if start + shown < buffer["differences"] or not buffer["complete"]
-        else None
-    )
+    # Offsets, not a resumable position: a page the time ran out before reaching has no
+    # next page (the same link would run out again); it says to narrow or use the command.
+    more = start + shown < buffer["differences"] or not buffer["complete"]
+    buffer["next_lines"] = {**base, "lines_from": str(start + shown)} if more and shown else None
     buffer["prev_lines"] = (
         {**base, **({"lines_from": str(max(0, start - LINES))} if start > LINES else {})}
         if start
