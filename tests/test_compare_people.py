@@ -268,9 +268,7 @@ def test_a_page_offset_that_is_no_whole_number_is_a_4xx_naming_it(
     assert f"{field} is a whole number from 0" in page.content.decode()
 
 
-def test_a_page_the_time_ran_out_before_has_no_next_page(
-    big_and_small, reader_client, monkeypatch
-):
+def test_a_page_the_time_ran_out_before_has_no_next_page(big_and_small, reader_client, monkeypatch):
     monkeypatch.setattr(compare_reads, "SECONDS", 0.0)
     query = {"a": "big", "b": "small", "viewer": big_and_small, "lines_from": "100000"}
     buffer = reader_client.get("/api/compare", query).json()["viewers"][0]["buffer"]
