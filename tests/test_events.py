@@ -264,3 +264,131 @@ def test_unknown_events_are_a_clear_404(cast, reader_client) -> None:
         api = reader_client.get(f"/api/saves/cast/events/{bad}")
         assert api.status_code == 404
         assert api.json()["code"] == "not_found"
+
+
+# --- search across a save (item 4) -------------------------------------------------------------
+
+
+def _brute_force(words: str) -> list[str]:
+    """Every event one of whose witnesses' lines (as the buffer shows it) holds the words,
+    newest first: every row of the save rendered and read."""
+    from memory.engine.buffer.words import WordSearch, query_words, searched_text
+
+    search = WordSearch(query_words(words))
+    found = set()
+    for owner in set(BufferEntry.objects.values_list("owner_id", flat=True)):
+        viewer = get_viewer(owner)
+        for e in buffer_reads.buffer_page(viewer, limit=500).entries:
+            if search.matches(searched_text(e.line, e.intent_json, e.outcome_json)):
+                found.add(events.event_id(viewer.obj.world_id, e.timestamp, e.intent_json))
+    return sorted(found, key=lambda ev: (ev.rpartition("~")[0], ev), reverse=True)
+
+
+def _searched(words: str, limit: int = 3) -> list[str]:
+    """Every event the search pages through, following its cursor."""
+    found, before = [], None
+    while True:
+        page = event_reads.search(words, before=before, limit=limit).page
+        found += [e.event for e in page.events]
+        if page.older is None:
+            return found
+        before = page.older
+
+
+QUERIES = [
+    "bob",
+    "gareth",
+    "hooded fig",
+    "bartender",
+    "you",
+    "hello",
+    "ale mug",
+    "cellar",
+    "unfamiliar",
+    "succeeded",
+    "greets",
+    "12",
+    "spoke",
+    "latch lock",
+    "zzz",
+]
+
+
+@pytest.mark.parametrize("name", [TAVERN_V1, TAVERN_V2])
+def test_search_finds_every_matching_event_and_nothing_else(two_eras, name, monkeypatch) -> None:
+    from memory.engine import text_index
+
+    narrowed = []
+    real = text_index.save_candidates
+
+    def spy(*args, **kwargs):
+        found = real(*args, **kwargs)
+        narrowed.append(found is not None)
+        return found
+
+    monkeypatch.setattr(text_index, "save_candidates", spy)
+    calls_before = len(narrowed)
+    with use(get_save(name)):
+        hits = 0
+        for q in QUERIES:
+            expected = _brute_force(q)
+            assert _searched(q) == expected, q
+            hits += len(expected)
+        assert hits > 20
+    # The text index narrowed most searches ("you", a word the renderer writes, and a v1
+    # clock's "12" read the moments in order instead).
+    assert narrowed.count(True) >= 10 > calls_before
+
+
+def test_search_on_the_demo_matches_a_brute_force_scan(demo) -> None:
+    words = {w for line in _every_line("npc-pip").values() if line for w in line.split()[2:5]}
+    for q in sorted(words)[:12] + ["harbor", "you"]:
+        assert _searched(q, limit=5) == _brute_force(q), q
+
+
+def test_the_search_twin_and_page(two_eras, reader_client) -> None:
+    r = reader_client.get(f"/api/saves/{TAVERN_V1}/search?q=gareth&limit=2")
+    assert r.status_code == 200, r.content
+    body = r.json()
+    assert [set(i) for i in body["items"]] == [{"event", "timestamp", "witnesses"}] * 2
+    first = body["items"][0]
+    assert any(w["matched"] and "Gareth" in w["line"] for w in first["witnesses"])
+    assert {w["viewer_id"] for w in first["witnesses"]} <= {"alice", "bob", "charlie"}
+    more = reader_client.get(
+        f"/api/saves/{TAVERN_V1}/search", {"q": "gareth", "before": body["older"]}
+    ).json()
+    assert more["items"][0]["timestamp"] <= body["items"][-1]["timestamp"]
+    with use(get_save(TAVERN_V1)):
+        assert [i["event"] for i in body["items"] + more["items"]] == _brute_force("gareth")
+    bad = reader_client.get(f"/api/saves/{TAVERN_V1}/search?q=x&before=nonsense")
+    assert (bad.status_code, bad.json()["code"]) == (400, "bad_cursor")
+    page = reader_client.get(f"/saves/{TAVERN_V1}/search/?q=gareth")
+    html = page.content.decode()
+    assert page.status_code == 200 and html.count('class="panel found-event"') == len(
+        body["items"] + more["items"]
+    )
+    # The header of every save page carries the search box.
+    viewer = reader_client.get(f"/saves/{TAVERN_V1}/viewers/alice/").content.decode()
+    assert f'action="/saves/{TAVERN_V1}/search/"' in viewer
+    fragment = reader_client.get(
+        f"/saves/{TAVERN_V1}/search/?q=gareth", headers={"HX-Request": "true"}
+    ).content.decode()
+    assert fragment.lstrip().startswith('<section id="search-results"')
+
+
+@pytest.mark.parametrize("q", ["you", "gareth"])
+def test_a_search_out_of_time_goes_on_from_where_it_stopped(two_eras, monkeypatch, q) -> None:
+    from memory.engine import event_search
+
+    monkeypatch.setattr(event_search, "TIMESTAMPS_PER_READ", 2)
+    with use(get_save(TAVERN_V1)):
+        found, before, stops = [], None, 0
+        while True:
+            page = event_search.search_events(q, before=before, limit=4, seconds=0)
+            found += [e.event for e in page.events]
+            stops += page.searched_to is not None
+            if page.older is None:
+                break
+            before = page.older
+        assert found == _brute_force(q)
+        assert stops > 2

@@ -29,7 +29,7 @@ _DIGEST = re.compile(f"[0-9a-f]{{{DIGEST_CHARS}}}")
 TIMESTAMPS_PER_STATEMENT = 500
 
 _ROWS_AT = (
-    "SELECT b.id, b.owner_id, b.timestamp, b.intent_json, o.world_id "
+    "SELECT b.id, b.owner_id, b.timestamp, b.intent_json, o.world_id, b.outcome_json, b.untimed "
     "FROM buffer_entries b LEFT JOIN objects o "
     "ON o.game_save_id = b.game_save_id AND o.id = b.owner_id "
     "WHERE b.game_save_id = %(save)s AND b.timestamp IN ({marks}) AND b.id <> ''"
@@ -76,6 +76,9 @@ class WitnessRow:
     timestamp: str
     world_id: str | None
     event: str
+    intent_json: str = ""
+    outcome_json: str | None = None
+    untimed: bool = False
 
 
 def rows_at(timestamps: Iterable[str]) -> list[WitnessRow]:
@@ -89,8 +92,17 @@ def rows_at(timestamps: Iterable[str]) -> list[WitnessRow]:
             cursor.execute(_ROWS_AT.format(marks=", ".join(["%s"] * len(chunk))), chunk)
             rows = cursor.fetchall()
         found.extend(
-            WitnessRow(entry_id, owner, timestamp, world, event_id(world, timestamp, intent))
-            for entry_id, owner, timestamp, intent, world in rows
+            WitnessRow(
+                entry_id,
+                owner,
+                timestamp,
+                world,
+                event_id(world, timestamp, intent),
+                intent,
+                outcome,
+                bool(untimed),
+            )
+            for entry_id, owner, timestamp, intent, world, outcome, untimed in rows
         )
     return found
 

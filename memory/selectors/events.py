@@ -1,5 +1,6 @@
 """Events as the pages read them: the moment once, then each witness's line, labels and leaks
-(the event page and its JSON twin), and the "seen by N" beside every buffer line."""
+(the event page and its JSON twin), the "seen by N" beside every buffer line, and the search
+across a save (its page and twin)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from memory.engine import events
+from django.conf import settings
+
+from memory.engine import event_search, events
 from memory.engine.aliases import SELF, UNFAMILIAR
 from memory.engine.buffer.rendered import BUFFER_FIELDS, RenderedEntry, render_entry
 from memory.engine.buffer.v2 import entity_tag_ids
@@ -16,6 +19,7 @@ from memory.engine.knowledge import Viewer, true_names, viewer_of, world_knowled
 from memory.engine.leaks.scanner import Finding, build_leak_index, scan_text
 from memory.engine.leaks.world_scan import leak_world_from
 from memory.models import BufferEntry, ObjectType, WorldObject
+from memory.selectors.viewers import display_names
 
 
 @dataclass(frozen=True)
@@ -206,3 +210,19 @@ def event_view(event: str) -> EventView:
         witnesses=witnesses,
         participants=participants,
     )
+
+
+@dataclass
+class SearchResults:
+    page: event_search.SearchPage
+    names: dict[str, str]  # viewer id -> how the page names it
+
+
+def search(q: str | None, *, before: str | None = None, limit: int = 20) -> SearchResults:
+    """One page of the save's events matching `q`, newest first, with each witness's name
+    (BadCursor for a `before` not ours)."""
+    page = event_search.search_events(
+        q, before=before, limit=limit, seconds=settings.OMNIA_BUFFER_SCAN_SECONDS
+    )
+    ids = [w.viewer_id for e in page.events for w in e.witnesses]
+    return SearchResults(page, display_names(ids))

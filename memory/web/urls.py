@@ -41,6 +41,7 @@ in_one_save = [
     path("viewers/<oid:viewer_id>/prompt/", leaks.prompt_page, name="prompt"),
     path("viewers/<oid:viewer_id>/entries/<oid:entry_id>/", entries.entry_page, name="entry"),
     path("events/<oid:event>/", events.event_page, name="event"),
+    path("search/", events.search_page, name="search"),
 ]
 for pattern in in_one_save:
     pattern.callback = in_save(pattern.callback)

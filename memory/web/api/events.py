@@ -1,4 +1,5 @@
-"""Events: one moment, every witness's line side by side (the event page's twin)."""
+"""Events: one moment, every witness's line side by side (the event page's twin), and the
+search across a save, whose answers are events."""
 
 from __future__ import annotations
 
@@ -6,11 +7,12 @@ from django.http import HttpRequest
 from ninja import Router
 
 from memory import inputs
+from memory.engine.cursor import BadCursor
 from memory.selectors import events as event_reads
 from memory.web.api import access
-from memory.web.api.errors import READ_ERRORS
+from memory.web.api.errors import READ_ERRORS, ApiError
 from memory.web.saves import SaveName
-from memory.web.schemas import EventOut
+from memory.web.schemas import ErrorOut, EventOut, EventSearchOut
 
 router = Router()
 
@@ -48,4 +50,48 @@ def event(request: HttpRequest, save: SaveName, event: str):
             }
             for w in view.witnesses
         ],
+    }
+
+
+@router.get(
+    "/search", response={200: EventSearchOut, 400: ErrorOut, **READ_ERRORS}, url_name="search"
+)
+def search(
+    request: HttpRequest, save: SaveName, q: str = "", before: str | None = None, limit: int = 20
+):
+    """The save's events one of whose witnesses reads a line holding every word of `q` (each
+    word beginning a word of the line, as the buffer's `q`), newest first, each with every
+    witness's line; `before` takes `older` from the page before."""
+    access.require_reader(request)
+    inputs.text(q, "q")
+    inputs.text(before, "before")
+    inputs.limit(limit)
+    try:
+        results = event_reads.search(q, before=before or None, limit=min(limit, 100))
+    except BadCursor as exc:
+        raise ApiError(400, str(exc), "bad_cursor", "before") from None
+    page = results.page
+    return {
+        "q": q,
+        "items": [
+            {
+                "event": e.event,
+                "timestamp": e.timestamp,
+                "witnesses": [
+                    {
+                        "viewer_id": w.viewer_id,
+                        "viewer_name": results.names[w.viewer_id],
+                        "entry_id": w.entry_id,
+                        "line": w.line,
+                        "undeliverable": w.undeliverable,
+                        "matched": w.matched,
+                    }
+                    for w in e.witnesses
+                ],
+            }
+            for e in page.events
+        ],
+        "older": page.older,
+        "searched_to": page.searched_to,
+        "rows_visited": page.rows_visited,
     }

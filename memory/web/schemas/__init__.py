@@ -8,6 +8,9 @@ from memory.web.schemas.common import (
 )
 from memory.web.schemas.events import (
     EventOut,
+    EventSearchOut,
+    FoundEventOut,
+    FoundWitnessOut,
     LineLeakOut,
     ParticipantOut,
     WitnessOut,
@@ -62,6 +65,9 @@ from memory.web.schemas.saves import (
 )
 
 __all__ = [
+    "EventSearchOut",
+    "FoundEventOut",
+    "FoundWitnessOut",
     "EventOut",
     "LineLeakOut",
     "ParticipantOut",

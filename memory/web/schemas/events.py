@@ -50,3 +50,28 @@ class EventOut(Schema):
     places: list[str]
     participants: list[ParticipantOut]
     witnesses: list[WitnessOut]
+
+
+class FoundWitnessOut(Schema):
+    viewer_id: str
+    viewer_name: str
+    entry_id: str
+    line: str | None
+    undeliverable: str | None
+    matched: bool = Field(description="this witness's line holds every word of the query")
+
+
+class FoundEventOut(Schema):
+    event: str
+    timestamp: str
+    witnesses: list[FoundWitnessOut]
+
+
+class EventSearchOut(Schema):
+    q: str
+    items: list[FoundEventOut] = Field(description="the matching events, newest first")
+    older: str | None = Field(description="cursor for the next, older page (pass as `before`)")
+    searched_to: str | None = Field(
+        None, description="out of time: the moments searched reach back to this timestamp"
+    )
+    rows_visited: int
