@@ -15,10 +15,10 @@ from memory.engine.aliases import SELF, UNFAMILIAR
 from memory.engine.buffer.rendered import BUFFER_FIELDS, RenderedEntry, render_entry
 from memory.engine.buffer.v2 import entity_tag_ids
 from memory.engine.cursor import encode_cursor
-from memory.engine.knowledge import Viewer, true_names, viewer_of, world_knowledge
+from memory.engine.knowledge import Viewer, true_names, viewer_of
 from memory.engine.leaks.scanner import Finding, build_leak_index, scan_text
-from memory.engine.leaks.world_scan import leak_world_from
-from memory.models import BufferEntry, ObjectType, WorldObject
+from memory.engine.leaks.world_scan import leak_world_for
+from memory.models import BufferEntry, WorldObject
 from memory.selectors.viewers import display_names
 
 
@@ -165,14 +165,15 @@ def event_view(event: str) -> EventView:
         for e in BufferEntry.objects.filter(id__in=[r.entry_id for r in rows]).only(*BUFFER_FIELDS)
     }
     world_id = rows[0].world_id
-    knowledge = world_knowledge(world_id)
-    index = build_leak_index(leak_world_from(knowledge))
     rendered = [
         (owners.get(r.owner_id) or Viewer.of(r.owner_id, {}), stored[r.entry_id])
         for r in rows
         if r.entry_id in stored
     ]
     entries = [(v, render_entry(e, v)) for v, e in rendered]
+    # The world's names, ids and private values, and the witnesses' own aliases: what the
+    # scanner reads for their lines (not every viewer's, which a 2,000-entity world makes slow).
+    index = build_leak_index(leak_world_for(world_id, {v.id: v.aliases for v, _e in entries}))
     first = entries[0][1]
     pids = participant_ids(first)
     locations = [e.location_id for _v, e in entries if e.location_id]
@@ -196,14 +197,11 @@ def event_view(event: str) -> EventView:
         cells = [w.labels[pid] for w in witnesses]
         others = {c.text for w, c in zip(witnesses, cells, strict=True) if w.viewer.id != pid}
         participants.append(ParticipantRow(people[pid], cells, differs=len(others) > 1))
-    world = knowledge.objects.get(world_id or "")
     return EventView(
         id=event,
         timestamp=first.timestamp,
         world_id=world_id,
-        world_name=(knowledge.true_name(world_id) or world_id)
-        if world is not None and world.type == ObjectType.WORLD and world_id
-        else world_id,
+        world_name=true_names([world_id]).get(world_id, world_id) if world_id else None,
         kind=first.type,
         places=list(dict.fromkeys(names[loc] for loc in locations)),
         actor=people.get(first.actor_id or ""),
