@@ -72,3 +72,35 @@ def test_the_event_page_reads_well_at_every_width_and_leads_back(
     page.go_back()
     page.wait_for_url(re.compile(r"/viewers/alice/$"))
     assert page.console_errors == []
+
+
+def test_the_search_page_reads_well_and_leads_to_events(login, page, two_eras, screenshots) -> None:
+    login(page, f"/saves/{TAVERN_V1}/viewers/alice/")
+    # The header's box on every save page.
+    page.fill("#save-search", "gareth")
+    page.press("#save-search", "Enter")
+    page.wait_for_url(re.compile(r"/search/\?q=gareth"))
+    found = page.locator(".found-event")
+    assert found.count() >= 2
+    assert page.locator(".found-witnesses li.matched").first.inner_text().count("Gareth")
+    main = page.inner_text("main")
+    assert SAID.search(main) and not ISO.search(main)
+    results = Axe().run(page)
+    bad = [
+        f"{v['id']} ({v['impact']}): {[n['target'] for n in v['nodes']][:3]}"
+        for v in results.response["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
+    assert bad == []
+    screenshots("search")
+    for width in (390, 1440, 1920):
+        page.set_viewport_size({"width": width, "height": 900})
+        assert page.evaluate(CLIPPED_PANELS) == [], width
+        assert not page.evaluate(WIDER_THAN_THE_SCREEN), width
+    search_url = page.url
+    found.first.locator("h3 a").click()
+    page.wait_for_url(re.compile(r"/events/"))
+    assert page.locator(".witness").count() >= 1
+    page.go_back()
+    page.wait_for_url(search_url)
+    assert page.console_errors == []
