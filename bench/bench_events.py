@@ -1,6 +1,7 @@
 """What events cost the buffer (issue 27): a buffer page with its "seen by N" counts against the
 same page with the counts stubbed out, in one process on one store, alternated; then the
-count statement alone, its plan, and the event page and its twin.
+count statement alone, its plan, the event page and its twin, and the search across the save
+(a rare word, a word in most rows, a word only the renderer writes).
 
     .venv/bin/python bench/bench_events.py                       # 1M rows, SQLite
     .venv/bin/python bench/bench_events.py --database postgres   # the same on PostgreSQL
@@ -100,6 +101,13 @@ for name, path in (("page", f"/saves/{{save}}/events/{{quote(event)}}/"),
     assert client.get(path).status_code == 200
     times = sorted(ms(lambda: client.get(path)) for _ in range(REPEAT))
     out["event_page"][name + "_ms"] = round(times[len(times) // 2], 2)
+out["search_ms"] = {{}}
+for label, q in (("rare_word", {word!r}), ("common_word", "keeper"), ("renderer_word", "you")):
+    path = f"/api/saves/{{save}}/search?q={{quote(q)}}"
+    body = client.get(path).json()
+    times = sorted(ms(lambda: client.get(path)) for _ in range(REPEAT))
+    out["search_ms"][label] = {{"q": q, "median_ms": round(times[len(times) // 2], 2),
+                              "events": len(body["items"]), "searched_to": body["searched_to"]}}
 print(json.dumps(out))
 """
 
@@ -130,7 +138,7 @@ def main() -> None:
         generate_s = time.perf_counter() - started
         manage(env, "migrate", "-v0")
         import_s = timed_manage(env, "import_omnia", str(world_file))
-        code = MEASURE.format(repeat=args.repeat, viewer=info["viewer"])
+        code = MEASURE.format(repeat=args.repeat, viewer=info["viewer"], word=info["word"])
         measured = json.loads(manage(env, "shell", "-c", code).stdout.strip().splitlines()[-1])
         report = {
             "database": args.database,
