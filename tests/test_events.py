@@ -392,3 +392,11 @@ def test_a_search_out_of_time_goes_on_from_where_it_stopped(two_eras, monkeypatc
             before = page.older
         assert found == _brute_force(q)
         assert stops > 2
+
+
+def test_the_entry_page_links_its_moment(cast, reader_client) -> None:
+    rows = {owner: _write(owner, GREETING) for owner in ("alice", "charlie")}
+    html = reader_client.get(f"/saves/cast/viewers/alice/entries/{rows['alice']}/").content
+    (event,) = {r.event for r in events.rows_at([NOON])}
+    assert f'href="/saves/cast/events/{quote(event, safe="~:")}/"'.encode() in html
+    assert b"2 witnesses: the moment as each remembers it" in html
