@@ -86,6 +86,52 @@ def candidates(
     return found
 
 
+def save_candidates(save_id: int, terms: Sequence[IndexTerm], cap: int) -> list[str] | None:
+    """The timestamps of the save's rows that hold every term (and those the index cannot
+    vouch for), newest first; None when the index cannot narrow them to `cap` rows or fewer
+    (a search across a save: every owner's rows at once)."""
+    counts = _PrefixRows()
+    terms = [t for t in terms if counts.of(t) <= MAX_PREFIX_ROWS]
+    if not terms:
+        return None
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            match = " AND ".join(f"({_fts5(t)})" for t in terms)
+            # Every save's rows share the index: the cap counts them all, the save is told
+            # apart by the rows themselves.
+            cursor.execute(
+                "SELECT rowid FROM buffer_fts WHERE buffer_fts MATCH %s LIMIT %s",
+                [f"({match}) OR {ANY_WORD}", cap + 1],
+            )
+            uids = [uid for (uid,) in cursor.fetchall()]
+            if len(uids) > cap:
+                return None
+            rows = []
+            step = connection.features.max_query_params or 900
+            for start in range(0, len(uids), step):
+                chunk = uids[start : start + step]
+                with scoped_cursor(save_id) as scoped:
+                    scoped.execute(
+                        "SELECT timestamp FROM buffer_entries WHERE game_save_id = %(save)s "
+                        f"AND id <> '' AND uid IN ({', '.join(['%s'] * len(chunk))})",
+                        chunk,
+                    )
+                    rows += scoped.fetchall()
+        else:
+            match = " & ".join(f"({_tsquery(t)})" for t in terms)
+            with scoped_cursor(save_id) as scoped:
+                scoped.execute(
+                    "SELECT timestamp FROM buffer_entries WHERE game_save_id = %(save)s "
+                    "AND id <> '' AND buffer_words(intent_json, outcome_json) @@ %s::tsquery "
+                    "LIMIT %s",
+                    [f"({match}) | {ANY_WORD}", cap + 1],
+                )
+                rows = scoped.fetchall()
+    if len(rows) > cap:
+        return None
+    return sorted({timestamp for (timestamp,) in rows}, reverse=True)
+
+
 class _PrefixRows:
     """How many rows' entries a term's prefixes would have the index read (it reads every
     word that begins a prefix before it answers): SQLite counts them in its word list;

@@ -8,6 +8,7 @@ from memory.web.views import (
     aliases,
     compare,
     entries,
+    events,
     leaks,
     live,
     moved,
@@ -39,6 +40,8 @@ in_one_save = [
     path("viewers/<oid:viewer_id>/faces/", viewer.faces_panel, name="faces_panel"),
     path("viewers/<oid:viewer_id>/prompt/", leaks.prompt_page, name="prompt"),
     path("viewers/<oid:viewer_id>/entries/<oid:entry_id>/", entries.entry_page, name="entry"),
+    path("events/<oid:event>/", events.event_page, name="event"),
+    path("search/", events.search_page, name="search"),
 ]
 for pattern in in_one_save:
     pattern.callback = in_save(pattern.callback)

@@ -141,6 +141,22 @@ class TermPlanner:
         self.tails = _TAG_TAILS | tails
         self._memo: dict[str, IndexTerm | None] = {}
 
+    @classmethod
+    def for_many(cls, alias_maps: Iterable[Mapping[str, str]]) -> TermPlanner:
+        """Terms for words any of many viewers may read (a search across a save): every
+        alias any of them uses names its ids, each viewer's own included (a superset: the
+        index may hand over a few rows more, never one fewer)."""
+        planner = cls("", {})
+        tails = set()
+        for aliases in alias_maps:
+            for entity_id, label in aliases.items():
+                words = words_of(label)
+                for word in words:
+                    planner.named.setdefault(word, set()).add(entity_id)
+                tails.update(words[-1:])
+        planner.tails = planner.tails | tails
+        return planner
+
     def term(self, word: str) -> IndexTerm | None:
         if word not in self._memo:
             self._memo[word] = self._term(word)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from memory.engine.aliases import AliasesJsonError, parse_aliases_json
@@ -32,8 +32,10 @@ from memory.engine.knowledge import (
     AGENTS,
     WorldKnowledge,
     get_viewer,
+    load_attributes,
     viewer_of,
     world_knowledge,
+    world_objects,
 )
 from memory.engine.leaks.scanner import (
     Finding,
@@ -201,7 +203,11 @@ def _aliases(obj: WorldObject) -> dict[str, str]:
         return {}
 
 
-def leak_world_from(knowledge: WorldKnowledge) -> LeakWorld:
+def leak_world_from(
+    knowledge: WorldKnowledge, aliases: Mapping[str, Mapping[str, str]] | None = None
+) -> LeakWorld:
+    """The world as the scanner reads it; with `aliases`, those viewers' alone (scan_text
+    reads only the scanned viewer's, so a scan of their text needs no other's parsed)."""
     objects = knowledge.objects
     entities = [o for o in objects.values() if o.type == ObjectType.ENTITY]
     bare_locations = {o.location_id for o in objects.values() if o.location_id} - set(objects)
@@ -223,10 +229,19 @@ def leak_world_from(knowledge: WorldKnowledge) -> LeakWorld:
     return LeakWorld(
         object_ids=frozenset(objects) | frozenset(bare_locations),
         true_names=true_names,
-        aliases={e.id: _aliases(e) for e in entities},
+        aliases={e.id: _aliases(e) for e in entities} if aliases is None else dict(aliases),
         private_values=tuple(private_values),
         ordinary_words=frozenset(p for p in places if _PLAIN_WORD.fullmatch(p)),
     )
+
+
+def leak_world_for(world_id: str | None, aliases: Mapping[str, Mapping[str, str]]) -> LeakWorld:
+    """What a scan of a few viewers' text needs of their world (every id, true name and
+    private value; their aliases alone), read without a model instance per object."""
+    rows = world_objects(world_id).values_list("id", "type", "location_id", named=True)
+    knowledge = WorldKnowledge(world_id, {o.id: o for o in rows}, {}, {})
+    load_attributes(knowledge, list(knowledge.objects))
+    return leak_world_from(knowledge, aliases)
 
 
 def _check_world(world_id: str) -> None:

@@ -12,6 +12,7 @@ from memory import inputs, services
 from memory.engine.buffer.rendered import RenderedEntry
 from memory.engine.cursor import BadCursor
 from memory.selectors import buffer as buffer_reads
+from memory.selectors import events as event_reads
 from memory.web.api import access
 from memory.web.api.errors import READ_ERRORS, WRITE_ERRORS, ApiError
 from memory.web.auth import user_of
@@ -30,8 +31,10 @@ router = Router()
 BufferType = Literal["dialogue", "action", "monologue", "thought"]
 
 
-def _entry_out(e: RenderedEntry) -> dict[str, Any]:
+def _entry_out(e: RenderedEntry, ref: event_reads.EventRef | None = None) -> dict[str, Any]:
     return {
+        "event": ref.event if ref else None,
+        "witness_count": ref.witness_count if ref else None,
         "id": e.id,
         "timestamp": e.timestamp,
         "line": e.line,
@@ -96,9 +99,11 @@ def buffer(
         )
     except BadCursor as exc:
         raise ApiError(400, str(exc), "bad_cursor", "after" if after else "before") from None
+    # One statement for the page's witness counts, whatever its length.
+    refs = event_reads.buffer_events(viewer, page.entries)
     return {
         "viewer_id": viewer.id,
-        "items": [BufferEntryOut(**_entry_out(e)) for e in page.entries],
+        "items": [BufferEntryOut(**_entry_out(e, refs[e.id])) for e in page.entries],
         "older": page.older,
         "newer": page.newer,
         "rows_visited": page.rows_visited,
@@ -115,8 +120,11 @@ def entry(request: HttpRequest, save: SaveName, viewer_id: str, entry_id: str):
     """One memory as its owner reads it, with the raw intent and outcome."""
     viewer = access.viewer(request, viewer_id)
     e = buffer_reads.get_entry(viewer, inputs.path_id(entry_id, "entry_id"))
+    ref = event_reads.buffer_events(viewer, [e])[e.id]
     return EntryOut(
-        **_entry_out(e), intent=_json_or_text(e.intent_json), outcome=_json_or_text(e.outcome_json)
+        **_entry_out(e, ref),
+        intent=_json_or_text(e.intent_json),
+        outcome=_json_or_text(e.outcome_json),
     )
 
 

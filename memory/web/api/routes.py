@@ -6,7 +6,16 @@ from __future__ import annotations
 from ninja import Router
 
 from memory.web import converters  # noqa: F401  (registers the "oid" path converter first)
-from memory.web.api import buffer, entities, leaks, longterm, problems, projections, saves
+from memory.web.api import (
+    buffer,
+    entities,
+    events,
+    leaks,
+    longterm,
+    problems,
+    projections,
+    saves,
+)
 from memory.web.auth import API_AUTH
 from memory.web.saves import in_save_operation, in_save_run
 
@@ -16,6 +25,6 @@ router.add_router("", saves.router)
 in_one_save = Router()
 in_one_save.add_decorator(in_save_run, mode="view")
 in_one_save.add_decorator(in_save_operation, mode="operation")
-for area in (entities, buffer, projections, longterm, leaks, problems):
+for area in (entities, buffer, events, projections, longterm, leaks, problems):
     in_one_save.add_router("", area.router)
 router.add_router("/saves/{save}", in_one_save)

@@ -13,6 +13,7 @@ from memory.engine.errors import NotFound
 from memory.engine.knowledge import Viewer, true_names
 from memory.models import ObjectType, WorldObject
 from memory.selectors import buffer as buffer_reads
+from memory.selectors import events as event_reads
 from memory.selectors import faces as face_reads
 from memory.web.saves import reverse
 from memory.web.views._common import get_viewer_for_user, path_id, render_page
@@ -76,6 +77,7 @@ def entry_page(request: HttpRequest, viewer_id: str, entry_id: str) -> HttpRespo
             actor=people.get(entry.actor_id or ""),
             targets=[people[t] for t in entry.target_ids if t in people],
             location=people.get(entry.location_id or ""),
+            moment=event_reads.buffer_events(viewer, [entry])[entry.id],
             intent_pretty=_pretty(entry.intent_json),
             outcome_pretty=_pretty(entry.outcome_json),
             rollup_title=face_reads.entry_titles([entry.abstracted_into]).get(

@@ -22,6 +22,7 @@ from memory.engine.errors import NotFound
 from memory.engine.knowledge import Viewer
 from memory.roles import EDIT_PERMISSION
 from memory.selectors import buffer as buffer_reads
+from memory.selectors import events as event_reads
 from memory.selectors import faces as face_reads
 from memory.selectors import projections as projection_reads
 from memory.selectors import viewers as viewer_reads
@@ -104,9 +105,14 @@ def _buffer_context(viewer: Viewer, state: BufferState) -> dict[str, Any]:
     # server lights up its session, episode and aliases (no JS needed; htmx swaps it in).
     # The line's own parameter comes last (BufferState.query's order): the rest is made once.
     rest = state.query(line=None)
+    # The page's witness counts in one statement; the event links with one reverse.
+    refs = event_reads.buffer_events(viewer, page.entries)
+    event_urls = reverse_each("memory:event", [], [r.event for r in refs.values()])
     lines = [
         {
             "e": e,
+            "event_url": event_urls[refs[e.id].event],
+            "witnesses": refs[e.id].witness_count,
             "select_url": f"{page_base}?{rest}{'&' if rest else ''}"
             f"{urlencode({'line': e.id})}#{dom}",
             "dom": dom,

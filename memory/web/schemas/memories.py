@@ -1,37 +1,13 @@
-"""The API's schemas: <Thing>In for what a door accepts, <Thing>Out for what a read returns."""
+"""Entities, aliases, the buffer, sessions, long-term faces: the world as a viewer reads it."""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
 from ninja import Schema
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import Field
 
-from memory.engine.strict_json import text_problem
-
-
-class _In(Schema):
-    """A request body: JSON types as they are, never coerced (`"5"` is not 5, `true` is not 1,
-    an object is not a string), and no text a backend cannot store (NUL, a lone surrogate).
-    Objects inside (an intent) are checked by the engine's door."""
-
-    model_config = ConfigDict(strict=True)
-
-    @field_validator("*", mode="after")
-    @classmethod
-    def _storable_text(cls, value: Any) -> Any:
-        for item in value if isinstance(value, list) else [value]:
-            if isinstance(item, str) and (problem := text_problem(item)):
-                raise ValueError(problem)
-        return value
-
-
-class ErrorOut(Schema):
-    """The one error shape of every 4xx: what went wrong, a stable code, and the field to blame."""
-
-    detail: str
-    code: str
-    field: str | None = None
+from memory.web.schemas.common import _In
 
 
 class EntityOut(Schema):
@@ -90,6 +66,8 @@ class BufferEntryOut(Schema):
     conversation_id: str | None
     retracted: bool
     abstracted_into: str | None
+    event: str | None = Field(None, description="the id of the moment this row witnesses")
+    witness_count: int | None = Field(None, description="rows that witness that moment")
 
 
 class EntryOut(BufferEntryOut):
@@ -251,149 +229,3 @@ class SlugOut(Schema):
     viewer_id: str
     slug: str
     item: FaceItemOut
-
-
-class PromptSectionOut(Schema):
-    name: str
-    text: str
-
-
-class LeakOccurrenceOut(Schema):
-    start: int
-    end: int
-    source_id: str | None = Field(description="the stored row (buffer or long-term) the line is")
-
-
-class LeakFindingOut(Schema):
-    world_id: str | None
-    viewer_id: str
-    section: str
-    kind: str
-    start: int = Field(description="offset of the first occurrence into the viewer's prompt text")
-    end: int
-    text: str
-    entity_id: str | None
-    attribute_name: str | None = Field(None, description="for a private_attribute finding")
-    reason: str
-    count: int = Field(description="occurrences of this leak in the section")
-    source_id: str | None = Field(description="the stored row of the first occurrence")
-    occurrences: list[LeakOccurrenceOut]
-    context_before: str
-    context_after: str
-    state: str = Field(description="open, or accepted as expected by an editor")
-    accepted_reason: str | None
-    accepted_by: str | None
-    accepted_at: str | None
-
-
-class LeakReportItemOut(LeakFindingOut):
-    viewer_name: str = Field(description="the viewer's true name, else its id")
-    entity_name: str | None
-    can_alias: bool = Field(description="the entity is another entity the viewer can name")
-
-
-class PromptOut(Schema):
-    viewer_id: str
-    text: str
-    sections: list[PromptSectionOut]
-    findings: list[LeakFindingOut] | None = Field(description="null while the scanner is missing")
-
-
-class LeakKeyIn(Schema):
-    viewer_id: str
-    section: str = Field(description="the prompt section, as a finding names it")
-    kind: str
-    text: str
-
-
-class LeakAcceptIn(LeakKeyIn):
-    reason: str = Field(min_length=1, max_length=2000, description="why it is expected")
-
-
-class LeakAcceptanceOut(Schema):
-    viewer_id: str
-    section: str
-    kind: str
-    text: str
-    reason: str
-    accepted_by: str | None
-    accepted_at: str
-
-
-class LeaksOut(Schema):
-    items: list[LeakReportItemOut]
-    count: int
-
-
-class AbstractIn(_In):
-    member_ids: list[str] = Field(min_length=1, description="buffer rows or long-term entries")
-    name: str = Field(min_length=1, max_length=200)
-    body: str = Field(max_length=20000)
-    slug: str | None = Field(None, max_length=200)
-    expected_generation: int = Field(ge=0, description="the owner's generation when you read it")
-
-
-class AbstractOut(Schema):
-    id: str
-    owner_id: str
-    scope: str
-    slug: str
-    name: str | None
-    generation: int
-    member_ids: list[str]
-
-
-class CycleOut(Schema):
-    rows_visited: int
-    rows_folded: int
-    sessions_written: int
-    shards_skipped: list[int]
-
-
-class RebuildOut(Schema):
-    rows_folded: int
-    sessions: int
-    episodes: int
-
-
-class VerifyOut(Schema):
-    sessions: int
-    identical: int
-    drift: list[dict[str, Any]]
-    episodes: dict[str, Any] = Field(default={}, description="episodes, identical, drift")
-    shards: dict[str, int] = Field(
-        default={},
-        description="configured, stored (the count rows are partitioned for), "
-        "stranded_rows (in no visited shard)",
-    )
-    problems: dict[str, Any] = Field(
-        default={}, description="rows the fold cannot fold, recorded, drift between the two"
-    )
-
-
-class SaveOut(Schema):
-    """A save and where its rows came from (provenance), as the overview shows it."""
-
-    name: str
-    kind: str
-    era: str
-    title: str
-    source_name: str
-    source_size: int | None
-    source_sha256: str
-    world_ids: list[str]
-    counts: dict[str, int]  # rows per table at import
-    command: str
-    imported_at: str  # ISO 8601, UTC
-    imported_by: str
-
-
-class SaveListOut(Schema):
-    items: list[SaveOut]
-    count: int
-
-
-class SaveDeletedOut(Schema):
-    name: str
-    rows_deleted: dict[str, int]  # table -> rows removed
-    total: int
