@@ -7,13 +7,18 @@ a SIGSEGV fails the test instead of taking pytest down with it.
 
 from __future__ import annotations
 
+import json
+import shutil
+import sqlite3
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
-from tests.helpers import ROOT
+from tests.cli import isolated_env, manage
+from tests.helpers import ROOT, big_world
 
 pytestmark = pytest.mark.faults
 
@@ -84,3 +89,215 @@ def test_scanner_long_keys_find_what_the_automaton_finds(monkeypatch) -> None:
     index = scanner.build_leak_index(world)
     assert len(index.long_keys) == 4
     assert scanner.scan_text(index, "ann", text) == scan_text_naive(world, "ann", text)
+
+
+# --- the commands' doors: one line, exit 2, nothing written ---------------------------------------
+
+FIXTURES = ROOT / "tests" / "fixtures" / "omnia"
+SCENARIO = FIXTURES / "omnia-scenario-talking-room-fadea41.json"
+OMNIA_FILE = FIXTURES / "omnia-head-tavern.sqlite"
+
+
+def refused_in_one_line(done: subprocess.CompletedProcess, *words: str) -> None:
+    assert done.returncode == 2, (done.returncode, done.stderr[-3000:])
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr
+    for word in words:
+        assert word in lines[0], lines[0]
+
+
+def saves_in(database: Path) -> list[str]:
+    with sqlite3.connect(database) as conn:
+        return [r[0] for r in conn.execute("SELECT name FROM memory_saves ORDER BY name")]
+
+
+def scenario_text(tmp_path: Path, name: str, edit) -> Path:
+    """The talking-room scenario as text, changed by `edit(text) -> text`."""
+    path = tmp_path / f"{name}.json"
+    path.write_text(edit(SCENARIO.read_text(encoding="utf-8")), encoding="utf-8")
+    return path
+
+
+def scenario_doc(tmp_path: Path, name: str, edit) -> Path:
+    """The talking-room scenario, its document changed in place by `edit(doc)`."""
+    doc = json.loads(SCENARIO.read_text(encoding="utf-8"))
+    edit(doc)
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return path
+
+
+BAD_NAMES = ["a/b", "x y", "", ".hidden", "tail-", "ｄｅｍｏ", "n" * 65, "semi;colon", "new\nline"]
+
+
+@pytest.mark.terminal
+@pytest.mark.parametrize("command", ["import_omnia", "load_world"])
+def test_a_bad_save_name_is_one_line_exit_2(command: str, tmp_path, fresh_sqlite) -> None:
+    # import_omnia --as 'a/b' and load_world --as 'x y' were tracebacks with exit 1; --as ''
+    # fell back to the file's name silently.
+    database = fresh_sqlite("names")
+    env = isolated_env(database)
+    source = OMNIA_FILE if command == "import_omnia" else SCENARIO
+    for name in BAD_NAMES:
+        done = manage(command, str(source), "--as", name, env=env, check=False)
+        refused_in_one_line(done, "is not a save name")
+    assert saves_in(database) == []
+
+
+@pytest.mark.terminal
+def test_scenario_json_is_read_strictly(tmp_path, fresh_sqlite) -> None:
+    database = fresh_sqlite("strict")
+    env = isolated_env(database)
+    fixes = {
+        "5000-digit integer": lambda t: t.replace(
+            '"id": "talking-room"', '"id": "talking-room", "n": ' + "9" * 5000, 1
+        ),
+        "NaN": lambda t: t.replace('"id": "talking-room"', '"id": "talking-room", "n": NaN', 1),
+        "Infinity": lambda t: t.replace(
+            '"id": "talking-room"', '"id": "talking-room", "n": -Infinity', 1
+        ),
+        "duplicate key": lambda t: t.replace(
+            '"id": "talking-room"', '"id": "talking-room", "id": "again"', 1
+        ),
+    }
+    words = {
+        "5000-digit integer": "5,000 digits; the limit is 19",
+        "NaN": "NaN is not a JSON number",
+        "Infinity": "Infinity is not a JSON number",
+        "duplicate key": "duplicate key 'id' in one object",
+    }
+    for case, edit in fixes.items():
+        path = scenario_text(tmp_path, case.replace(" ", "-"), edit)
+        done = manage("load_world", str(path), env=env, check=False)
+        refused_in_one_line(done, words[case])
+
+    def dangling(doc: dict) -> None:
+        doc["entities"][0]["aliases"] = {"nobody-here": "the ghost"}
+
+    done = manage(
+        "load_world", str(scenario_doc(tmp_path, "dangling", dangling)), env=env, check=False
+    )
+    refused_in_one_line(done, "target 'nobody-here' is not an object of this scenario")
+    assert saves_in(database) == []
+
+
+# --- 1 MB and 10 MB fields through every door: refused in one line, never a crash ---------------
+
+SIZES = pytest.mark.parametrize("size", [MB, 10 * MB], ids=["1MB", "10MB"])
+
+
+@pytest.mark.terminal
+@SIZES
+def test_a_big_scenario_field_is_refused_in_one_line(size: int, tmp_path, fresh_sqlite) -> None:
+    # A 1 MB description loaded, then run_projections died with SIGSEGV (exit 139).
+    database = fresh_sqlite("bigscenario")
+    env = isolated_env(database)
+
+    def big_description(doc: dict) -> None:
+        doc["description"] = "A " + "x" * size
+
+    def big_memory(doc: dict) -> None:
+        doc["entities"][0]["initialMemories"][0]["intent"]["content"] = "y" * size
+
+    for edit in (big_description, big_memory):
+        path = scenario_doc(tmp_path, edit.__name__, edit)
+        done = manage("load_world", str(path), env=env, check=False)
+        refused_in_one_line(done, "characters long; the limit is 65,536")
+    assert saves_in(database) == []
+    done = manage("run_projections", env=env, check=False)
+    assert done.returncode == 0, done.stderr
+
+
+def omnia_copy(tmp_path: Path, name: str, *statements: tuple[str, tuple]) -> Path:
+    path = tmp_path / f"{name}.sqlite"
+    shutil.copy(OMNIA_FILE, path)
+    with sqlite3.connect(path) as conn:
+        for sql, params in statements:
+            conn.execute(sql, params)
+    conn.close()
+    return path
+
+
+@pytest.mark.terminal
+@SIZES
+def test_a_big_omnia_field_is_refused_in_one_line(size: int, tmp_path, fresh_sqlite) -> None:
+    # A 2 MB `name` attribute imported with --fold died with SIGSEGV in the leak scanner.
+    database = fresh_sqlite("bigomnia")
+    env = isolated_env(database)
+    big = "N" * size
+    intent = json.dumps({"type": "monologue", "content": big, "actorId": "x", "targetIds": []})
+    cases = {
+        "name": (
+            "UPDATE attributes SET value = ? WHERE name = 'name' AND rowid = "
+            "(SELECT MIN(rowid) FROM attributes WHERE name = 'name')",
+            (big,),
+        ),
+        "intent": ("UPDATE buffer_entries SET intent_json = ? WHERE rowid = 1", (intent,)),
+        "ledger": ("UPDATE ledger_entries SET content = ? WHERE rowid = 1", (big,)),
+    }
+    for case, statement in cases.items():
+        path = omnia_copy(tmp_path, case, statement)
+        done = manage("import_omnia", str(path), "--fold", env=env, check=False)
+        refused_in_one_line(done, "characters long; the limit is 65,536")
+    assert saves_in(database) == []
+
+
+@pytest.mark.terminal
+def test_omnia_intent_json_is_read_strictly(tmp_path, fresh_sqlite) -> None:
+    database = fresh_sqlite("strictomnia")
+    env = isolated_env(database)
+    with sqlite3.connect(OMNIA_FILE) as conn:
+        intent = conn.execute("SELECT intent_json FROM buffer_entries WHERE rowid = 1").fetchone()[
+            0
+        ]
+    conn.close()
+    doc = json.loads(intent)
+    twice = intent[:-1] + f', "actorId": {json.dumps(doc["actorId"])}}}'
+    nan = intent[:-1] + ', "modifiers": [NaN]}'
+    for case, text, words in (
+        ("twice", twice, "duplicate key 'actorId'"),
+        ("nan", nan, "NaN"),
+    ):
+        path = omnia_copy(
+            tmp_path, case, ("UPDATE buffer_entries SET intent_json = ? WHERE rowid = 1", (text,))
+        )
+        done = manage("import_omnia", str(path), env=env, check=False)
+        refused_in_one_line(done, words)
+    assert saves_in(database) == []
+
+
+def _popen(*args: str, env: dict[str, str]) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+@pytest.mark.terminal
+def test_two_imports_under_one_name_at_once_wait_their_turn(tmp_path, fresh_sqlite) -> None:
+    # SQLite answered the second "database is locked" with a traceback, 3 times in 5: a
+    # transaction that read first cannot wait for the lock. Each import now takes the write
+    # lock first, waits its turn, and the loser is refused (or told nothing changed).
+    one, two = big_world(tmp_path / "one.sqlite", 20_000), big_world(tmp_path / "two.sqlite", 5)
+    with sqlite3.connect(two) as conn:
+        conn.execute("UPDATE objects SET id = 'big-world-2' WHERE id = 'big-world'")
+        conn.execute("UPDATE objects SET world_id = 'big-world-2' WHERE world_id = 'big-world'")
+    conn.close()
+    for attempt in range(3):
+        database = fresh_sqlite(f"race{attempt}")
+        env = isolated_env(database)
+        children = [_popen("import_omnia", str(p), "--as", "race", env=env) for p in (one, two)]
+        outcomes = [(child.wait(120), child.stderr.read()) for child in children]
+        for child in children:
+            child.stdout.close()
+            child.stderr.close()
+        assert sorted(code for code, _ in outcomes) == [0, 2], outcomes
+        refused = next(err for code, err in outcomes if code == 2)
+        assert "Traceback" not in refused and len(refused.strip().splitlines()) == 1, refused
+        assert "already holds" in refused
+        assert saves_in(database) == ["race"]

@@ -1,10 +1,17 @@
 """JSON and text from outside, read strictly: the rules every write door shares.
 
 The standard parser (its messages are the ones users already see), with what it lets
-through refused after it: nesting past Python's recursion limit (a RecursionError, not a
-one-line refusal), deeper than MAX_DEPTH, NUL (PostgreSQL refuses it in text), and lone
-surrogates (they cannot be encoded as UTF-8, so no backend could store them and no page
-could show them).
+through refused: nesting past Python's recursion limit (a RecursionError, not a one-line
+refusal), deeper than MAX_DEPTH, NUL (PostgreSQL refuses it in text), lone surrogates (they
+cannot be encoded as UTF-8, so no backend could store them and no page could show them),
+NaN and Infinity (not JSON: omnia's `JSON.parse` fails on an exported file that holds
+them), a key twice in one object (the last silently won), integers past MAX_INT_DIGITS
+(Python stops at 4,300 digits with a ValueError), and any one text longer than MAX_TEXT.
+
+MAX_TEXT bounds every text field at every door (an import, a scenario, a followed game, the
+API): the longest in the bundled omnia saves (tests/fixtures/omnia/) is an intent_json of 258
+characters, the longest in their scenarios 188; 65,536 is 250 times that, and a text of a
+megabyte crashed the leak scanner (issue 29).
 """
 
 from __future__ import annotations
@@ -18,6 +25,42 @@ from pydantic_core import from_json
 from memory.engine.errors import InvalidInput
 
 MAX_DEPTH = 64  # far past anything omnia writes (an intent is 2 levels deep)
+MAX_TEXT = 65_536  # characters in any one text field (README, "Limits")
+MAX_INT_DIGITS = 19  # a signed 64-bit integer: what either backend stores
+
+
+class JsonRefused(ValueError):
+    """JSON the standard parser would take but a door refuses (NaN, a key twice, a huge
+    integer): the message says what, in words."""
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise JsonRefused(f"duplicate key {key[:80]!r} in one object")
+        obj[key] = value
+    return obj
+
+
+def _constant(name: str) -> Any:
+    raise JsonRefused(f"{name} is not a JSON number")
+
+
+def _integer(digits: str) -> int:
+    if len(digits.lstrip("-")) > MAX_INT_DIGITS:
+        raise JsonRefused(
+            f"integer {digits[:20]}… has {len(digits.lstrip('-')):,} digits; "
+            f"the limit is {MAX_INT_DIGITS}"
+        )
+    return int(digits)
+
+
+def parse(text: str | bytes) -> Any:
+    """json.loads, strictly: JsonRefused on NaN/Infinity, a duplicate key or a huge integer;
+    json.JSONDecodeError, UnicodeDecodeError and RecursionError as json.loads raises them."""
+    return json.loads(text, object_pairs_hook=_object, parse_constant=_constant, parse_int=_integer)
+
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _ESCAPED_PROBLEM = re.compile(r"\\u(?:0000|[dD][89a-fA-F][0-9a-fA-F]{2})")
@@ -25,6 +68,8 @@ _ESCAPED_PROBLEM = re.compile(r"\\u(?:0000|[dD][89a-fA-F][0-9a-fA-F]{2})")
 
 def text_problem(value: str) -> str | None:
     """Why this text cannot be stored as given, or None."""
+    if len(value) > MAX_TEXT:
+        return f"is {len(value):,} characters long; the limit is {MAX_TEXT:,}"
     if "\x00" in value:
         return "contains a NUL character"
     if _SURROGATE.search(value):
@@ -64,7 +109,7 @@ def loads(text: str | bytes, what: str) -> Any:
     """Parse JSON from outside and check it; InvalidInput naming `what` (and the path inside
     it) on the first problem."""
     try:
-        value = json.loads(text)
+        value = parse(text)
     except RecursionError:
         raise InvalidInput(f"{what}: nested deeper than {MAX_DEPTH} levels", field=what) from None
     except ValueError as exc:  # UnicodeDecodeError included
@@ -77,10 +122,50 @@ def loads(text: str | bytes, what: str) -> Any:
     return value
 
 
+_KEY_END = re.compile(r'"\s*:')
+_LONG_DIGITS = re.compile(rf"\d{{{MAX_INT_DIGITS + 1}}}")
+
+
+def _maybe_refused(text: str) -> bool:
+    """Could `parse` refuse this text? NaN and Infinity are words no JSON holds outside a
+    string; a duplicate key needs more key-like `":` than the object has distinct keys."""
+    if "NaN" in text or "Infinity" in text or _LONG_DIGITS.search(text):
+        return True
+    ends = len(_KEY_END.findall(text))
+    if ends == 0:
+        return False
+    try:
+        return ends > _key_count(from_json(text))
+    except ValueError:
+        return False
+
+
+def _key_count(value: Any) -> int:
+    count, stack = 0, [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            count += len(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return count
+
+
 def json_text_problem(text: str) -> str | None:
-    """A cheap screen for stored JSON text already known to parse: NUL or a lone surrogate
-    written as an escape, or nesting past MAX_DEPTH. A million rows pass here, so the full
-    walk runs only when a count says it might find something."""
+    """A cheap screen for stored JSON text already known to parse: longer than MAX_TEXT, NUL
+    or a lone surrogate written as an escape, NaN/Infinity, a key twice, or nesting past
+    MAX_DEPTH. A million rows pass here, so the full walk runs only when a count says it might
+    find something."""
+    if len(text) > MAX_TEXT:
+        return f"is {len(text):,} characters long; the limit is {MAX_TEXT:,}"
+    if _maybe_refused(text):
+        try:
+            parse(text)
+        except JsonRefused as exc:
+            return str(exc)
+        except (ValueError, RecursionError):
+            pass  # not this screen's to say: the caller parses it
     if "\\u" in text and _ESCAPED_PROBLEM.search(text):
         try:
             found = value_problem(from_json(text))
