@@ -301,3 +301,73 @@ def test_two_imports_under_one_name_at_once_wait_their_turn(tmp_path, fresh_sqli
         assert "Traceback" not in refused and len(refused.strip().splitlines()) == 1, refused
         assert "already holds" in refused
         assert saves_in(database) == ["race"]
+
+
+# --- export cannot destroy ------------------------------------------------------------------------
+
+
+@pytest.mark.terminal
+def test_export_refuses_an_existing_file_without_force_and_keeps_its_mode_with_it(
+    tmp_path, fresh_sqlite
+) -> None:
+    env = isolated_env(fresh_sqlite("export"))
+    manage("import_omnia", str(OMNIA_FILE), env=env)
+    notes = tmp_path / "notes.txt"
+    notes.write_text("a file someone cares about\n")
+    notes.chmod(0o600)
+    done = manage("export_omnia", str(notes), env=env, check=False)
+    refused_in_one_line(done, "exists: add --force to replace it")
+    assert notes.read_text() == "a file someone cares about\n"
+    manage("export_omnia", str(notes), "--force", env=env)
+    with sqlite3.connect(notes) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM buffer_entries").fetchone()[0] == 30
+    conn.close()
+    assert notes.stat().st_mode & 0o777 == 0o600
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["export.sqlite3", "notes.txt"]
+
+
+@pytest.mark.terminal
+def test_export_never_overwrites_the_store_itself(tmp_path, fresh_sqlite) -> None:
+    # export_omnia to DATABASE_URL's path turned a 540 MB store into a 100 KB omnia file.
+    database = fresh_sqlite("store")
+    env = isolated_env(database)
+    manage("import_omnia", str(OMNIA_FILE), env=env)
+    target = database
+    before = target.read_bytes()
+    # Another name for the same file is the same file.
+    alias = tmp_path / "elsewhere"
+    alias.mkdir()
+    link = alias / "store-link.sqlite3"
+    link.symlink_to(target)
+    for path in (target, link):
+        done = manage("export_omnia", str(path), "--force", env=env, check=False)
+        refused_in_one_line(done, "is the inspector's own database")
+    assert target.read_bytes() == before
+    assert saves_in(database) == ["omnia-head-tavern"]
+
+
+@pytest.mark.django_db
+def test_export_refuses_a_file_this_process_has_open(tmp_path, activate_save) -> None:
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    call_command("import_omnia", str(OMNIA_FILE))
+    other = tmp_path / "in-use.sqlite3"
+    conn = sqlite3.connect(other)
+    conn.execute("CREATE TABLE kept (x)")
+    conn.commit()
+    try:
+        with pytest.raises(CommandError, match="a file this process has open"):
+            call_command("export_omnia", str(other), "--force")
+        assert conn.execute("SELECT name FROM sqlite_master").fetchall() == [("kept",)]
+    finally:
+        conn.close()
+
+
+@pytest.mark.terminal
+def test_export_refuses_what_is_not_a_regular_file(tmp_path, fresh_sqlite) -> None:
+    env = isolated_env(fresh_sqlite("special"))
+    manage("import_omnia", str(OMNIA_FILE), env=env)
+    for path in ("/dev/null", str(tmp_path)):
+        done = manage("export_omnia", path, "--force", env=env, check=False)
+        refused_in_one_line(done, "not a regular file")
