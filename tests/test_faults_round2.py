@@ -371,3 +371,99 @@ def test_export_refuses_what_is_not_a_regular_file(tmp_path, fresh_sqlite) -> No
     for path in ("/dev/null", str(tmp_path)):
         done = manage("export_omnia", path, "--force", env=env, check=False)
         refused_in_one_line(done, "not a regular file")
+
+
+# --- the API's write bodies ---------------------------------------------------------------------
+
+ALIAS_URL = "/api/saves/cast/viewers/alice/aliases/bob"
+MEMORY_URL = "/api/saves/cast/viewers/alice/memories"
+
+
+@pytest.fixture
+def token_header(staff) -> dict:
+    from memory.tokens import issue_token
+
+    return {"Authorization": f"Bearer {issue_token(staff, 'faults')[1]}"}
+
+
+def _labels() -> list:
+    from memory.models import WorldObject
+
+    return list(WorldObject.objects.filter(id="alice").values_list("aliases_json", flat=True))
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("body", "content_type", "status", "words"),
+    [
+        ('{"label": "Gareth"}', "text/plain", 415, "application/json, not text/plain"),
+        ('{"label": "Gareth"}', "", 415, "application/json"),
+        ('{"label": "Gareth"}', "application/x-www-form-urlencoded", 415, "application/json"),
+        ('{"label": "Gareth"}'.encode("utf-16"), "application/json", 400, "not UTF-8"),
+        ('{"label": "Gareth"}'.encode("utf-16"), "application/json; charset=utf-16", 415, "UTF-8"),
+        ('{"label": "Gareth"}', "application/json; charset=latin-1", 415, "UTF-8"),
+        ('{"label": "Gareth", "label": "Bob"}', "application/json", 400, "duplicate key 'label'"),
+        ('{"label": NaN}', "application/json", 400, "NaN"),
+    ],
+    ids=["text-plain", "no-type", "form", "utf16", "utf16-charset", "latin1", "dup-key", "nan"],
+)
+def test_api_bodies_are_json_in_utf8_read_strictly(
+    client, cast, token_header, body, content_type, status, words
+) -> None:
+    before = _labels()
+    r = client.put(ALIAS_URL, body, content_type=content_type, headers=token_header)
+    assert r.status_code == status, r.content
+    answer = r.json()
+    assert set(answer) == {"detail", "code", "field"} and answer["field"] == "body", answer
+    assert words in answer["detail"], answer
+    assert _labels() == before
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("size", [MB, 10 * MB], ids=["1MB", "10MB"])
+def test_api_big_fields_are_refused_with_the_field_named(client, cast, token_header, size) -> None:
+    from memory.models import BufferEntry
+
+    before = (_labels(), BufferEntry.objects.count())
+    big = "x" * size
+    intent = {"type": "dialogue", "originalText": big, "description": big,
+              "actorId": "alice", "targetIds": []}  # fmt: skip
+    for url, method, payload, field in (
+        (ALIAS_URL, client.put, {"label": big}, "label"),
+        (MEMORY_URL, client.post, {"intent": intent}, "intent"),
+        (MEMORY_URL, client.post, {"intent": CHEST_INTENT, "location_id": big}, "location_id"),
+    ):
+        r = method(url, json.dumps(payload), content_type="application/json", headers=token_header)
+        if size > 2_621_440:  # past DATA_UPLOAD_MAX_MEMORY_SIZE: the body itself is refused
+            assert r.status_code == 413, (url, field, r.status_code)
+            continue
+        assert r.status_code == 422, (url, field, r.content[:300])
+        assert field in (r.json()["field"] or ""), r.json()
+        # the alias label has its own, tighter bound (200 characters)
+        assert "65,536" in r.json()["detail"] or "at most 200" in r.json()["detail"], r.json()
+    assert (_labels(), BufferEntry.objects.count()) == before
+
+
+CHEST_INTENT = {"type": "action", "originalText": "x", "description": "opened the chest",
+                "actorId": "bob", "targetIds": []}  # fmt: skip
+
+
+@pytest.mark.django_db
+def test_api_remember_refuses_an_actor_that_does_not_exist(client, cast, token_header) -> None:
+    from memory.models import BufferEntry
+
+    before = BufferEntry.objects.count()
+    intent = {**CHEST_INTENT, "actorId": "nobody"}
+    r = client.post(
+        MEMORY_URL, json.dumps({"intent": intent}), content_type="application/json",
+        headers=token_header,
+    )  # fmt: skip
+    assert r.status_code == 422, r.content
+    assert r.json()["field"] == "intent.actorId"
+    assert "no object with id 'nobody'" in r.json()["detail"]
+    assert BufferEntry.objects.count() == before
+    r = client.post(
+        MEMORY_URL, json.dumps({"intent": CHEST_INTENT}), content_type="application/json",
+        headers=token_header,
+    )  # fmt: skip
+    assert r.status_code == 201, r.content
