@@ -467,3 +467,79 @@ def test_api_remember_refuses_an_actor_that_does_not_exist(client, cast, token_h
         headers=token_header,
     )  # fmt: skip
     assert r.status_code == 201, r.content
+
+
+# --- logins and save names ---------------------------------------------------------------------
+
+
+@pytest.mark.terminal
+def test_ensure_login_refuses_an_empty_username_or_password(fresh_sqlite) -> None:
+    database = fresh_sqlite("logins")
+    env = isolated_env(database)
+    for args, words in (
+        (("--username", "", "--password", "pw-long-enough"), "--username must not be empty"),
+        (("--username", "  ", "--password", "pw-long-enough"), "--username must not be empty"),
+        (("--username", "a b", "--password", "pw-long-enough"), "letters, digits"),
+        (("--username", "qa", "--password", ""), "--password must not be empty"),
+        (("--username", "qa", "--password", "   "), "--password must not be empty"),
+    ):
+        refused_in_one_line(manage("ensure_login", *args, env=env, check=False), words)
+    with sqlite3.connect(database) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM auth_user").fetchone()[0] == 0
+    conn.close()
+    manage("ensure_login", "--username", "qa", "--password", "omnia-qa", env=env)
+
+
+@pytest.mark.django_db
+def test_save_names_are_unique_as_folded(activate_save) -> None:
+    from django.db import IntegrityError, transaction
+
+    from memory.engine.errors import Conflict
+    from memory.models import Save
+    from memory.worlds.scenario import load_world
+
+    doc = json.loads(SCENARIO.read_text(encoding="utf-8"))
+    assert load_world(doc, as_name="demo").save == "demo"
+    other = {**doc, "name": "Another playthrough"}
+    for name in ("Demo", "DEMO"):
+        with pytest.raises(Conflict, match="save 'demo' already holds"):
+            load_world(other, as_name=name)
+        # the same content under another case is the save there is
+        assert load_world(doc, as_name=name).unchanged
+    assert list(Save.objects.values_list("name", flat=True)) == ["demo"]
+    # --replace under another case keeps the name there is
+    assert load_world(other, as_name="DEMO", replace=True).save == "demo"
+    assert list(Save.objects.live().values_list("name", flat=True)) == ["demo"]
+    # and the database holds it, whichever door forgets to ask
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Save.objects.create(name="dEmO", kind="scenario")
+
+
+@pytest.mark.terminal
+def test_load_world_waits_for_another_writer_instead_of_a_traceback(fresh_sqlite) -> None:
+    # load_world while a follower imported: "database is locked", exit 1. Another process holds
+    # the write lock (as a follower's batch does) and commits while load_world waits.
+    import threading
+    import time
+
+    database = fresh_sqlite("writer")
+    env = isolated_env(database)
+    holder = sqlite3.connect(database, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")
+    holder.execute("UPDATE memory_saves SET name = name")
+
+    def commit_later() -> None:
+        time.sleep(4)
+        holder.execute("INSERT INTO django_migrations (app, name, applied) "
+                       "VALUES ('faults', 'writer', '2026-01-01')")  # fmt: skip
+        holder.execute("COMMIT")
+
+    thread = threading.Thread(target=commit_later)
+    thread.start()
+    try:
+        done = manage("load_world", str(SCENARIO), "--as", "beside", env=env, check=False)
+    finally:
+        thread.join()
+        holder.close()
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert saves_in(database) == ["beside"]
