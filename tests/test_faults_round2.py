@@ -543,3 +543,34 @@ def test_load_world_waits_for_another_writer_instead_of_a_traceback(fresh_sqlite
         holder.close()
     assert done.returncode == 0, done.stderr[-3000:]
     assert saves_in(database) == ["beside"]
+
+
+@pytest.mark.terminal
+@SIZES
+def test_a_followed_game_writing_a_big_field_is_refused_in_one_line(
+    size: int, tmp_path, fresh_sqlite
+) -> None:
+    database = fresh_sqlite("follow")
+    env = isolated_env(database)
+    game = tmp_path / "game.sqlite"
+    shutil.copy(OMNIA_FILE, game)
+    manage("follow_omnia", str(game), "--once", env=env)
+    with sqlite3.connect(game) as conn:
+        conn.row_factory = sqlite3.Row
+        row = dict(conn.execute("SELECT * FROM buffer_entries ORDER BY rowid LIMIT 1").fetchone())
+        intent = json.loads(row["intent_json"])
+        intent["content"] = "z" * size
+        row.update(id="big-row", intent_json=json.dumps(intent))
+        marks = ", ".join("?" * len(row))
+        conn.execute(
+            f"INSERT INTO buffer_entries ({', '.join(row)}) VALUES ({marks})", list(row.values())
+        )
+    conn.close()
+    done = manage("follow_omnia", str(game), "--once", env=env, check=False)
+    refused_in_one_line(done, "row id=big-row", "the limit is 65,536")
+    with sqlite3.connect(database) as conn:
+        assert conn.execute(
+            "SELECT COUNT(*) FROM buffer_entries WHERE id = 'big-row'"
+        ).fetchone() == (0,)
+    conn.close()
+    assert manage("run_projections", env=env).returncode == 0
