@@ -288,7 +288,7 @@ def test_two_imports_under_one_name_at_once_wait_their_turn(tmp_path, fresh_sqli
         conn.execute("UPDATE objects SET id = 'big-world-2' WHERE id = 'big-world'")
         conn.execute("UPDATE objects SET world_id = 'big-world-2' WHERE world_id = 'big-world'")
     conn.close()
-    for attempt in range(3):
+    for attempt in range(5):
         database = fresh_sqlite(f"race{attempt}")
         env = isolated_env(database)
         children = [_popen("import_omnia", str(p), "--as", "race", env=env) for p in (one, two)]
