@@ -8,8 +8,10 @@ a SIGSEGV fails the test instead of taking pytest down with it.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
+import stat
 import subprocess
 import sys
 import textwrap
@@ -368,9 +370,14 @@ def test_export_refuses_a_file_this_process_has_open(tmp_path, activate_save) ->
 def test_export_refuses_what_is_not_a_regular_file(tmp_path, fresh_sqlite) -> None:
     env = isolated_env(fresh_sqlite("special"))
     manage("import_omnia", str(OMNIA_FILE), env=env)
-    for path in ("/dev/null", str(tmp_path)):
+    # A FIFO of the test's own, never /dev/null: main's export replaced /dev/null itself with
+    # its rename (as root), breaking every process on the machine that wrote to it.
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for path in (str(fifo), str(tmp_path)):
         done = manage("export_omnia", path, "--force", env=env, check=False)
         refused_in_one_line(done, "not a regular file")
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
 
 
 # --- the API's write bodies ---------------------------------------------------------------------
@@ -574,3 +581,41 @@ def test_a_followed_game_writing_a_big_field_is_refused_in_one_line(
         ).fetchone() == (0,)
     conn.close()
     assert manage("run_projections", env=env).returncode == 0
+
+
+# --- one save's failure is that save's ------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_save_whose_upkeep_fails_is_named_and_the_others_are_updated(monkeypatch) -> None:
+    # One save's scan crashing stopped the cycle for every save (run_projections exit 139).
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    from memory.active_save import use
+    from memory.engine import upkeep
+    from memory.engine.saves import current_save_name, get_save
+    from memory.models import MemorySession
+    from memory.worlds.scenario import load_world
+
+    doc = json.loads(SCENARIO.read_text(encoding="utf-8"))
+    load_world(doc, as_name="a-broken")
+    load_world({**doc, "name": "Second"}, as_name="b-fine")
+    real = upkeep.run_upkeep
+
+    def failing_for_one(*args, **kwargs):
+        if current_save_name() == "a-broken":
+            raise RuntimeError("a helper died on this save's data")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(upkeep, "run_upkeep", failing_for_one)
+    with pytest.raises(CommandError) as refused:
+        call_command("run_projections")
+    assert str(refused.value) == (
+        "upkeep failed for 1 save(s), the others were updated: "
+        "a-broken: RuntimeError: a helper died on this save's data"
+    )
+    with use(get_save("b-fine")):
+        assert MemorySession.objects.exists()
+    with use(get_save("a-broken")):
+        assert not MemorySession.objects.exists()

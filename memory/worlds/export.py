@@ -265,8 +265,8 @@ def _database_files() -> set[tuple[int, int]]:
     """The SQLite files of every configured database (with their journals), whatever the
     path that names them."""
     names = []
-    for alias in connections:
-        settings = connections[alias].settings_dict
+    for wrapper in connections.all():  # their settings only: no cursor, no query
+        settings = wrapper.settings_dict
         if settings["ENGINE"].endswith("sqlite3") and settings.get("NAME"):
             base = str(settings["NAME"])
             names += [base, base + "-wal", base + "-shm", base + "-journal"]
