@@ -1,5 +1,5 @@
 """The one place the web (API operations and pages) checks input text before it reaches the
-database or the engine.
+database or the engine: NUL, and the one length limit of every text field (MAX_TEXT).
 
 PostgreSQL refuses NUL in text (psycopg raises a DataError), so NUL is refused here: in an id
 of the path it names nothing (404, as any unknown id), in any other text it is invalid input
@@ -13,6 +13,7 @@ from typing import Any
 from ninja import Schema
 
 from memory.engine.errors import InvalidInput, NotFound
+from memory.engine.strict_json import MAX_TEXT
 
 NUL = "\x00"
 MAX_LIMIT = 500
@@ -31,6 +32,10 @@ def text(value: str | None, field: str) -> str | None:
     """A text query parameter or payload field."""
     if value is not None and NUL in value:
         raise InvalidInput(f"{field} must not contain NUL characters", field=field)
+    if value is not None and len(value) > MAX_TEXT:
+        raise InvalidInput(
+            f"{field} is {len(value):,} characters long; the limit is {MAX_TEXT:,}", field=field
+        )
     return value
 
 

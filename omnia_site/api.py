@@ -7,6 +7,7 @@ from ninja.operation import Operation
 
 from memory.web.api import install_error_handlers
 from memory.web.api import router as memory_router
+from memory.web.api.body import StrictParser
 from memory.web.api.compare import router as compare_router
 from memory.web.auth import docs_login_required
 
@@ -25,6 +26,7 @@ api = InspectorAPI(
     '{"detail": str, "code": str, "field": str | null}.',
     urls_namespace="api",
     docs_decorator=docs_login_required,
+    parser=StrictParser(),
 )
 api.add_router("/", memory_router)
 api.add_router("/", compare_router)

@@ -704,7 +704,7 @@ def test_remember_is_a_handful_of_round_trips(client, cast, staff_token) -> None
     assert [s.split(" SET ")[0] if s.startswith("UPDATE") else s for s in statements] == [
         "SELECT memory_saves.id, memory_saves.name, memory_saves.kind,",  # the save in the URL
         "SELECT memory_api_tokens.id, memory_api_tokens.user_id, memory_api_tokens.name,",
-        "SELECT o.location_id, w.clock_iso FROM",  # owner + its world's clock (or 404)
+        "SELECT o.location_id, w.clock_iso, EXISTS",  # owner, its world's clock, the actor
         "UPDATE memory_projection_shards",
         "INSERT INTO buffer_entries (game_save_id,",
         "UPDATE memory_leak_scans",

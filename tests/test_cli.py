@@ -156,7 +156,8 @@ LONG_COMMANDS = [
     (("rebuild_projections",), "rebuild: "),
     (("rebuild_projections", "--verify"), "verify: "),
     (("scan_leaks", "--fresh", "--save", "long"), "scan: "),
-    (("export_omnia", "{out}", "--world", "long-world"), "export: "),
+    # --force: both runs write one file (a second without it is refused: issue 29)
+    (("export_omnia", "{out}", "--world", "long-world", "--force"), "export: "),
 ]
 
 

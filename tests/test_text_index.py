@@ -236,7 +236,7 @@ def harbour(db, tmp_path):
             {
                 "type": "thought",
                 "content": "A kraken sleeps under the pier",
-                "actorId": "x",
+                "actorId": info["viewer"],  # the write door refuses an actor the save lacks
                 "targetIds": [],
                 "modifiers": [],
             },
@@ -247,7 +247,7 @@ def harbour(db, tmp_path):
             remember(
                 info["viewer"],
                 {"type": "thought", "content": "entity@x[I] sit by entity@x[myself]",
-                 "actorId": "x", "targetIds": [], "modifiers": []},
+                 "actorId": info["viewer"], "targetIds": [], "modifiers": []},
                 timestamp=f"2001-01-0{n + 1}T00:00:00.000Z",
             )  # fmt: skip
         yield {**info, "old": old.entry.id}

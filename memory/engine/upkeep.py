@@ -7,8 +7,12 @@ projections package itself knows nothing of leaks (it only marks the owners it f
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
 
+from django.db import DatabaseError
+
+from memory.active_save import use
 from memory.engine.leaks import stored
 from memory.engine.planner import BULK_ROWS, LEAK_TABLES, PROJECTION_TABLES, refresh_statistics
 from memory.engine.projections import (
@@ -19,8 +23,10 @@ from memory.engine.projections import (
     run_cycle,
     verify,
 )
-from memory.engine.saves import each_save, purge_retired
+from memory.engine.saves import live_saves, purge_retired
 from memory.models import LeakFinding, LeakScan
+
+logger = logging.getLogger(__name__)
 
 
 def run_upkeep(shards: Iterable[int] | None = None, **cycle_options) -> CycleResult:
@@ -44,7 +50,18 @@ def run_upkeep_every_save(shards: Iterable[int] | None = None, **cycle_options) 
     purge_retired()
     total = CycleResult()
     shards = list(shards) if shards is not None else None
-    for _save, result in each_save(lambda _s: run_upkeep(shards, **cycle_options)):
+    for save in live_saves():
+        # One save's failure (a helper that raises on its data) is that save's, reported by
+        # name; it never stops the others (issue 29). The database itself failing is everyone's.
+        try:
+            with use(save):
+                result = run_upkeep(shards, **cycle_options)
+        except DatabaseError:
+            raise
+        except Exception as exc:
+            logger.exception("upkeep of save %r failed; the other saves go on", save.name)
+            total.failed_saves.append(f"{save.name}: {type(exc).__name__}: {exc}"[:300])
+            continue
         total.add(result)
     return total
 

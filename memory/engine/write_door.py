@@ -39,23 +39,32 @@ class UnknownMemory(NotFound):
 class _Owner:
     location_id: str | None
     world_clock: str | None
+    actor_known: bool  # the intent's actorId (as first read) is an object of the save
 
 
 # The owner and its world's clock in one round trip, as fixed SQL: this runs on every write,
 # and compiling the equivalent annotated ORM query cost more CPU than the query itself.
 _OWNER_SQL = (
-    f"SELECT o.location_id, w.clock_iso FROM {WorldObject._meta.db_table} o "
+    f"SELECT o.location_id, w.clock_iso, EXISTS (SELECT 1 FROM {WorldObject._meta.db_table} a "
+    "WHERE a.game_save_id = o.game_save_id AND a.id = %s) "
+    f"FROM {WorldObject._meta.db_table} o "
     f"LEFT JOIN {WorldObject._meta.db_table} w "
     "ON w.game_save_id = o.game_save_id AND w.id = o.world_id "
     "WHERE o.game_save_id = %(save)s AND o.id = %s AND o.type = %s"
 )
 
 
-def _owner_with_clock(owner_id: str) -> _Owner | None:
+def _owner_with_clock(owner_id: str, actor_id: str | None) -> _Owner | None:
     with scoped_cursor() as cursor:
-        cursor.execute(_OWNER_SQL, [owner_id, ObjectType.ENTITY.value])
+        cursor.execute(_OWNER_SQL, [actor_id or "", owner_id, ObjectType.ENTITY.value])
         row = cursor.fetchone()
-    return _Owner(location_id=row[0], world_clock=row[1]) if row else None
+    return _Owner(row[0], row[1], bool(row[2])) if row else None
+
+
+def _actor_of(intent: object) -> str | None:
+    """The actorId an intent names, before it is parsed (None when it cannot tell yet)."""
+    found = intent.get("actorId") if isinstance(intent, dict) else getattr(intent, "actorId", None)
+    return found if isinstance(found, str) and not text_problem(found) else None
 
 
 @dataclass(frozen=True)
@@ -79,10 +88,24 @@ def remember(
     if not isinstance(owner_id, str) or text_problem(owner_id):
         raise UnknownOwner(f"no entity with id {owner_id!r}", field="viewer_id")
     _check_fields(timestamp, location_id, conversation_id, entry_id, pinned)
-    owner = _owner_with_clock(owner_id)
+    actor_id = _actor_of(intent)
+    owner = _owner_with_clock(owner_id, actor_id)
     if owner is None:
         raise UnknownOwner(f"no entity with id {owner_id!r}", field="viewer_id")
     parsed = intent if isinstance(intent, IntentV1 | IntentV2) else parse_intent(intent)
+    # The actor must be an object of the save (an actorId "nobody" was stored, 201). Asked
+    # in the owner's query; again only when the text intent could not be read before it.
+    if parsed.actorId == owner_id:
+        known = True
+    elif parsed.actorId == actor_id:
+        known = owner.actor_known
+    else:
+        known = WorldObject.objects.filter(id=parsed.actorId).exists()
+    if not known:
+        raise MemoryWriteError(
+            f"intent.actorId: no object with id {parsed.actorId[:200]!r} in this save",
+            field="intent.actorId",
+        )
     parsed_outcome = (
         outcome if isinstance(outcome, Outcome) or outcome is None else parse_outcome(outcome)
     )

@@ -8,6 +8,7 @@ the two managers once, as Django's `AbstractBaseUser` gives every user model its
 from __future__ import annotations
 
 from django.db import models
+from django.db.models.functions import Lower
 from django.utils import timezone
 
 from memory.active_save import SaveScopedManager, plain_active_id
@@ -49,6 +50,12 @@ class Save(models.Model):
     class Meta:
         db_table = "memory_saves"
         ordering = ["name"]
+        constraints = [
+            # demo, Demo and DEMO would be one save to a person: one may exist. Names are
+            # ASCII (engine/saves.py NAME_PATTERN), where lower() is the case fold and NFKC
+            # changes nothing; a fullwidth or accented name is refused before it gets here.
+            models.UniqueConstraint(Lower("name"), name="memory_saves_name_folded_unique"),
+        ]
 
     def __str__(self) -> str:
         return self.name

@@ -16,10 +16,12 @@ from __future__ import annotations
 import os
 import secrets
 import sqlite3
+import stat
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from django.db import connections
 from django.db.models import F, OuterRef, Q, Subquery
 
 from memory.active_save import current_id
@@ -37,6 +39,8 @@ from memory.models import (
 from memory.worlds.ddl import OMNIA_V1_DDL, OMNIA_V2_DDL
 
 ERAS = ("v1", "v2")
+# omnia's own files are 0644; a new export is too, whatever the umask (issue 29).
+NEW_FILE_MODE = 0o644
 
 
 class UnknownWorld(NotFound):
@@ -76,9 +80,12 @@ def export_omnia(
     *,
     era: str | None = None,
     progress: Callable[[int], None] | None = None,
+    force: bool = False,
 ) -> dict[str, int]:
-    """Write one world to `path` atomically (a temp file renamed into place). `progress` is
-    called with the count of buffer rows written so far (a command's progress bar)."""
+    """Write one world to `path` atomically (a temp file renamed into place). An existing
+    file is replaced only with `force` (keeping its mode); the store's own database, and any
+    file this process has open, never. `progress` is called with the count of buffer rows
+    written so far (a command's progress bar)."""
     world = WorldObject.objects.filter(id=world_id, type=ObjectType.WORLD).first()
     if world is None:
         raise UnknownWorld(f"no world with id {world_id!r}", field="world")
@@ -86,6 +93,7 @@ def export_omnia(
     if era not in ERAS:
         raise ExportError(f"unknown era {era!r}: choose v1 or v2", field="era")
     path = Path(path)
+    mode = _target_mode(path, force)
     tmp_name = _create_beside(path)
     counts: dict[str, int] = {}
     try:
@@ -203,7 +211,8 @@ def export_omnia(
             ).rowcount
         conn.commit()
         conn.close()
-        os.replace(tmp_name, path)
+        os.chmod(tmp_name, mode)
+        _put_in_place(tmp_name, path, force)
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise
@@ -214,9 +223,85 @@ def _file_order():
     return F("file_order").asc(nulls_last=True)
 
 
+def _target_mode(path: Path, force: bool) -> int:
+    """The mode the written file gets, once `path` is known to be one we may write: refused
+    (ExportError) when it is the store's own database or a file this process holds open
+    (`--force` or not: `export_omnia` to DATABASE_URL's path turned a 540 MB store into a
+    100 KB omnia file), anything but a regular file, or an existing file without `force`."""
+    try:
+        found = path.stat()
+    except FileNotFoundError:
+        return NEW_FILE_MODE
+    except OSError as exc:
+        raise ExportError(f"{path}: {exc.strerror}", field="path") from None
+    key = (found.st_dev, found.st_ino)
+    if key in _database_files():
+        raise ExportError(
+            f"{path} is the inspector's own database: choose another path", field="path"
+        )
+    if not stat.S_ISREG(found.st_mode):
+        raise ExportError(f"{path} exists and is not a regular file", field="path")
+    if key in _open_files():
+        raise ExportError(
+            f"{path} is a file this process has open: choose another path", field="path"
+        )
+    if not force:
+        raise ExportError(f"{path} exists: add --force to replace it", field="path")
+    return stat.S_IMODE(found.st_mode)
+
+
+def _file_keys(paths: Iterable[str]) -> set[tuple[int, int]]:
+    keys = set()
+    for name in paths:
+        try:
+            found = os.stat(name)
+        except OSError:
+            continue
+        keys.add((found.st_dev, found.st_ino))
+    return keys
+
+
+def _database_files() -> set[tuple[int, int]]:
+    """The SQLite files of every configured database (with their journals), whatever the
+    path that names them."""
+    names = []
+    for wrapper in connections.all():  # their settings only: no cursor, no query
+        settings = wrapper.settings_dict
+        if settings["ENGINE"].endswith("sqlite3") and settings.get("NAME"):
+            base = str(settings["NAME"])
+            names += [base, base + "-wal", base + "-shm", base + "-journal"]
+    return _file_keys(names)
+
+
+def _open_files() -> set[tuple[int, int]]:
+    """Every file this process holds open (Linux's /proc; elsewhere none are known)."""
+    try:
+        fds = os.listdir("/proc/self/fd")
+    except OSError:
+        return set()
+    return _file_keys(f"/proc/self/fd/{fd}" for fd in fds)
+
+
+def _put_in_place(tmp_name: str, path: Path, force: bool) -> None:
+    """The finished file at `path`. Without `force` by a hard link, which fails rather than
+    replace a file that appeared since the check; with it by rename (atomic either way)."""
+    if force:
+        os.replace(tmp_name, path)
+        return
+    try:
+        os.link(tmp_name, path)
+    except FileExistsError:
+        raise ExportError(f"{path} exists: add --force to replace it", field="path") from None
+    except OSError:  # a filesystem without hard links
+        if path.exists():
+            raise ExportError(f"{path} exists: add --force to replace it", field="path") from None
+        os.replace(tmp_name, path)
+        return
+    os.unlink(tmp_name)
+
+
 def _create_beside(path: Path) -> str:
-    """A new empty file next to `path` for the atomic rename, created as any file the game
-    writes is: mode 0666 less the process umask (0644 under the usual 022), not mkstemp's 0600."""
+    """A new empty file next to `path` for the atomic rename; its mode is set once written."""
     directory = path.parent
     while True:
         name = directory / f".omnia-export-{secrets.token_hex(8)}.sqlite"

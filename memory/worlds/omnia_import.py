@@ -147,7 +147,7 @@ def import_omnia(
     conn = _open_omnia(path)
     try:
         arrival = Arrival(
-            name=as_name or default_name(path),
+            name=as_name if as_name is not None else default_name(path),
             kind="sqlite",
             source=source,
             sha256=_sha256(path),

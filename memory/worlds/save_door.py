@@ -15,7 +15,8 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, OperationalError, transaction
+from django.db.models import F
 
 from memory.active_save import use
 from memory.engine.aliases import AliasesJsonError, dump_aliases_json, parse_aliases_json
@@ -73,7 +74,7 @@ def land(
     """Write a world into the save `arrival.name` through `fill` (run inside the new save)."""
     check_name(arrival.name)
     purge_retired()
-    same = Save.objects.live().filter(name=arrival.name).first()
+    same = Save.objects.live().filter(name__iexact=arrival.name).first()
     if same is not None and same.source_sha256 == arrival.sha256:
         return ImportReport.unchanged_save(same, arrival.source)
     if not arrival.named and not replace:
@@ -84,7 +85,10 @@ def land(
         raise SaveTaken(same, arrival.source)
     try:
         with transaction.atomic():
-            old = Save.objects.select_for_update().live().filter(name=arrival.name).first()
+            _claim_the_write_lock()
+            old = Save.objects.select_for_update().live().filter(name__iexact=arrival.name).first()
+            if old is not None and old.source_sha256 == arrival.sha256:
+                return ImportReport.unchanged_save(old, arrival.source)  # the race's winner
             if old is not None and not replace:
                 raise SaveTaken(old, arrival.source)
             target = Save.objects.create(
@@ -109,16 +113,44 @@ def land(
                 report.kept, report.dropped = carry_over(old, target)
                 retire(old, target)
                 report.replaced = True
-            report.save = arrival.name
+            # Names are unique as folded (demo, Demo, DEMO are one): a replace keeps the old one.
+            report.save = arrival.name if old is None else old.name
+    except OperationalError as exc:
+        if not _busy(exc):
+            raise
+        raise Conflict(
+            f"the database is busy with another write (waited {_BUSY_WAIT_S} s); nothing was "
+            "written: try again when it ends",
+            field="name",
+        ) from None
     except IntegrityError:
         # Two imports raced for one new name; the other won. Say so as the refusal would.
-        taken = Save.objects.live().filter(name=arrival.name).first()
+        taken = Save.objects.live().filter(name__iexact=arrival.name).first()
         if taken is None:
             raise
         raise SaveTaken(taken, arrival.source) from None
     # A world arrives in bulk: leave the planner current, as no user would think to (issue 25).
     report.statistics_s = refresh_statistics(WORLD_TABLES)
     return report
+
+
+# SQLite's busy timeout (settings.py); PostgreSQL waits on its row locks instead.
+_BUSY_WAIT_S = 20
+_SQLITE_BUSY = 5  # the primary result code; extended codes (BUSY_SNAPSHOT, 517) share its low byte
+
+
+def _claim_the_write_lock() -> None:
+    """A write as the transaction's first statement. SQLite's busy timeout waits for a lock
+    only when a transaction begins to write; one that read first and then meets another
+    writer's commit fails at once with "database is locked" (two imports under one name, an
+    import while a follower writes: issue 29). An UPDATE matching no row takes the write lock,
+    waiting its turn; on PostgreSQL it takes nothing."""
+    Save.objects.filter(pk=-1).update(retired_at=F("retired_at"))
+
+
+def _busy(exc: OperationalError) -> bool:
+    code = getattr(exc.__cause__, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF == _SQLITE_BUSY
 
 
 def carry_over(old: Save, new: Save) -> tuple[dict[str, int], dict[str, int]]:

@@ -15,7 +15,7 @@ from memory.engine import text_index
 from memory.engine.abstract import AbstractConflict, abstract
 from memory.engine.saves import default_name
 from memory.engine.shards import bump_generations, generation_of, shard_of
-from memory.engine.strict_json import MAX_DEPTH, value_problem
+from memory.engine.strict_json import MAX_DEPTH, JsonRefused, parse, value_problem
 from memory.models import AbstractionEdge, Layer, LayerSubscription, LedgerEntry
 from memory.worlds import bulk
 from memory.worlds.report import ImportReport, WorldImportError
@@ -49,7 +49,9 @@ def load_world(
         except OSError as exc:
             raise WorldImportError(source, "-", "-", f"cannot read file ({exc.strerror})") from None
         try:
-            doc = json.loads(raw)
+            doc = parse(raw)
+        except JsonRefused as exc:
+            raise WorldImportError(source, "scenario", "-", str(exc)) from None
         except RecursionError:
             raise WorldImportError(
                 source, "scenario", "-", f"JSON nested deeper than {MAX_DEPTH} levels"
@@ -74,7 +76,7 @@ def load_world(
     scenario = Scenario(doc, source)
     scenario.parse()
     arrival = Arrival(
-        name=as_name or default_name(source),
+        name=as_name if as_name is not None else default_name(source),
         kind=kind,
         source=source,
         sha256=sha,

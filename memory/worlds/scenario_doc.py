@@ -216,6 +216,7 @@ class Scenario:
                 self.entry(raw, layer_scope(layer_id), None, f"{where}.entries[{j}]")
         layer_ids = {layer_id for layer_id, _ in self.layers}
 
+        alias_targets: list[tuple[str, str, str]] = []
         for i, ent in enumerate(entities):
             where = f"entities[{i}]"
             if not isinstance(ent, dict):
@@ -228,6 +229,7 @@ class Scenario:
                 alias_map = parse_aliases_json(js_json(aliases))
             except AliasesJsonError as exc:
                 self.fail("objects", where, f"aliases: {exc}")
+            alias_targets += [(where, ent_id, target) for target in alias_map]
             is_agent = self.flag(
                 ent, "isAgent" if "isAgent" in ent else "is_agent", "objects", where, True
             )
@@ -315,6 +317,14 @@ class Scenario:
             self.abstractions.append(raw)
 
         entity_ids = {row[0] for row in self.objects if row[1] == "entity"}
+        object_ids = {row[0] for row in self.objects}
+        for where, ent_id, target in alias_targets:
+            if target not in object_ids:
+                self.fail(
+                    "objects",
+                    f"{where} (id={ent_id})",
+                    f"aliases: target {target!r} is not an object of this scenario",
+                )
         attribute_keys = {(a[0], a[1]) for a in self.attributes}
         for object_id, name, _entity in self.acl:
             if (object_id, name) not in attribute_keys:

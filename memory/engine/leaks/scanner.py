@@ -41,6 +41,11 @@ Decisions the spec leaves open, and why:
   such words (and word-like ids such as a location called `cellar`) deliberately.
 - Private values with no letter in them or shorter than three characters are not patterns:
   "85" or "yes" would match every clock and every answer.
+- Keys longer than MAX_AUTOMATON_KEY are not put in the automaton: pyahocorasick frees its
+  trie recursively, one C stack frame per character of the deepest key, so a key of about a
+  million characters (a 1 MB private description) killed the process with SIGSEGV when the
+  index was dropped (issue 29). Such keys are few and found with `str.find` on the same fenced
+  text, which yields exactly the hits the automaton would.
 """
 
 from __future__ import annotations
@@ -48,7 +53,7 @@ from __future__ import annotations
 import re
 import sys
 from bisect import bisect_left
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from typing import Literal
@@ -61,6 +66,9 @@ from memory.engine.visibility import PRIVATE, can_see
 FindingKind = Literal["system_id", "unknown_name", "private_attribute"]
 
 MIN_PRIVATE_VALUE_LENGTH = 3
+# Far past any name or value a save holds (the longest in the bundled omnia saves is 171
+# characters) and far below the ~400,000 where the automaton's recursive free still held.
+MAX_AUTOMATON_KEY = 4096
 
 
 @dataclass(frozen=True)
@@ -193,6 +201,8 @@ class LeakIndex:
     labels: Mapping[str, tuple[str, ...]]
     automaton: ahocorasick.Automaton = field(repr=False)
     privates_of: Mapping[str, tuple[PrivateValue, ...]] = field(default_factory=dict, repr=False)
+    # (fenced key, (size, pattern numbers, exact)) for keys past MAX_AUTOMATON_KEY
+    long_keys: tuple[tuple[str, tuple[int, tuple[int, ...], bool]], ...] = ()
 
     @property
     def pattern_count(self) -> int:
@@ -207,10 +217,15 @@ def build_leak_index(world: LeakWorld) -> LeakIndex:
     for number, p in enumerate(patterns):
         groups.setdefault(_fenced(p.key), []).append(number)
     automaton = ahocorasick.Automaton()
+    long_keys = []
     for fenced, numbers in groups.items():
         exact = len(numbers) == 1 and _NON_WORD.search(patterns[numbers[0]].key) is None
-        automaton.add_word(fenced, (len(fenced), tuple(numbers), exact))
-    if groups:
+        value = (len(fenced), tuple(numbers), exact)
+        if len(fenced) > MAX_AUTOMATON_KEY:
+            long_keys.append((fenced, value))
+        else:
+            automaton.add_word(fenced, value)
+    if len(automaton):
         automaton.make_automaton()
     privates_of: dict[str, list[PrivateValue]] = {}
     for private in world.private_values:
@@ -221,6 +236,7 @@ def build_leak_index(world: LeakWorld) -> LeakIndex:
         _viewer_labels(world),
         automaton,
         {object_id: tuple(values) for object_id, values in privates_of.items()},
+        tuple(long_keys),
     )
 
 
@@ -261,7 +277,7 @@ def scan_text(index: LeakIndex, viewer_id: str, text: str) -> list[Finding]:
     patterns = index.patterns
     hits: list[Hit] = []
     # In the fenced text a hit ending at `end` (inclusive) spans folded[end - size + 1 : end - 1].
-    for end, (size, numbers, exact) in index.automaton.iter(_fenced(folded)):
+    for end, (size, numbers, exact) in _raw_hits(index, _fenced(folded)):
         start, stop = end - size + 1, end - 1
         if exact:
             hits.append((start, stop, numbers[0]))
@@ -279,6 +295,18 @@ def scan_text(index: LeakIndex, viewer_id: str, text: str) -> list[Finding]:
         return _shielded_by_find(folded, labels, start, end)
 
     return judge_hits(index, viewer_id, text, hits, shielded)
+
+
+def _raw_hits(index: LeakIndex, fenced: str) -> Iterator[tuple[int, tuple]]:
+    """(end, value) of every occurrence of every key, overlapping ones included: the
+    automaton's, then the long keys' found one by one."""
+    if len(index.automaton):
+        yield from index.automaton.iter(fenced)
+    for key, value in index.long_keys:
+        found = fenced.find(key)
+        while found >= 0:
+            yield found + len(key) - 1, value
+            found = fenced.find(key, found + 1)
 
 
 def _shielded_by_find(folded: str, labels: tuple[str, ...], start: int, end: int) -> bool:

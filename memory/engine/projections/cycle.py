@@ -60,6 +60,9 @@ class CycleResult:
     # found OMNIA_PROJECTION_SHARDS changed and re-partitioned (a rebuild, in one transaction).
     problems_found: int = 0
     repartitioned: bool = False
+    # A pass over every save: "name: what failed" for each save whose upkeep raised (the other
+    # saves were still updated; memory.engine.upkeep).
+    failed_saves: list[str] = field(default_factory=list)
 
     def add(self, other: CycleResult) -> None:
         """Fold another save's cycle into this total (a worker's pass over every save)."""

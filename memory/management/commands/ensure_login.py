@@ -2,10 +2,12 @@ from __future__ import annotations
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+from django.contrib.auth.validators import UnicodeUsernameValidator
+from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from memory.engine import audit
-from memory.management.commands._base import OmniaCommand
+from memory.management.commands._base import OmniaCommand, refuse
 from memory.roles import ADMINS, EDITORS, READERS
 
 # What each role makes of an account (memory/roles.py): a reader is any active account,
@@ -41,6 +43,19 @@ class Command(OmniaCommand):
     def handle(
         self, *args, username: str, password: str, role: str, superuser: bool, **options
     ) -> None:
+        # `--username ''` made an admin named "" and `--password ''` was taken (issue 29).
+        if not username.strip():
+            raise refuse("--username must not be empty")
+        try:
+            UnicodeUsernameValidator()(username)
+        except ValidationError:
+            raise refuse(
+                f"--username {username[:40]!r}: use letters, digits and @ . + - _ only"
+            ) from None
+        if len(username) > 150:
+            raise refuse("--username is longer than 150 characters")
+        if not password.strip():
+            raise refuse("--password must not be empty")
         with transaction.atomic():
             user, created = self._ensure(username, password, role, superuser)
             # A login made or reset is a write like any other: one audit row (never the password).

@@ -9,14 +9,26 @@ class Command(OmniaCommand):
     save_scope = "one"
     save_hint = ("world",)
     help = "Write a world back as an omnia SQLite file (the era it came from, or --era)."
-    examples = ("var/world.sqlite", "var/world.sqlite --world harbor-town --era v2")
+    examples = (
+        "var/world.sqlite",
+        "var/world.sqlite --world harbor-town --era v2",
+        "var/world.sqlite --force",
+    )
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("path", help="the SQLite file to write (replaced atomically)")
+        parser.add_argument("path", help="the SQLite file to write (a new file, mode 0644)")
+        parser.add_argument(
+            "--force",
+            action="store_true",
+            help="replace an existing file, atomically, keeping its mode (never the store's "
+            "own database or a file in use)",
+        )
         parser.add_argument("--world", help="world id (default: the only world)")
         parser.add_argument("--era", choices=ERAS, help="omnia's file format (default: as read)")
 
-    def handle(self, *args, path: str, world: str | None, era: str | None, **options) -> None:
+    def handle(
+        self, *args, path: str, world: str | None, era: str | None, force: bool, **options
+    ) -> None:
         if world is None:
             worlds = list(
                 WorldObject.objects.filter(type=ObjectType.WORLD).values_list("id", flat=True)
@@ -28,7 +40,7 @@ class Command(OmniaCommand):
             world = worlds[0]
         with progress_bar("export", "buffer rows") as bar:
             try:
-                counts = export_omnia(world, path, era=era, progress=bar.update)
+                counts = export_omnia(world, path, era=era, progress=bar.update, force=force)
             except (ExportError, UnknownWorld, OSError) as exc:
                 raise refuse(f"export refused: {exc}") from None
         self.stdout.write(

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from memory.active_save import use
 from memory.engine import audit
-from memory.engine.errors import Conflict
+from memory.engine.errors import Conflict, InvalidInput
 from memory.engine.projections.worker import projection_status
 from memory.engine.saves import get_save
 from memory.engine.upkeep import run_upkeep
@@ -15,7 +15,6 @@ from memory.management.commands._base import (
     refuse,
 )
 from memory.worlds.omnia_import import import_omnia
-from memory.worlds.report import WorldImportError
 
 # The first upkeep after loading 1,000,000 rows of 2,000 viewers took 25.0 s (bench_viewer.py).
 ROWS_PER_SECOND = 40_000
@@ -51,7 +50,7 @@ class Command(OmniaCommand):
                     command=command_line(),
                     actor=actor,
                 )
-            except (WorldImportError, Conflict) as exc:
+            except (InvalidInput, Conflict) as exc:
                 raise refuse(f"refused, nothing imported: {exc}") from None
         self.stdout.write(import_summary(report))
         audit.record_import("world.import", report, actor)

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from memory.engine import audit
-from memory.engine.errors import Conflict
+from memory.engine.errors import Conflict, InvalidInput
 from memory.management.commands._base import (
     OmniaCommand,
     add_save_arguments,
@@ -10,7 +10,6 @@ from memory.management.commands._base import (
     progress_bar,
     refuse,
 )
-from memory.worlds.report import WorldImportError
 from memory.worlds.scenario import load_world
 
 
@@ -40,7 +39,7 @@ class Command(OmniaCommand):
                     command=command_line(),
                     actor=actor,
                 )
-            except (WorldImportError, Conflict) as exc:
+            except (InvalidInput, Conflict) as exc:
                 raise refuse(f"refused, nothing loaded: {exc}") from None
         self.stdout.write(import_summary(report))
         audit.record_import("world.load", report, actor)

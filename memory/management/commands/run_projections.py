@@ -98,7 +98,10 @@ class Command(OmniaCommand):
             extra = {"problems_found": result.problems_found} if result.problems_found else {}
             if result.repartitioned:
                 extra["repartitioned"] = True
+            if result.failed_saves:
+                extra["failed_saves"] = result.failed_saves
             self.stdout.write(json.dumps({**result.as_dict(), **extra}))
+            self._fail_on_failed_saves(result)
             return
         if result.repartitioned:
             self.stdout.write(
@@ -117,6 +120,15 @@ class Command(OmniaCommand):
             )
         if result.shards_skipped:
             self.stdout.write(f"shards held by another worker: {result.shards_skipped}")
+        self._fail_on_failed_saves(result)
+
+    @staticmethod
+    def _fail_on_failed_saves(result: CycleResult) -> None:
+        if result.failed_saves:
+            raise CommandError(
+                f"upkeep failed for {len(result.failed_saves)} save(s), the others were "
+                f"updated: {'; '.join(result.failed_saves)}"
+            )
 
     def _loop(self, shards: list[int] | None, options: dict[str, Any]) -> None:
         stop = StopFlag()

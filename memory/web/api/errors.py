@@ -16,7 +16,14 @@ from memory.engine.errors import Conflict, DomainError, Forbidden, InvalidInput,
 from memory.web.schemas import ErrorOut
 
 READ_ERRORS = {401: ErrorOut, 404: ErrorOut, 422: ErrorOut}
-WRITE_ERRORS = {400: ErrorOut, 401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 422: ErrorOut}
+WRITE_ERRORS = {
+    400: ErrorOut,
+    401: ErrorOut,
+    403: ErrorOut,
+    404: ErrorOut,
+    415: ErrorOut,
+    422: ErrorOut,
+}
 
 CODES = {
     400: "bad_request",
@@ -25,6 +32,7 @@ CODES = {
     404: "not_found",
     405: "method_not_allowed",
     409: "conflict",
+    415: "unsupported",
     422: "invalid",
     503: "unavailable",
 }
@@ -70,6 +78,9 @@ def install_error_handlers(api: NinjaAPI) -> None:
         return respond(request, 422, detail, "invalid", field)
 
     def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+        if isinstance(exc.__cause__, ApiError):  # ninja wraps its parser's refusal in a 400
+            cause = exc.__cause__
+            return respond(request, cause.status, cause.detail, cause.code, cause.field)
         status = exc.status_code
         code = (
             "unauthorized" if isinstance(exc, AuthenticationError) else CODES.get(status, "error")
