@@ -72,7 +72,7 @@ suite: $(VENV)/.installed-test
 serve-prod: $(VENV)/.installed-runtime
 	$(PY) manage.py collectstatic --no-input -v0
 	$(PY) manage.py migrate --no-input -v0
-	OMNIA_DB_CONN_MAX_AGE=$${OMNIA_DB_CONN_MAX_AGE:-60} $(VENV)/bin/gunicorn omnia_site.wsgi --workers $${WEB_CONCURRENCY:-4} --bind $(HOST):$(PORT)
+	$(VENV)/bin/gunicorn omnia_site.wsgi --workers $${WEB_CONCURRENCY:-4} --bind $(HOST):$(PORT)
 
 # The benchmarks at full size (minutes each; bench/README.md has the figures and options).
 bench: $(VENV)/.installed-bench
@@ -80,7 +80,10 @@ bench: $(VENV)/.installed-bench
 
 # Each benchmark at a tiny size: proves they still run (CI).
 bench-smoke: $(VENV)/.installed-bench
-	for script in bench/bench_*.py; do $(PY) $$script --smoke || exit 1; done
+	for script in bench/bench_*.py; do \
+	  start=$$(date +%s); $(PY) $$script --smoke || exit 1; \
+	  echo "== $$script --smoke: $$(( $$(date +%s) - start )) s"; \
+	done
 
 # Re-pin every package (runtime, test and bench extras) after a change to pyproject.toml:
 # a throwaway virtualenv installs the newest versions pyproject allows, and pip freezes them.

@@ -10,6 +10,7 @@ from pathlib import Path
 import dj_database_url
 from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
+from whitenoise.compress import Compressor
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -148,7 +149,10 @@ try:
         "default": dj_database_url.config(
             env="DATABASE_URL",
             default=f"sqlite:///{BASE_DIR / 'var' / 'omnia.sqlite3'}",
-            conn_max_age=env_int("OMNIA_DB_CONN_MAX_AGE", 0),
+            # A web process keeps its connection (a minute, checked before reuse): a connect per
+            # request cost PostgreSQL a backend fork and SQLite its page cache (every read cold).
+            conn_max_age=env_int("OMNIA_DB_CONN_MAX_AGE", 60),
+            conn_health_checks=True,
         )
     }
 except ValueError as exc:  # an unknown scheme or a malformed URL: say which variable
@@ -207,6 +211,12 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / "var" / "staticfiles"
+# collectstatic with the manifest compresses each file twice over (gzip, brotli at its best),
+# and the hashed copy and the original both: about 40 s of CPU, most of it on API docs' source
+# maps (5 MB) a browser fetches only with its developer tools open. Only hashed names are
+# served ({% static %} writes them) and maps go uncompressed: a few seconds.
+WHITENOISE_KEEP_ONLY_HASHED_FILES = True
+WHITENOISE_SKIP_COMPRESS_EXTENSIONS = (*Compressor.SKIP_COMPRESS_EXTENSIONS, "map")
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {

@@ -15,6 +15,7 @@ from collections import Counter
 from pathlib import Path
 from urllib.parse import quote, urlencode
 
+import django.test.client
 import pytest
 from django.db import connection
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
@@ -172,6 +173,10 @@ def test_no_route_answers_5xx_to_hostile_input(
     # and the OpenAPI document, the same whatever the query, is built once.
     settings.SESSION_ENGINE = "django.contrib.sessions.backends.cache"
     monkeypatch.setattr(api, "get_openapi_schema", _built_once(api.get_openapi_schema))
+    # Nor is the test client's copy of every template context each response renders (kept for
+    # assertions on response.context, which this test never makes): thousands of pages of
+    # copies made the run minutes long and gigabytes large.
+    monkeypatch.setattr(django.test.client, "store_rendered_templates", _keep_nothing)
     client.force_login(staff)
     table: dict[str, Counter] = {}
     failures: list[str] = []
@@ -211,7 +216,9 @@ def test_no_route_answers_5xx_to_hostile_input(
             if method == "DELETE" and route.rstrip("/").endswith("saves/<save>"):
                 continue  # a valid call removes the save the run stands on (test_api covers it)
             for category, values in HOSTILE.items():
-                for value in values:
+                # HEAD is answered as GET without its body (HeadAsGetMiddleware): GET meets
+                # every value, HEAD the first of each category.
+                for value in values[:1] if method == "HEAD" else values:
                     # Each path parameter hostile in turn (reversed and raw).
                     for name in params if category != "cursor" or value in PATH_VALUES else ():
                         filled = {n: VALID.get(n, "x") for n in params}
@@ -245,6 +252,10 @@ def test_no_route_answers_5xx_to_hostile_input(
     _write_table(table)
     assert not failures, "\n".join(failures[:20])
     assert sum(row["attempts"] for row in table.values()) > 2000
+
+
+def _keep_nothing(*_args, **_kwargs) -> None:
+    """A template_rendered receiver that stores nothing."""
 
 
 def _built_once(get_openapi_schema):

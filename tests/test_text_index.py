@@ -21,6 +21,7 @@ from memory.active_save import current_id, use
 from memory.engine.buffer.rendered import render_entry
 from memory.engine.buffer.words import (
     MAX_IDS,
+    MAX_TERM_CHARS,
     RENDERER_WORDS,
     StoredWords,
     TermPlanner,
@@ -86,6 +87,9 @@ def test_what_the_renderer_writes_itself_is_searched_in_order():
     assert uses_term("Åsa") is None and uses_term("--") is None
     crowd = TermPlanner("alice", {f"e{i}": "a sailor" for i in range(MAX_IDS + 1)})
     assert crowd.term("sail") is None  # a name too many share
+    # A word past MAX_TERM_CHARS is read in order: its term would grow with its square.
+    assert planner.term("x" * MAX_TERM_CHARS) is not None
+    assert planner.term("x" * (MAX_TERM_CHARS + 1)) is None
 
 
 @pytest.mark.pure

@@ -48,3 +48,63 @@ def test_the_compare_page_reads_well_at_every_width(
         assert page.evaluate(CLIPPED_PANELS) == [], width
         assert not page.evaluate(WIDER_THAN_THE_SCREEN), width
     assert page.console_errors == []
+
+
+RAW_IDS = r"entry-\d+|mem-(alice|bob)-1|ale-barrel|tavern-main|scene:|[0-9a-f]{8}-[0-9a-f]{4}-"
+NOT_IN_LINES = """(pattern) => {
+  const main = document.querySelector("main").cloneNode(true);
+  main.querySelectorAll(".line, datalist").forEach((n) => n.remove());
+  return (main.innerText.match(new RegExp(pattern, "g")) || []);
+}"""
+
+
+def test_compare_is_reached_from_a_viewer_page_and_reads_by_name(
+    login, page, two_eras, screenshots
+) -> None:
+    """Issue 28 item 2: from Alice's viewer page, "Compare with… Alice in another save"
+    fills the form (save A, the viewer by name, the other save as B); comparing lines up
+    every moment the two eras share, with no raw id outside the game's lines until QA."""
+    login(page, f"/saves/{V1}/viewers/alice/")
+    page.get_by_role("link", name="Alice in another save").click()
+    page.wait_for_selector("#compare-waiting")
+    form = page.locator("form.compare-saves")
+    assert form.locator("input[name=viewer]").input_value() == "Alice"
+    assert form.locator("select[name=a]").input_value() == V1
+    assert form.locator("select[name=b]").input_value() == V2
+    form.get_by_role("button", name="Compare saves").click()
+    page.wait_for_selector("#compare-summary")
+    heading = page.locator(".compare-viewer h3").first.inner_text()
+    assert heading.startswith("Memories: 5 moments in both"), heading
+    assert page.evaluate(NOT_IN_LINES, RAW_IDS) == []
+    results = Axe().run(page)
+    bad = [
+        f"{v['id']} ({v['impact']}): {[n['target'] for n in v['nodes']][:3]}"
+        for v in results.response["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
+    assert bad == []
+    screenshots("compare-from-viewer")
+    for width in (390, 1440, 1920):
+        page.set_viewport_size({"width": width, "height": 900})
+        assert page.evaluate(CLIPPED_PANELS) == [], width
+        assert not page.evaluate(WIDER_THAN_THE_SCREEN), width
+    # QA on: the ids are there, beside the names.
+    page.get_by_role("link", name="QA: off").click()
+    page.wait_for_selector("a.qa-toggle[data-state=on]")
+    assert page.evaluate(NOT_IN_LINES, RAW_IDS) != []
+    assert page.console_errors == []
+
+
+def test_two_viewers_by_name_from_the_viewer_page(login, page, two_eras, screenshots) -> None:
+    login(page, f"/saves/{V2}/viewers/alice/")
+    page.get_by_role("link", name="another viewer in this save").click()
+    page.wait_for_selector("#compare-waiting")
+    form = page.locator("form.compare-viewers")
+    assert form.locator("input[name=a]").input_value() == "Alice"
+    form.locator("input[name=b]").fill("gareth")
+    form.get_by_role("button", name="Compare viewers").click()
+    page.wait_for_selector("#compare-summary")
+    assert "what Alice knows that Gareth doesn’t" in page.inner_text("#compare-summary")
+    assert page.evaluate(NOT_IN_LINES, RAW_IDS) == []
+    screenshots("compare-two-viewers")
+    assert page.console_errors == []

@@ -27,6 +27,10 @@ from memory.engine.buffer.jsdate import INVALID_DATE
 _WORD = re.compile(r"[^\W_]+")
 # A name that many entities share says little: past this many, a word is searched in order.
 MAX_IDS = 64
+# A query word longer than this is searched in order: a term's prefixes grow with the square
+# of its length (each cut of the word, glued to a tag), and a 10,000-letter query made a regex
+# of 50 MB per request, which Python's regex cache then kept.
+MAX_TERM_CHARS = 40
 
 
 def words_of(text: str) -> list[str]:
@@ -143,7 +147,9 @@ class TermPlanner:
         return self._memo[word]
 
     def _term(self, word: str) -> IndexTerm | None:
-        if not word.isascii() or (word.isdigit() and len(word) <= 2):  # a v1 clock's digits
+        if len(word) > MAX_TERM_CHARS or not word.isascii():
+            return None
+        if word.isdigit() and len(word) <= 2:  # a v1 clock's digits
             return None
         if any(w.startswith(word) for w in RENDERER_WORDS):
             return None

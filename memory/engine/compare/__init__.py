@@ -10,6 +10,7 @@ Both are made of the same `parts` and the buffer `merge`, and answer with the da
 
 from __future__ import annotations
 
+from memory.engine.compare.budget import Budget
 from memory.engine.compare.results import (
     AliasDiff,
     BufferDiff,
@@ -25,6 +26,7 @@ from memory.engine.compare.saves import compare_saves
 from memory.engine.compare.viewers import compare_viewers
 
 __all__ = [
+    "Budget",
     "AliasDiff",
     "BufferDiff",
     "Matching",

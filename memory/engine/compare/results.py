@@ -10,11 +10,12 @@ from typing import Any
 
 class Matching(StrEnum):
     """How the lines of two buffers are paired: by entry id when the saves share ids (a save
-    imported twice, or a game that keeps its ids), else by (timestamp, intent JSON), since a
-    replay writes new ids for the same events."""
+    imported twice, or a game that keeps its ids), else by what happened, since a replay
+    writes new ids for the same events: the same time and intent first, then the same moment
+    told at another time or by the other omnia era (`moments`: kind, actor, targets, words)."""
 
     BY_ID = "entry id"
-    BY_CONTENT = "time and intent"
+    BY_CONTENT = "what happened"
 
 
 class Mode(StrEnum):
@@ -49,12 +50,32 @@ class ChangedLine:
 
 @dataclass
 class BufferDiff:
+    """The lists hold one page of the differences (all of them without a budget); the counts
+    are of every difference met, `complete` False when the time budget stopped the merge
+    (after `read_a` of `rows_a` rows of A and `read_b` of `rows_b` of B)."""
+
     matching: Matching
-    why: str
+    why: str  # why this matching, said once ("no entry id appears in both saves")
     only_a: list[Line] = field(default_factory=list)
     only_b: list[Line] = field(default_factory=list)
     changed: list[ChangedLine] = field(default_factory=list)
     same: int = 0
+    only_a_count: int = 0
+    only_b_count: int = 0
+    changed_count: int = 0
+    by_meaning: int = 0  # pairs found by meaning (another time, id or era)
+    shown_from: int = 0  # the index of the first difference listed
+    rows_a: int = 0
+    rows_b: int = 0
+    read_a: int = 0
+    read_b: int = 0
+    complete: bool = True
+    matched: int = 0  # moments found in both buffers (read the same or not)
+    differences: int = 0  # only_a_count + only_b_count + changed_count
+
+    def close(self) -> None:
+        self.matched = self.same + self.changed_count
+        self.differences = self.only_a_count + self.only_b_count + self.changed_count
 
     @property
     def differs(self) -> bool:
@@ -147,6 +168,7 @@ class ViewerDiff:
     sessions: ProjectionDiff | None  # None: a save has unfolded rows (see notices)
     episodes: ProjectionDiff | None
     leaks: LeakDiff
+    viewer_b: Named | None = None  # B's counterpart when it has another id (a replay's uuid)
 
 
 @dataclass
@@ -158,6 +180,8 @@ class SavesComparison:
     viewers_only_b: list[Named] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
     mode: Mode = Mode.SAVES
+    viewers_total: int = 0  # viewers both saves hold (the page is `viewers`)
+    viewers_from: int = 0
 
     @property
     def new_leaks(self) -> int:
@@ -165,6 +189,12 @@ class SavesComparison:
 
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "new_open_leaks": self.new_leaks}
+
+    @property
+    def complete(self) -> bool:
+        return self.viewers_total == self.viewers_from + len(self.viewers) and all(
+            v.buffer.complete for v in self.viewers
+        )
 
 
 @dataclass(frozen=True)

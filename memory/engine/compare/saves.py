@@ -6,13 +6,17 @@ fixed and unchanged (the stored findings, brought up to date first or scanned in
 from __future__ import annotations
 
 from memory.active_save import use
+from memory.engine.compare.budget import Budget
 from memory.engine.compare.merge import diff_buffers, matching_of
 from memory.engine.compare.parts import (
+    cast_of,
+    counterpart,
     diff_aliases,
     entity,
     fold_or_say,
     named,
     names_in,
+    pair_people,
     save_named,
     session_refs,
     sessions_of,
@@ -33,8 +37,8 @@ from memory.engine.leaks.world_scan import ScanFinding
 from memory.models import Episode, ObjectType, Save, WorldObject
 
 
-def diff_sessions(a: Save, b: Save, viewer_id: str) -> ProjectionDiff:
-    in_a, in_b = sessions_of(a, viewer_id), sessions_of(b, viewer_id)
+def diff_sessions(a: Save, b: Save, viewer_a: str, viewer_b: str) -> ProjectionDiff:
+    in_a, in_b = sessions_of(a, viewer_a), sessions_of(b, viewer_b)
     diff = ProjectionDiff()
     diff.added = session_refs(b, [s for k, s in in_b.items() if k not in in_a])
     diff.gone = session_refs(a, [s for k, s in in_a.items() if k not in in_b])
@@ -50,9 +54,9 @@ def _episodes(save: Save, owner_id: str) -> list[EpisodeRef]:
     return [EpisodeRef(e.first_at, e.last_at, int(e.member_count), bool(e.is_open)) for e in rows]
 
 
-def diff_episodes(a: Save, b: Save, viewer_id: str) -> ProjectionDiff:
+def diff_episodes(a: Save, b: Save, viewer_a: str, viewer_b: str) -> ProjectionDiff:
     """Episodes have no id a replay keeps: one is the same when its span and size are."""
-    in_a, in_b = _episodes(a, viewer_id), _episodes(b, viewer_id)
+    in_a, in_b = _episodes(a, viewer_a), _episodes(b, viewer_b)
     keys_a, keys_b = set(in_a), set(in_b)
     return ProjectionDiff(
         added=[e for e in in_b if e not in keys_a],
@@ -107,58 +111,83 @@ def _entities(save: Save) -> dict[str, WorldObject]:
 def compare_saves(
     save_a: str,
     save_b: str,
-    viewer_id: str | None = None,
+    viewer: str | None = None,
     *,
     refresh: bool = False,
     fold: bool = False,
+    budget: Budget | None = None,
 ) -> SavesComparison:
-    """The playthrough diff of one viewer (or, with none named, of every viewer both saves
-    hold) from save A to save B. `fold` folds a save with unfolded rows first and `refresh`
-    brings stored leak findings up to date: both write, so only a command asks for them."""
+    """The playthrough diff of one viewer (by id or name; or, with none named, of every
+    viewer both saves hold) from save A to save B. A viewer is the same person in both when
+    the id is, else when the name (or, nameless, the look) is. `fold` folds a save with
+    unfolded rows first and `refresh` brings stored leak findings up to date: both write, so
+    only a command asks for them. A `budget` bounds the answer (a page of viewers, a page
+    of lines each, a time limit); without one, everything."""
+    budget = (budget or Budget.unbounded()).start()
     a, b = save_named(save_a, "a"), save_named(save_b, "b")
     if a.pk == b.pk:
         raise InvalidInput("compare two different saves (or two viewers with --save)", field="b")
     entities_a, entities_b = _entities(a), _entities(b)
-    names = {**names_in(a, entities_a), **names_in(b, entities_b)}
-    if viewer_id is not None:
-        entity(a, viewer_id, "viewer")
-        entity(b, viewer_id, "viewer")
-        wanted = [viewer_id]
+    names_a, names_b = names_in(a, entities_a), names_in(b, entities_b)
+    names = {**names_b, **names_a}
+    pairs = pair_people(
+        {i: names_a.get(i, i) for i in entities_a}, {i: names_b.get(i, i) for i in entities_b}
+    )
+    if viewer is not None:
+        obj_a = entity(a, viewer, "viewer")
+        obj_b = counterpart(b, obj_a, names.get(obj_a.id, obj_a.id))
+        if obj_b is None:
+            obj_b = entity(b, viewer, "viewer")
+        pairs[obj_a.id] = obj_b.id
+        wanted = [obj_a.id]
     else:
-        wanted = sorted(set(entities_a) & set(entities_b))
+        wanted = sorted(pairs, key=lambda i: (names.get(i, i).casefold(), i))
+    total = len(wanted)
+    page = wanted[budget.viewer_skip :]
+    if budget.viewers is not None:
+        page = page[: budget.viewers]
+    cast = cast_of(a, b, list(entities_a), list(entities_b), pairs)
     notices: list[str] = []
     folded = fold_or_say(a, fold=fold, notices=notices)
     folded = fold_or_say(b, fold=fold, notices=notices) and folded
     viewers = []
-    for vid in wanted:
-        va, vb = viewer_of(entities_a[vid]), viewer_of(entities_b[vid])
-        target_names = {
-            **names_in(a, va.aliases),
-            **names_in(b, vb.aliases),
-        }
+    for vid in page:
+        if viewers and budget.spent():
+            break
+        bid = pairs[vid]
+        va, vb = viewer_of(entities_a[vid]), viewer_of(entities_b[bid])
+        names_b_of = names_in(b, vb.aliases)
+        target_names = {**names_b_of, **names_in(a, va.aliases)}
+        aliases_b = {cast.who_b(t): label for t, label in dict(vb.aliases).items()}
         viewers.append(
             ViewerDiff(
                 viewer=named(names, vid),
-                buffer=diff_buffers(a, va, b, vb, matching=matching_of(a, b, vid, vid)),
-                aliases=diff_aliases(dict(va.aliases), dict(vb.aliases), target_names),
-                sessions=diff_sessions(a, b, vid) if folded else None,
-                episodes=diff_episodes(a, b, vid) if folded else None,
+                viewer_b=named(names_b, bid) if bid != vid else None,
+                buffer=diff_buffers(
+                    a, va, b, vb, matching=matching_of(a, b, vid, bid), cast=cast, budget=budget
+                ),
+                aliases=diff_aliases(dict(va.aliases), aliases_b, target_names),
+                sessions=diff_sessions(a, b, vid, bid) if folded else None,
+                episodes=diff_episodes(a, b, vid, bid) if folded else None,
                 leaks=diff_findings(
                     viewer_findings(a, vid, refresh=refresh),
-                    viewer_findings(b, vid, refresh=refresh),
+                    viewer_findings(b, bid, refresh=refresh),
                 ),
             )
         )
-    if viewer_id is None:
-        only_a = sorted(set(entities_a) - set(entities_b))
-        only_b = sorted(set(entities_b) - set(entities_a))
+    if viewer is None:
+        paired_b = set(pairs.values())
+        only_a = sorted(set(entities_a) - set(pairs))
+        only_b = sorted(set(entities_b) - paired_b)
     else:
         only_a = only_b = []
     return SavesComparison(
         save_a=a.name,
         save_b=b.name,
         viewers=viewers,
-        viewers_only_a=[named(names, v) for v in only_a],
-        viewers_only_b=[named(names, v) for v in only_b],
+        viewers_only_a=[named(names_a, v) for v in only_a],
+        viewers_only_b=[named(names_b, v) for v in only_b],
         notices=notices,
+        viewers_total=total,
+        viewers_from=budget.viewer_skip,
     )

@@ -5,6 +5,7 @@ has and the other lacks."""
 from __future__ import annotations
 
 from memory.active_save import use
+from memory.engine.compare.budget import Budget
 from memory.engine.compare.merge import diff_buffers, matching_of
 from memory.engine.compare.parts import (
     diff_aliases,
@@ -46,8 +47,12 @@ def _private_visible(
     return only_a, only_b, both
 
 
-def compare_viewers(save_name: str, viewer_a: str, viewer_b: str) -> ViewersComparison:
-    """What viewer A knows that viewer B doesn't (and the reverse) in one save."""
+def compare_viewers(
+    save_name: str, viewer_a: str, viewer_b: str, *, budget: Budget | None = None
+) -> ViewersComparison:
+    """What viewer A knows that viewer B doesn't (and the reverse) in one save; the viewers
+    by id or by name; a `budget` bounds the memories compared (a page, a time limit)."""
+    budget = (budget or Budget.unbounded()).start()
     save = save_named(save_name, "save")
     obj_a, obj_b = entity(save, viewer_a, "a"), entity(save, viewer_b, "b")
     if obj_a.id == obj_b.id:
@@ -74,6 +79,8 @@ def compare_viewers(save_name: str, viewer_a: str, viewer_b: str) -> ViewersComp
             save, [s for k, s in sessions_b.items() if k not in sessions_a]
         ),
         sessions_shared=sum(1 for k in sessions_a if k in sessions_b),
-        memories=diff_buffers(save, va, save, vb, matching=matching_of(save, save, va.id, vb.id)),
+        memories=diff_buffers(
+            save, va, save, vb, matching=matching_of(save, save, va.id, vb.id), budget=budget
+        ),
         notices=notices,
     )
