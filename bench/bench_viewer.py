@@ -109,7 +109,11 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--entities", type=int, default=2_000)
     parser.add_argument("--hot-rows", type=int, default=100_000, help="the busy viewer's rows")
-    parser.add_argument("--shape", default="uuid-head", help="uuid-head or readable-v1")
+    parser.add_argument(
+        "--shape",
+        default=None,
+        help="uuid-head (default) or readable-v1 (the smoke's default, so CI walks the other)",
+    )
     parser.add_argument("--database", choices=("sqlite", "postgres"), default="sqlite")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--saves", type=int, default=1, help="then import N-1 more copies")
@@ -118,6 +122,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.smoke:
         args.rows, args.entities, args.hot_rows, args.repeat = 10_000, 100, 1_000, 1
+    args.shape = args.shape or ("readable-v1" if args.smoke else "uuid-head")
     shape = Shape.named(args.shape, rows=args.rows, entities=args.entities, hot_rows=args.hot_rows)
     workdir = Path(tempfile.mkdtemp(prefix="bench_viewer_"))
     world_file = workdir / "harbour.sqlite"

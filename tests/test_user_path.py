@@ -339,3 +339,18 @@ def test_load_world_leaves_the_planner_statistics_current(db):
                 "AND last_analyze IS NOT NULL"
             )
             assert cursor.fetchone()[0] == 1
+
+
+@pytest.mark.django_db
+def test_every_generated_shape_is_brought_in_as_a_user_brings_it(tmp_path, activate_save):
+    """The benches vary the world's shape between runs: each shape is a file the import
+    takes whole (readable-v1 once wrote a "thought", which the first era never had)."""
+    from memory.models import BufferEntry
+
+    for name in ("uuid-head", "readable-v1"):
+        path = tmp_path / f"{name}.sqlite"
+        info = generate_omnia_world(path, Shape.named(name, rows=600, entities=12, hot_rows=90))
+        call_command("import_omnia", str(path), "--as", name, verbosity=0)
+        activate_save(name)
+        assert BufferEntry.objects.count() == info["rows"]
+        assert BufferEntry.objects.filter(owner_id=info["viewer"]).count() == info["viewer_rows"]

@@ -153,6 +153,8 @@ def generate_omnia_world(path: Path, shape: Shape) -> dict:
         if rng.random() < 0.03:
             words[1] = rng.choice(RARE)
         kind = rng.choice(("action", "dialogue", "action", "thought"))
+        if not v2 and kind == "thought":
+            kind = "action"  # the first era wrote dialogue and action only (its import says so)
         said = " ".join(words)
         if v2:
             if kind == "dialogue":
