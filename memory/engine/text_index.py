@@ -37,43 +37,10 @@ def candidates(
 ) -> list[tuple[int, Key]] | None:
     """(uid, key) of the owner's rows that hold every term (and those the index cannot vouch
     for), in reading order; None when the index cannot narrow them to `cap` rows or fewer."""
-    counts = _PrefixRows()
-    terms = [t for t in terms if counts.of(t) <= MAX_PREFIX_ROWS]
-    if not terms:
-        return None
-    with connection.cursor() as cursor:
-        if connection.vendor == "sqlite":
-            match = " AND ".join(f"({_fts5(t)})" for t in terms)
-            cursor.execute(
-                "SELECT rowid FROM buffer_fts WHERE buffer_fts MATCH %s LIMIT %s",
-                [f'"{owner_word(save_id, owner_id)}" AND (({match}) OR {ANY_WORD})', cap + 1],
-            )
-            uids = [uid for (uid,) in cursor.fetchall()]
-            if len(uids) > cap:
-                return None
-            rows = []
-            step = connection.features.max_query_params or 900
-            for start in range(0, len(uids), step):
-                chunk = uids[start : start + step]
-                with scoped_cursor(save_id) as scoped:
-                    scoped.execute(
-                        "SELECT uid, timestamp, created_at, id, owner_id, game_save_id "
-                        "FROM buffer_entries WHERE game_save_id = %(save)s "
-                        f"AND uid IN ({', '.join(['%s'] * len(chunk))})",
-                        chunk,
-                    )
-                    rows += scoped.fetchall()
-        else:
-            match = " & ".join(f"({_tsquery(t)})" for t in terms)
-            with scoped_cursor(save_id) as scoped:
-                scoped.execute(
-                    "SELECT uid, timestamp, created_at, id, owner_id, game_save_id "
-                    "FROM buffer_entries WHERE game_save_id = %(save)s AND owner_id = %s "
-                    "AND buffer_words(intent_json, outcome_json) @@ %s::tsquery LIMIT %s",
-                    [owner_id, f"({match}) | {ANY_WORD}", cap + 1],
-                )
-                rows = scoped.fetchall()
-    if len(rows) > cap:
+    rows = _rows_holding(
+        save_id, terms, cap, "uid, timestamp, created_at, id, owner_id, game_save_id", owner_id
+    )
+    if rows is None:
         return None
     # A quarantined row (empty id) is never shown; the owner word is the owner's on SQLite,
     # unless a row's own text happens to hold it.
@@ -90,46 +57,61 @@ def save_candidates(save_id: int, terms: Sequence[IndexTerm], cap: int) -> list[
     """The timestamps of the save's rows that hold every term (and those the index cannot
     vouch for), newest first; None when the index cannot narrow them to `cap` rows or fewer
     (a search across a save: every owner's rows at once)."""
+    rows = _rows_holding(save_id, terms, cap, "timestamp", where="AND id <> ''")
+    if rows is None:
+        return None
+    return sorted({timestamp for (timestamp,) in rows}, reverse=True)
+
+
+def _rows_holding(
+    save_id: int,
+    terms: Sequence[IndexTerm],
+    cap: int,
+    columns: str,
+    owner_id: str | None = None,
+    where: str = "",
+) -> list[tuple] | None:
+    """`columns` of the save's rows (one owner's, given one) that may hold every term, read
+    through the index; None past `cap` rows, or when no term is narrow enough to look up."""
     counts = _PrefixRows()
     terms = [t for t in terms if counts.of(t) <= MAX_PREFIX_ROWS]
     if not terms:
         return None
-    with connection.cursor() as cursor:
-        if connection.vendor == "sqlite":
-            match = " AND ".join(f"({_fts5(t)})" for t in terms)
-            # Every save's rows share the index: the cap counts them all, the save is told
-            # apart by the rows themselves.
+    rows: list[tuple] = []
+    if connection.vendor == "sqlite":
+        match = f"(({' AND '.join(f'({_fts5(t)})' for t in terms)}) OR {ANY_WORD})"
+        if owner_id is not None:
+            match = f'"{owner_word(save_id, owner_id)}" AND {match}'
+        # Every save's rows share the index: the cap counts them all, the save (and the
+        # owner) is told apart by the rows themselves.
+        with connection.cursor() as cursor:
             cursor.execute(
-                "SELECT rowid FROM buffer_fts WHERE buffer_fts MATCH %s LIMIT %s",
-                [f"({match}) OR {ANY_WORD}", cap + 1],
+                "SELECT rowid FROM buffer_fts WHERE buffer_fts MATCH %s LIMIT %s", [match, cap + 1]
             )
             uids = [uid for (uid,) in cursor.fetchall()]
-            if len(uids) > cap:
-                return None
-            rows = []
-            step = connection.features.max_query_params or 900
-            for start in range(0, len(uids), step):
-                chunk = uids[start : start + step]
-                with scoped_cursor(save_id) as scoped:
-                    scoped.execute(
-                        "SELECT timestamp FROM buffer_entries WHERE game_save_id = %(save)s "
-                        f"AND id <> '' AND uid IN ({', '.join(['%s'] * len(chunk))})",
-                        chunk,
-                    )
-                    rows += scoped.fetchall()
-        else:
-            match = " & ".join(f"({_tsquery(t)})" for t in terms)
+        if len(uids) > cap:
+            return None
+        step = connection.features.max_query_params or 900
+        for start in range(0, len(uids), step):
+            chunk = uids[start : start + step]
             with scoped_cursor(save_id) as scoped:
                 scoped.execute(
-                    "SELECT timestamp FROM buffer_entries WHERE game_save_id = %(save)s "
-                    "AND id <> '' AND buffer_words(intent_json, outcome_json) @@ %s::tsquery "
-                    "LIMIT %s",
-                    [f"({match}) | {ANY_WORD}", cap + 1],
+                    f"SELECT {columns} FROM buffer_entries WHERE game_save_id = %(save)s {where} "
+                    f"AND uid IN ({', '.join(['%s'] * len(chunk))})",
+                    chunk,
                 )
-                rows = scoped.fetchall()
-    if len(rows) > cap:
-        return None
-    return sorted({timestamp for (timestamp,) in rows}, reverse=True)
+                rows += scoped.fetchall()
+    else:
+        match = " & ".join(f"({_tsquery(t)})" for t in terms)
+        owner = "AND owner_id = %s" if owner_id is not None else ""
+        with scoped_cursor(save_id) as scoped:
+            scoped.execute(
+                f"SELECT {columns} FROM buffer_entries WHERE game_save_id = %(save)s {owner} "
+                f"{where} AND buffer_words(intent_json, outcome_json) @@ %s::tsquery LIMIT %s",
+                [*([owner_id] if owner_id is not None else []), f"({match}) | {ANY_WORD}", cap + 1],
+            )
+            rows = scoped.fetchall()
+    return None if len(rows) > cap else rows
 
 
 class _PrefixRows:

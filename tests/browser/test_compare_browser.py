@@ -5,9 +5,15 @@ every other page says them, and shot at 390, 1440 and 1920 px."""
 from __future__ import annotations
 
 import pytest
-from axe_playwright_python.sync_playwright import Axe
 
-from tests.browser.test_inspector_pages import CLIPPED_PANELS, CLIPPED_TABLES, ISO, SAID
+from tests.browser.test_inspector_pages import (
+    CLIPPED_PANELS,
+    CLIPPED_TABLES,
+    ISO,
+    SAID,
+    WIDER_THAN_THE_SCREEN,
+    serious_violations,
+)
 from tests.helpers import TAVERN_V1, TAVERN_V2
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -17,9 +23,6 @@ PAGES = {
     "compare-saves": f"/compare/?a={V1}&b={V2}&viewer=alice",
     "compare-viewers": f"/compare/?save={V2}&a=alice&b=charlie",
 }
-WIDER_THAN_THE_SCREEN = (
-    "() => document.scrollingElement.scrollWidth > document.scrollingElement.clientWidth + 1"
-)
 
 
 @pytest.mark.parametrize("name", list(PAGES))
@@ -28,13 +31,7 @@ def test_the_compare_page_reads_well_at_every_width(
 ) -> None:
     login(page, PAGES[name])
     assert page.locator("#compare-summary").count() == 1
-    results = Axe().run(page)
-    bad = [
-        f"{v['id']} ({v['impact']}): {[n['target'] for n in v['nodes']][:3]}"
-        for v in results.response["violations"]
-        if v["impact"] in ("serious", "critical")
-    ]
-    assert bad == []
+    assert serious_violations(page) == []
     main = page.inner_text("main")
     assert "Alice" in main  # people by name
     # Times as every other page says them ("Jul 6, 9:36 AM"), never a bare ISO stamp in text.
@@ -76,13 +73,7 @@ def test_compare_is_reached_from_a_viewer_page_and_reads_by_name(
     heading = page.locator(".compare-viewer h3").first.inner_text()
     assert heading.startswith("Memories: 5 moments in both"), heading
     assert page.evaluate(NOT_IN_LINES, RAW_IDS) == []
-    results = Axe().run(page)
-    bad = [
-        f"{v['id']} ({v['impact']}): {[n['target'] for n in v['nodes']][:3]}"
-        for v in results.response["violations"]
-        if v["impact"] in ("serious", "critical")
-    ]
-    assert bad == []
+    assert serious_violations(page) == []
     screenshots("compare-from-viewer")
     for width in (390, 1440, 1920):
         page.set_viewport_size({"width": width, "height": 900})

@@ -7,16 +7,19 @@ from __future__ import annotations
 import re
 
 import pytest
-from axe_playwright_python.sync_playwright import Axe
 
-from tests.browser.test_inspector_pages import CLIPPED_PANELS, CLIPPED_TABLES, ISO, SAID
+from tests.browser.test_inspector_pages import (
+    CLIPPED_PANELS,
+    CLIPPED_TABLES,
+    ISO,
+    SAID,
+    WIDER_THAN_THE_SCREEN,
+    serious_violations,
+)
 from tests.helpers import TAVERN_V1
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-WIDER_THAN_THE_SCREEN = (
-    "() => document.scrollingElement.scrollWidth > document.scrollingElement.clientWidth + 1"
-)
 
 # The labels table fits its panel at every width (its scroll region is for wider casts).
 LABELS_SCROLL = (
@@ -44,13 +47,7 @@ def test_the_event_page_reads_well_at_every_width_and_leads_back(
     # alice's line names people she has no name for: the leak shows in her column.
     alice = page.locator('.witness[data-viewer-id="alice"]')
     assert alice.locator(".leak-text mark").count() >= 1
-    results = Axe().run(page)
-    bad = [
-        f"{v['id']} ({v['impact']}): {[n['target'] for n in v['nodes']][:3]}"
-        for v in results.response["violations"]
-        if v["impact"] in ("serious", "critical")
-    ]
-    assert bad == []
+    assert serious_violations(page) == []
     screenshots("event")
     for width in (390, 1440, 1920):
         page.set_viewport_size({"width": width, "height": 900})
@@ -85,13 +82,7 @@ def test_the_search_page_reads_well_and_leads_to_events(login, page, two_eras, s
     assert page.locator(".found-witnesses li.matched").first.inner_text().count("Gareth")
     main = page.inner_text("main")
     assert SAID.search(main) and not ISO.search(main)
-    results = Axe().run(page)
-    bad = [
-        f"{v['id']} ({v['impact']}): {[n['target'] for n in v['nodes']][:3]}"
-        for v in results.response["violations"]
-        if v["impact"] in ("serious", "critical")
-    ]
-    assert bad == []
+    assert serious_violations(page) == []
     screenshots("search")
     for width in (390, 1440, 1920):
         page.set_viewport_size({"width": width, "height": 900})
