@@ -209,13 +209,8 @@ def _values(state: EpisodeState) -> tuple:
 def insert_episodes(states: Sequence[EpisodeState]) -> int:
     if not states:
         return 0
-    table = Episode._meta.db_table
-    marks = ", ".join(["%s"] * len(_COLUMNS))
     with scoped_cursor() as cursor:
-        cursor.executemany(
-            f"INSERT INTO {table} (game_save_id, {', '.join(_COLUMNS)}) VALUES (%(save)s, {marks})",
-            [_values(s) for s in states],
-        )
+        cursor.insert_rows(Episode._meta.db_table, _COLUMNS, [_values(s) for s in states])
     return len(states)
 
 

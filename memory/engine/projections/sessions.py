@@ -197,13 +197,9 @@ def upsert_sessions(states: Sequence[SessionState]) -> int:
 def insert_sessions(states: Sequence[SessionState]) -> int:
     if not states:
         return 0
-    table = MemorySession._meta.db_table
-    columns = ", ".join(SESSION_COLUMNS)
-    marks = ", ".join(["%s"] * len(SESSION_COLUMNS))
     with scoped_cursor() as cursor:
-        cursor.executemany(
-            f"INSERT INTO {table} (game_save_id, {columns}) VALUES (%(save)s, {marks})",
-            [session_values(s) for s in states],
+        cursor.insert_rows(
+            MemorySession._meta.db_table, SESSION_COLUMNS, [session_values(s) for s in states]
         )
     return len(states)
 
