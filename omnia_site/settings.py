@@ -307,6 +307,10 @@ OMNIA_BUFFER_PAGE_SIZE = env_int("OMNIA_BUFFER_PAGE_SIZE", 50)
 # How long one buffer page may read rows to find lines that pass its filters; past it the
 # page shows what it found and "searched back to …, continue" (issue 25).
 OMNIA_BUFFER_SCAN_SECONDS = env_float("OMNIA_BUFFER_SCAN_SECONDS", 0.25)
+# Processes a rebuild (and the first cycle after an import) and its leak rescan use: a helper
+# process takes half of the owners and of the viewers (memory.engine.fanout). Default: 2 on a
+# machine with two cores or more; 1 keeps it to one process.
+OMNIA_REBUILD_PROCESSES = env_int("OMNIA_REBUILD_PROCESSES", min(2, os.cpu_count() or 1))
 
 LOGGING = {
     "version": 1,

@@ -17,10 +17,10 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
 from memory.engine.intents import first_invalid_row
+from memory.engine.lifetime import die_with_parent
 from memory.engine.strict_json import json_text_problem, text_problem
 from memory.engine.visibility import PRIVATE, PUBLIC
 from memory.models import ObjectType
-from memory.worlds.lifetime import die_with_parent
 from memory.worlds.report import WorldImportError
 
 logger = logging.getLogger(__name__)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from django.db import connection, transaction
@@ -27,6 +27,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from memory.active_save import scoped_cursor
+from memory.engine import fanout
 from memory.engine.leaks.scanner import Finding
 from memory.engine.leaks.world_scan import ScanFinding, WorldIndexes, scan_groups
 from memory.models import LeakFinding, LeakScan, ObjectType, WorldObject
@@ -213,30 +214,81 @@ def _mark_scanned(viewer_ids: Sequence[str], current: dict[str, tuple[str, str]]
         )
 
 
-def refresh(viewer_ids: Sequence[str] | None = None) -> RefreshResult:
-    """Rescan and store every viewer (of these, or all) whose stored findings are not current."""
+def refresh(
+    viewer_ids: Sequence[str] | None = None, *, processes: int | None = None
+) -> RefreshResult:
+    """Rescan and store every viewer (of these, or all) whose stored findings are not current.
+
+    With two `processes` (by default where memory.engine.fanout says a helper would see the
+    same rows) and a few chunks to scan, a helper process scans the later half of the viewers
+    while this one scans the first; this process stores both, each chunk as it arrives."""
     state = scan_state(viewer_ids)
     result = RefreshResult(viewers_checked=len(state.current))
     behind = state.behind
     worlds: WorldIndexes = {}  # each world read once for all the chunks
-    for chunk in _chunks(behind, REFRESH_CHUNK):
-        with transaction.atomic():
-            claimed = sorted(_claim(chunk, state.current))
-            result.skipped.extend(sorted(set(chunk) - set(claimed)))
-            if not claimed:
-                continue
-            scans = scan_fresh(claimed, worlds)
-            LeakFinding.objects.filter(viewer_id__in=claimed).delete()
-            rows = [
-                _row_of(viewer_id, ordinal, f)
-                for viewer_id in claimed
-                for ordinal, f in enumerate(scans.get(viewer_id, []))
-            ]
-            LeakFinding.objects.bulk_create(rows, batch_size=1000)
-            _mark_scanned(claimed, state.current)
-            result.viewers_scanned += len(claimed)
-            result.findings_written += len(rows)
+
+    def scan_now(claimed: list[str]) -> dict[str, list[ScanFinding]]:
+        return scan_fresh(claimed, worlds)
+
+    if processes is None:
+        processes = fanout.processes() if fanout.may_fan_out() else 1
+    if processes < 2 or len(behind) < 2 * REFRESH_CHUNK:
+        for chunk in _chunks(behind, REFRESH_CHUNK):
+            _store_chunk(chunk, state, result, scan_now)
+        return result
+    middle = len(behind) // 2
+    with fanout.Beside(lambda: _scanned_chunks(behind[middle:])) as helper:
+        for chunk in _chunks(behind[:middle], REFRESH_CHUNK):
+            _store_chunk(chunk, state, result, scan_now)
+            for their_chunk, scans in helper.ready():
+                _store_chunk(their_chunk, state, result, _scanned(scans))
+        for their_chunk, scans in helper.rest():
+            _store_chunk(their_chunk, state, result, _scanned(scans))
     return result
+
+
+def _scanned(
+    scans: dict[str, list[ScanFinding]],
+) -> Callable[[list[str]], dict[str, list[ScanFinding]]]:
+    """The scan of a chunk the helper has already scanned: its findings for those claimed."""
+    return lambda claimed: {v: scans[v] for v in claimed}
+
+
+def _scanned_chunks(
+    viewer_ids: list[str],
+) -> Iterator[tuple[list[str], dict[str, list[ScanFinding]]]]:
+    """A helper's half of a refresh: each chunk of viewers with every viewer's findings (the
+    parent claims and stores them; one it finds claimed elsewhere is skipped as ever)."""
+    worlds: WorldIndexes = {}
+    for chunk in _chunks(viewer_ids, REFRESH_CHUNK):
+        scans = scan_fresh(chunk, worlds)
+        yield list(chunk), {v: scans.get(v, []) for v in chunk}
+
+
+def _store_chunk(
+    chunk: Sequence[str],
+    state: ScanState,
+    result: RefreshResult,
+    scan: Callable[[list[str]], dict[str, list[ScanFinding]]],
+) -> None:
+    """Claim these viewers, scan the claimed ones (`scan` of them) and store their findings,
+    in one transaction."""
+    with transaction.atomic():
+        claimed = sorted(_claim(chunk, state.current))
+        result.skipped.extend(sorted(set(chunk) - set(claimed)))
+        if not claimed:
+            return
+        scans = scan(claimed)
+        LeakFinding.objects.filter(viewer_id__in=claimed).delete()
+        rows = [
+            _row_of(viewer_id, ordinal, f)
+            for viewer_id in claimed
+            for ordinal, f in enumerate(scans.get(viewer_id, []))
+        ]
+        LeakFinding.objects.bulk_create(rows, batch_size=1000)
+        _mark_scanned(claimed, state.current)
+        result.viewers_scanned += len(claimed)
+        result.findings_written += len(rows)
 
 
 @dataclass

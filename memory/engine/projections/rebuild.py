@@ -6,15 +6,16 @@ nothing and reports drift. Rebuild = incremental is structural: both use the cyc
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from operator import attrgetter, itemgetter
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from memory.engine import fanout
 from memory.engine.clock import time_key
 from memory.engine.projections import episodes, problems
 from memory.engine.projections.rows import (
@@ -24,6 +25,7 @@ from memory.engine.projections.rows import (
     fetch,
     iter_rows_owner_major,
     mark_id,
+    middle_owner,
 )
 from memory.engine.projections.sessions import (
     SESSION_FIELDS,
@@ -150,11 +152,55 @@ class VerifyResult:
         return bool(self.drift or self.episode_drift or self.problem_drift or self.layout_drifted)
 
 
+class OwnerFold(NamedTuple):
+    """One owner's fold: what a rebuild writes of it, and what it reports."""
+
+    owner_id: str
+    rows: int
+    sessions: list[SessionState]
+    episodes: list[episodes.EpisodeState]
+    bad: list[problems.Problem]
+    misplaced: bool  # rows outside the owner's shard: moved after the fold
+
+
+def fold_owners(
+    shards: int, owners: tuple[str | None, str | None] = (None, None)
+) -> Iterator[OwnerFold]:
+    """Every owner's fold, owner by owner (of the owners in `owners`, as iter_rows_owner_major
+    bounds them)."""
+    for owner, owner_rows in by_owner(iter_rows_owner_major(owners=owners)):
+        # Rows outside their owner's shard (the shard count changed, or a row was written
+        # around the doors) would sit where no cycle looks, or fold out of order: moved.
+        misplaced = owner.__class__ is str and set(map(_SHARD, owner_rows)) != {
+            shard_of(owner, shards)
+        }  # (the shards collected in C: this runs per row)
+        sessions, owner_episodes, bad = fold_checked(owner_rows)
+        yield OwnerFold(
+            owner, len(owner_rows), list(sessions.values()), owner_episodes, bad, misplaced
+        )
+
+
+def _folded_owners(shards: int, processes: int) -> Iterator[OwnerFold]:
+    """Every owner's fold; with two processes the later half of the owners (by rows) is
+    folded by a helper process at the same time, its folds taken as they arrive. The helper
+    reads the committed rows: the rebuild's transaction has changed none of them yet."""
+    middle = middle_owner() if processes > 1 else None
+    if middle is None:
+        yield from fold_owners(shards)
+        return
+    with fanout.Beside(lambda: fold_owners(shards, (middle, None))) as helper:
+        for owner in fold_owners(shards, (None, middle)):
+            yield owner
+            yield from helper.ready()
+        yield from helper.rest()
+
+
 def rebuild(
     progress: Callable[[int], None] | None = None,
     *,
     only_if_repartition_needed: bool = False,
     only_if: Callable[[], bool] | None = None,
+    processes: int | None = None,
 ) -> RebuildResult | None:
     """The door that re-derives every projection row from the canonical rows alone.
 
@@ -164,8 +210,12 @@ def rebuild(
     to its shard's last row. Never run on a timer (seed 003, rule 7); the cycle calls it with
     `only_if_repartition_needed` when the shard count changed, and it answers None when
     another worker re-partitioned first; `only_if` likewise, checked once the locks are held.
-    `progress` is called with each owner's row count (a command's progress bar).
+    `progress` is called with each owner's row count (a command's progress bar). With two
+    `processes` (by default where memory.engine.fanout says a helper would see the same rows)
+    a helper process folds half of the owners beside this one; the rows written are the same.
     """
+    if processes is None:
+        processes = fanout.processes() if fanout.may_fan_out() else 1
     rows_folded = sessions_written = episodes_written = 0
     found: list[problems.Problem] = []
     with transaction.atomic():
@@ -184,18 +234,15 @@ def rebuild(
         Episode.objects.all().delete()
         pending: list[SessionState] = []
         pending_episodes: list[episodes.EpisodeState] = []
-        for owner, owner_rows in by_owner(iter_rows_owner_major()):
+        for owner in _folded_owners(shards, processes):
             if progress is not None:
-                progress(len(owner_rows))
-            # Rows outside their owner's shard (the shard count changed, or a row was written
-            # around the doors) would sit where no cycle looks, or fold out of order: moved.
-            if owner.__class__ is str and set(map(_SHARD, owner_rows)) != {shard_of(owner, shards)}:
-                misplaced.append(owner)  # (the shards collected in C: this runs per row)
-            sessions, owner_episodes, bad = fold_checked(owner_rows)
-            rows_folded += len(owner_rows) - len(bad)
-            found.extend(bad)
-            pending.extend(sessions.values())
-            pending_episodes.extend(owner_episodes)
+                progress(owner.rows)
+            if owner.misplaced:
+                misplaced.append(owner.owner_id)
+            rows_folded += owner.rows - len(owner.bad)
+            found.extend(owner.bad)
+            pending.extend(owner.sessions)
+            pending_episodes.extend(owner.episodes)
             if len(pending) >= REBUILD_BATCH:
                 sessions_written += insert_sessions(by_recency(pending))
                 pending = []

@@ -15,6 +15,8 @@ from memory.engine.clock import keyed
 
 CYCLE_BATCH = 2000
 REBUILD_BATCH = 10000
+# Fewer rows than this are folded by one process: a second one costs more to start.
+SHARED_ROWS = 50_000
 
 
 class FoldRow(NamedTuple):
@@ -72,34 +74,56 @@ def rows_after(shard: int, created_at: int, row_id: str, limit: int) -> list[Fol
     return [_fold_row(r) for r in fetch(sql, params)]
 
 
-def iter_rows_owner_major(batch: int = REBUILD_BATCH) -> Iterator[FoldRow]:
-    """Every row, owner by owner, each owner's rows in (created_at, id) order.
+def iter_rows_owner_major(
+    batch: int = REBUILD_BATCH, owners: tuple[str | None, str | None] = (None, None)
+) -> Iterator[FoldRow]:
+    """Every row (of the owners from `owners[0]` up to, not including, `owners[1]`: a part
+    of a rebuild's rows), owner by owner, each owner's rows in (created_at, id) order.
 
     Keyset batches over idx_buffer_owner_fold: memory stays flat however many rows the store
     holds, and a session's rows (which never span owners) still arrive in fold order.
     """
+    low, high = owners
+    bounds, bound_params = "", []
+    if high is not None:
+        bounds, bound_params = " AND owner_id < %s", [high]
     after: tuple[str, int, str] | None = None
     while True:
         if after is None:
+            start = "" if low is None else " AND owner_id >= %s"
             sql = (
-                f"SELECT {FOLD_COLUMNS} FROM buffer_entries WHERE game_save_id = %(save)s "
-                "ORDER BY game_save_id, owner_id, created_at, id LIMIT %s"
+                f"SELECT {FOLD_COLUMNS} FROM buffer_entries WHERE game_save_id = %(save)s"
+                f"{start}{bounds} ORDER BY game_save_id, owner_id, created_at, id LIMIT %s"
             )
-            params: tuple = (batch,)
+            params: tuple = (*([] if low is None else [low]), *bound_params, batch)
         else:
             owner, created_at, row_id = after
             sql = (
                 f"SELECT {FOLD_COLUMNS} FROM buffer_entries "
-                "WHERE game_save_id = %(save)s AND (owner_id, created_at, id) > (%s, %s, %s) "
-                "ORDER BY game_save_id, owner_id, created_at, id LIMIT %s"
+                "WHERE game_save_id = %(save)s AND (owner_id, created_at, id) > (%s, %s, %s)"
+                f"{bounds} ORDER BY game_save_id, owner_id, created_at, id LIMIT %s"
             )
-            params = (owner, created_at, row_id, batch)
+            params = (owner, created_at, row_id, *bound_params, batch)
         rows = fetch(sql, params)
         yield from map(_fold_row, rows)
         if len(rows) < batch:
             return
         last = rows[-1]
         after = (last[1], last[6], mark_id(last[0]))
+
+
+def middle_owner() -> str | None:
+    """The owner at the middle row of the save in owner order (its rows and the later owners'
+    are about half of them), or None when there are too few rows to share out."""
+    total = fetch("SELECT COUNT(*) FROM buffer_entries WHERE game_save_id = %(save)s", ())[0][0]
+    if total < SHARED_ROWS:
+        return None
+    found = fetch(
+        "SELECT owner_id FROM buffer_entries WHERE game_save_id = %(save)s "
+        "ORDER BY game_save_id, owner_id LIMIT 1 OFFSET %s",
+        (total // 2,),
+    )
+    return found[0][0] if found else None
 
 
 _OWNER = itemgetter(1)

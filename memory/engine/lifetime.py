@@ -1,9 +1,10 @@
 """A helper process that dies with the process that started it.
 
-Spawned helpers (the import's validator) would otherwise outlive a `kill -9` of their parent:
-nothing closes the pipe they wait on. Linux's parent-death signal ends them the moment the
-parent goes, however it goes; elsewhere the helper at least exits if the parent is already
-gone when it starts. Runs in the child, so it imports nothing of Django.
+Helpers (the import's validator, a rebuild's second process) would otherwise outlive a
+`kill -9` of their parent: nothing closes the pipe they wait on. Linux's parent-death signal
+ends them the moment the parent goes, however it goes; elsewhere the helper at least exits
+if the parent is already gone when it starts. Runs in the child, so it imports nothing of
+Django.
 """
 
 from __future__ import annotations
