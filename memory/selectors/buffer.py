@@ -346,9 +346,11 @@ def buffer_page(
         found, read = _has_match(rows, _key(edge), forward, viewer, check, deadline)
         page.rows_visited += read
         ahead = _cursor_of(edge) if found else None
-    # The link back, toward where the page started: from the row nearest that side.
+    # The link back, toward where the page started: from the row nearest that side. A page
+    # read from an end of the buffer (no cursor: the newest page) has nothing behind it that
+    # its own scan did not read, so it asks nothing.
     behind: str | None = None
-    if picked:
+    if picked and start is not None:
         edge = picked[0] if forward else picked[-1]
         found, read = _has_match(rows, _key(edge), not forward, viewer, check, deadline)
         page.rows_visited += read

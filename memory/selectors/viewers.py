@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from django.db.models import Count, Q
 
+from memory.active_save import SAVE, scoped_cursor
 from memory.engine.aliases import UNFAMILIAR, alias_state
 from memory.engine.descriptors import KnownIds, derive_descriptor, descriptor_words
 from memory.engine.knowledge import (
@@ -288,12 +289,17 @@ def _kinds(world_id: str | None, ids: list[str]) -> dict[str, str]:
     row."""
     if not ids:
         return {}
-    rows = WorldObject.objects.filter(id__in=ids).order_by("id")
-    return {
-        i: kind
-        for i, kind, world in rows.values_list("id", "type", "world_id")
-        if world_id is None or world_id in (i, world)
-    }
+    # Raw SQL: a viewer holds hundreds of labels, and the ORM prepared each id of the IN list
+    # in Python, half of this read's time on every viewer page.
+    marks = ", ".join(["%s"] * len(ids))
+    with scoped_cursor() as cursor:
+        cursor.execute(
+            "SELECT id, type, world_id FROM objects "
+            f"WHERE game_save_id = {SAVE} AND id IN ({marks}) ORDER BY id",
+            list(ids),
+        )
+        rows = cursor.fetchall()
+    return {i: kind for i, kind, world in rows if world_id is None or world_id in (i, world)}
 
 
 def _outside(viewer: Viewer, kinds: dict[str, str]) -> list[str]:
