@@ -437,3 +437,18 @@ def revoke_allow_rule(rule_id: int, *, user=None) -> LeakAllowRule:
             before={"rule": rule.pk, "reason": rule.reason},
         )
     return rule
+
+
+def acceptance_reasons(keys: list[QueueKey]) -> dict[QueueKey, str]:
+    """The reason each of these findings is accepted for (those accepted), read before a
+    reopen so its undo can accept them again for the same reason."""
+    found: dict[QueueKey, str] = {}
+    for save_name, keyed in _by_save(keys).items():
+        with use(get_save(save_name)):
+            for key in keyed:
+                row = LeakAcceptance.objects.filter(
+                    viewer_id=key[1], section=key[2], kind=key[3], text=key[4]
+                ).first()
+                if row is not None:
+                    found[key] = row.reason
+    return found
