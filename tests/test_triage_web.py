@@ -231,3 +231,27 @@ def test_the_json_twin_and_the_api_writes(both, client, reader, editor):
     again = client.post(f"/api/triage/rules/{made.json()['id']}/revoke")
     assert (again.status_code, again.json()["revoked_by"]) == (200, "eddie")
     assert client.post("/api/triage/rules/4242/revoke").status_code == 404
+
+
+def test_add_alias_on_the_leak_page_confirms_in_place_with_an_undo(editor_client, millbrook):
+    from memory.models import AliasChange
+
+    stored.refresh()
+    alias = {"viewer_id": "ida", "target_id": "hale", "label": "Hale Morrow"}
+    html = editor_client.post("/saves/millbrook/leaks/alias/", alias, **HX).content.decode()
+    confirm = re.search(r'<div class="confirm" role="status">.*?</div>', html, re.S).group(0)
+    assert text_of(confirm).startswith("Saved: Ida now calls Hale Morrow “Hale Morrow”. Undo")
+    assert 'name="label" value="the tanner&#x27;s widow"' in confirm
+    # The viewer filter is re-rendered with the table: what the findings now give.
+    viewers = re.search(r'<select id="leak-viewer".*?</select>', html, re.S).group(0)
+    assert re.findall(r'<option value="([^"]*)"', viewers) == ["", "hale", "ida"]
+    undo = {**alias, "label": "the tanner's widow", "action": "restore"}
+    html = editor_client.post("/saves/millbrook/leaks/alias/", undo, **HX).content.decode()
+    assert "Undone: Ida’s label for Hale Morrow is back to “the tanner’s widow”." in text_of(
+        html.replace("&#x27;", "’")
+    )
+    assert list(AliasChange.objects.order_by("id").values_list("before", "after")) == [
+        ("the tanner's widow", "Hale Morrow"),
+        ("Hale Morrow", "the tanner's widow"),
+    ]
+    assert 'data-kind="unknown_name"' in html  # the finding is back
