@@ -35,7 +35,7 @@ def test_the_queue_triages_in_place_with_undo(login, page, both, screenshots) ->
     login(page, "/triage/")
     page.set_viewport_size({"width": 1440, "height": 900})
     assert title(page) == "10 findings: 10 open, 0 accepted"
-    assert page.locator("header nav a", has_text="Leak triage").get_attribute("href") == "/triage/"
+    assert page.locator("header nav a", has_text="Triage").get_attribute("href") == "/triage/"
     assert serious_violations(page) == []
     assert page.evaluate(CLIPPED_TABLES) == []
     screenshots("triage-queue")
