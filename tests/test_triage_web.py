@@ -255,3 +255,15 @@ def test_add_alias_on_the_leak_page_confirms_in_place_with_an_undo(editor_client
         ("Hale Morrow", "the tanner's widow"),
     ]
     assert 'data-kind="unknown_name"' in html  # the finding is back
+
+
+def test_a_page_of_the_queue_is_a_fixed_number_of_statements(both, django_assert_max_num_queries):
+    from memory.selectors import triage
+
+    # saves, states, the page, names and the behind count per save shown, four facets
+    with django_assert_max_num_queries(17):
+        page = triage.queue(triage.QueueFilters())
+    assert (page.total, len(page.items), page.next_cursor) == (10, 10, None)
+    with django_assert_max_num_queries(17):
+        page = triage.queue(triage.QueueFilters(state="open"), limit=3)
+    assert (page.total, len(page.items), page.next_cursor is not None) == (10, 3, True)

@@ -70,24 +70,30 @@ def _accepted() -> Exists:
     )
 
 
-def _findings(filters: QueueFilters, without: str | None = None) -> QuerySet:
-    """The current stored findings of live saves under every filter but `without`."""
-    rows = (
-        LeakFinding.every_save.filter(game_save__retired_at__isnull=True)
-        .filter(
-            Exists(
-                LeakScan.every_save.filter(
-                    game_save_id=OuterRef("game_save_id"),
-                    viewer_id=OuterRef("viewer_id"),
-                    stale=False,
-                )
+def _findings(
+    filters: QueueFilters,
+    saves: dict[int, Save],
+    without: str | None = None,
+    *,
+    with_state: bool = False,
+) -> QuerySet:
+    """The current stored findings of live saves under every filter but `without`; each
+    with `accepted` when asked for (or filtered by): a subquery per row, which the facets of
+    save, viewer, kind and word do without."""
+    rows = LeakFinding.every_save.filter(game_save_id__in=sorted(saves)).filter(
+        Exists(
+            LeakScan.every_save.filter(
+                game_save_id=OuterRef("game_save_id"), viewer_id=OuterRef("viewer_id"), stale=False
             )
         )
-        .annotate(accepted=_accepted())
     )
     given = dict(filters.as_pairs(without))
+    if with_state or "state" in given:
+        rows = rows.annotate(accepted=_accepted())
     if "save" in given:
-        rows = rows.filter(game_save__name=given["save"])
+        rows = rows.filter(
+            game_save_id__in=[pk for pk, s in saves.items() if s.name == given["save"]]
+        )
     if "viewer" in given:
         rows = rows.filter(viewer_id=given["viewer"])
     if "kind" in given:
@@ -161,7 +167,7 @@ def _item(row: LeakFinding, saves: dict[int, Save], names: dict) -> dict:
 
 
 def _facet(name: str, filters: QueueFilters, saves: dict[int, Save]) -> Facet:
-    rows = _findings(filters, without=name)
+    rows = _findings(filters, saves, without=name, with_state=name == "state")
     column = {
         "save": "game_save_id",
         "viewer": "viewer_id",
@@ -198,13 +204,19 @@ def _facet(name: str, filters: QueueFilters, saves: dict[int, Save]) -> Facet:
     return Facet(name, facet_values, more=len(ordered) > FACET_VALUES)
 
 
+def _state_facet(states: dict[bool, int]) -> Facet:
+    counted = [("open", states.get(False, 0)), ("accepted", states.get(True, 0))]
+    ordered = sorted(((v, n) for v, n in counted if n), key=lambda kv: (-kv[1], kv[0]))
+    return Facet("state", [(v, v, n) for v, n in ordered])
+
+
 def queue(filters: QueueFilters, *, cursor: str | None = None, limit: int = PAGE_SIZE) -> QueuePage:
     """One page of the queue: the findings under `filters` past `cursor`, in (save, viewer,
     the scanner's order), the counts every facet would give, and who is behind per save."""
     if not 1 <= limit <= MAX_PAGE_SIZE:
         raise InvalidInput(f"limit must be between 1 and {MAX_PAGE_SIZE}", field="limit")
     saves = {s.pk: s for s in Save.objects.live()}
-    rows = _findings(filters)
+    rows = _findings(filters, saves, with_state=True)
     states = dict(rows.values_list("accepted").annotate(n=Count("id")).order_by())
     page = list(
         _cursor_filter(rows, cursor).order_by("game_save_id", "viewer_id", "ordinal")[: limit + 1]
@@ -230,7 +242,12 @@ def queue(filters: QueueFilters, *, cursor: str | None = None, limit: int = PAGE
         next_cursor=encode_cursor([last.game_save_id, last.viewer_id, last.ordinal])
         if more and last
         else None,
-        facets=[_facet(name, filters, saves) for name in FACETS],
+        facets=[
+            _state_facet(states)
+            if name == "state" and filters.state is None  # the counts just read
+            else _facet(name, filters, saves)
+            for name in FACETS
+        ],
         pending=pending,
     )
 
