@@ -267,3 +267,9 @@ def test_a_page_of_the_queue_is_a_fixed_number_of_statements(both, django_assert
     with django_assert_max_num_queries(17):
         page = triage.queue(triage.QueueFilters(state="open"), limit=3)
     assert (page.total, len(page.items), page.next_cursor is not None) == (10, 3, True)
+
+
+def test_the_save_leak_page_labels_descriptions_and_links_the_queue(lighthouse, reader_client):
+    html = reader_client.get("/saves/lighthouse/leaks/").content.decode()
+    assert html.count("likely a description</span>") == 3
+    assert 'href="/triage/?save=lighthouse"' in html
