@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.db.models import Q
 
+from memory.active_save import use
 from memory.engine import audit
 from memory.engine.abstract import abstract
 from memory.engine.aliases import (
@@ -16,16 +17,19 @@ from memory.engine.aliases import (
     dump_aliases_json,
     parse_aliases_json,
 )
-from memory.engine.errors import InvalidInput, NotFound
+from memory.engine.errors import Conflict, InvalidInput, NotFound
 from memory.engine.knowledge import true_names
 from memory.engine.leaks import accepted as accepted_leaks
+from memory.engine.leaks import allowed as allowed_leaks
 from memory.engine.leaks import stored as leak_findings
+from memory.engine.saves import get_save
 from memory.engine.upkeep import rebuild_all, run_upkeep, verify_all
 from memory.engine.write_door import remember, retract
 from memory.models import (
     AliasChange,
     BufferEntry,
     LeakAcceptance,
+    LeakAllowRule,
     LeakScan,
     ObjectType,
     WorldObject,
@@ -339,3 +343,112 @@ def reopen_leak(viewer_id: str, section: str, kind: str, text: str, *, user=None
             actor=user,
             before={"reason": was.reason},
         )
+
+
+# --- leak triage (issue 28 item 1): many findings at once, and allow rules ---------------------
+
+# A finding across saves: (save name, viewer id, section, kind, text).
+QueueKey = tuple[str, str, str, str, str]
+
+
+@dataclass
+class BulkResult:
+    done: list[QueueKey] = field(default_factory=list)  # changed by this call
+    skipped: list[QueueKey] = field(default_factory=list)  # already so: nothing to change
+
+
+def _by_save(keys: list[QueueKey]) -> dict[str, list[QueueKey]]:
+    grouped: dict[str, list[QueueKey]] = {}
+    for key in keys:
+        grouped.setdefault(key[0], []).append(key)
+    return grouped
+
+
+def accept_leaks(keys: list[QueueKey], reason: str, *, user=None) -> BulkResult:
+    """Accept every finding named, with one reason, all or nothing: an unknown save, viewer
+    or finding refuses the lot (NotFound) and nothing is written. Already accepted: skipped."""
+    result = BulkResult()
+    with transaction.atomic():
+        for save_name, keyed in _by_save(keys).items():
+            with use(get_save(save_name)):
+                for key in keyed:
+                    try:
+                        accept_leak(*key[1:], reason, user=user)
+                    except Conflict:
+                        result.skipped.append(key)
+                    else:
+                        result.done.append(key)
+    return result
+
+
+def reopen_leaks(keys: list[QueueKey], *, user=None) -> BulkResult:
+    """Withdraw the acceptance of every finding named that has one (the rest: skipped)."""
+    result = BulkResult()
+    with transaction.atomic():
+        for save_name, keyed in _by_save(keys).items():
+            with use(get_save(save_name)):
+                for key in keyed:
+                    if not LeakAcceptance.objects.filter(
+                        viewer_id=key[1], section=key[2], kind=key[3], text=key[4]
+                    ).exists():
+                        result.skipped.append(key)
+                        continue
+                    reopen_leak(*key[1:], user=user)
+                    result.done.append(key)
+    return result
+
+
+def allow_word(
+    word: str,
+    entity_id: str,
+    reason: str,
+    *,
+    save_name: str = "",
+    viewer_id: str = "",
+    user=None,
+) -> tuple[LeakAllowRule, int]:
+    """A rule "this word is fine for this id" (audited); the findings it silences leave the
+    store in the same transaction. (rule, findings removed)."""
+    with transaction.atomic():
+        rule, removed = allowed_leaks.allow(
+            word, entity_id, reason, save_name=save_name, viewer_id=viewer_id, user=user
+        )
+        _audit(
+            user,
+            "leak.allow",
+            f"{rule.word!r} for {rule.entity_id} ({rule.scope})",
+            {"rule": rule.pk, "reason": rule.reason, "findings_removed": removed},
+        )
+    return rule, removed
+
+
+def revoke_allow_rule(rule_id: int, *, user=None) -> LeakAllowRule:
+    """End a rule (audited); the viewers in its scope are rescanned in the same transaction,
+    so the findings it silenced are back, open, on the next page."""
+    with transaction.atomic():
+        rule, saves = allowed_leaks.revoke(rule_id, user=user)
+        for save in saves:
+            with use(save):
+                leak_findings.refresh([rule.viewer_id] if rule.viewer_id else None)
+        audit.record(
+            "leak.revoke",
+            f"{rule.word!r} for {rule.entity_id} ({rule.scope})",
+            actor=user,
+            before={"rule": rule.pk, "reason": rule.reason},
+        )
+    return rule
+
+
+def acceptance_reasons(keys: list[QueueKey]) -> dict[QueueKey, str]:
+    """The reason each of these findings is accepted for (those accepted), read before a
+    reopen so its undo can accept them again for the same reason."""
+    found: dict[QueueKey, str] = {}
+    for save_name, keyed in _by_save(keys).items():
+        with use(get_save(save_name)):
+            for key in keyed:
+                row = LeakAcceptance.objects.filter(
+                    viewer_id=key[1], section=key[2], kind=key[3], text=key[4]
+                ).first()
+                if row is not None:
+                    found[key] = row.reason
+    return found

@@ -6,6 +6,7 @@ The worlds. `cast`: the tavern — alice (knows bob as "the hooded figure", char
 bartender"), bob (true name Gareth, PRIVATE; knows alice as "the traveller"), charlie the
 bartender (knows bob as "Gareth"). `chest`: alice's memory of bob opening the wooden chest.
 `demo`: the demo world, loaded and folded. `millbrook`: the river town with readable ids.
+`lighthouse`: readable ids that are ordinary words (keeper, castaway, miller), labelled.
 `two_eras`: the tavern's v1 and v2 omnia files, one save each, folded. `save`: an empty save.
 
 The save a test reads and writes in is active only when it says so, as production's edges
@@ -32,7 +33,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import CHEST, DESIGNER_PASSWORD, FIXTURES, MILLBROOK, TAVERN_V1, TAVERN_V2
+from tests.helpers import (
+    CHEST,
+    DESIGNER_PASSWORD,
+    FIXTURES,
+    LIGHTHOUSE,
+    MILLBROOK,
+    TAVERN_V1,
+    TAVERN_V2,
+)
 
 # --- what the PostgreSQL leg of CI leaves out ---------------------------------------------------
 
@@ -306,6 +315,18 @@ def millbrook(db, tmp_path, activate_save):
     path = tmp_path / "millbrook.json"
     path.write_text(json.dumps(MILLBROOK))
     activate_save(load_world(path).save)
+
+
+@pytest.fixture
+def lighthouse(db, activate_save):
+    """The lighthouse, readable ids that are ordinary words (keeper, castaway, miller; ada
+    writes them as descriptions, bo as names: LIGHTHOUSE_LABELLED); its save, "lighthouse",
+    active and its findings stored."""
+    from memory.engine.leaks.stored import refresh
+    from memory.worlds.scenario import load_world
+
+    activate_save(load_world(LIGHTHOUSE, as_name="lighthouse").save)
+    refresh()
 
 
 @pytest.fixture

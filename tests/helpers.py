@@ -357,3 +357,93 @@ MILLBROOK = {
         },
     ],
 }
+
+
+def _lighthouse_memory(owner: str, n: int, description: str) -> dict:
+    return {
+        "id": f"{owner}-{n}",
+        "timestamp": f"2026-07-06T21:0{n}:00.000Z",
+        "locationId": "gallery",
+        "intent": {
+            "type": "action",
+            "actorId": owner,
+            "targetIds": [],
+            "originalText": description,
+            "description": description,
+        },
+    }
+
+
+# The lighthouse (issue 28): readable ids that are ordinary words — `keeper` ("Ewan Mor"),
+# `castaway` ("Tam Reid"), `miller` ("Jon Bell") — each name PRIVATE. Ada writes them as
+# descriptions ("the keeper", "an old castaway"); Bo writes them as names ("Keeper",
+# "ask keeper"). LIGHTHOUSE_LABELLED says, per line, which id each one leaks and whether it
+# reads as a description: the labelled leak set the scanner is held against.
+LIGHTHOUSE_LINES = {
+    "ada": [
+        "waves to the keeper on the gallery",
+        "hands an old castaway a blanket",
+        "buys flour from the miller at dawn",
+        "thinks the keeper is kind",
+    ],
+    "bo": [
+        "says Keeper will light the lamp",
+        "asks keeper about the storm",
+        "nods; castaway sleeps by the stove",
+        "pays miller in coin",
+    ],
+}
+# (viewer, line number, id written, reads as a description)
+LIGHTHOUSE_LABELLED = [
+    ("ada", 1, "keeper", True),
+    ("ada", 2, "castaway", True),
+    ("ada", 3, "miller", True),
+    ("ada", 4, "keeper", True),
+    ("bo", 1, "keeper", False),
+    ("bo", 2, "keeper", False),
+    ("bo", 3, "castaway", False),
+    ("bo", 4, "miller", False),
+]
+LIGHTHOUSE = {
+    "id": "lighthouse",
+    "name": "The Lighthouse",
+    "description": "A rock and a lamp.",
+    "startTime": "2026-07-06T21:30:00.000Z",
+    "locations": [
+        {
+            "id": "gallery",
+            "attributes": [
+                {"name": "description", "value": "the lamp gallery", "visibility": "PUBLIC"}
+            ],
+        }
+    ],
+    "entities": [
+        *(
+            {
+                "id": entity_id,
+                "locationId": "gallery",
+                "attributes": _private_name(name),
+                "aliases": {},
+                "initialMemories": [],
+            }
+            for entity_id, name in (
+                ("keeper", "Ewan Mor"),
+                ("castaway", "Tam Reid"),
+                ("miller", "Jon Bell"),
+            )
+        ),
+        *(
+            {
+                "id": viewer,
+                "locationId": "gallery",
+                "attributes": _private_name(name),
+                "aliases": {},
+                "initialMemories": [
+                    _lighthouse_memory(viewer, n, line)
+                    for n, line in enumerate(LIGHTHOUSE_LINES[viewer], 1)
+                ],
+            }
+            for viewer, name in (("ada", "Ada Quill"), ("bo", "Bo Finch"))
+        ),
+    ],
+}

@@ -534,6 +534,7 @@ def test_prompt_and_leaks_twins(client, demo, reader, reader_token) -> None:
         "entity_id": "npc-sable",
         "attribute_name": None,
         "reason": "npc-pip knows npc-sable only as 'the tall one in grey'",
+        "likely_description": False,
         "world_id": "harbor-town",
         "count": 1,
         "source_id": "m-a06-pip",

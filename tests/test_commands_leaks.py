@@ -49,6 +49,7 @@ GARETH = {
     "entity_id": "bob",
     "attribute_name": None,
     "reason": "alice knows bob only as 'the hooded figure'",
+    "likely_description": False,
     "count": 1,
     "source_id": "m1",
     "occurrences": [{"start": 539, "end": 545, "source_id": "m1"}],

@@ -219,6 +219,16 @@ def _chain(node: ast.AST) -> list[str]:
     return names
 
 
+def _correlated(value: ast.AST) -> bool:
+    """`game_save_id=OuterRef("game_save_id")`: a subquery matched to its outer row's save
+    (the leak triage queue reads every save at once), which is no save chosen by hand."""
+    return (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Name)
+        and value.func.id == "OuterRef"
+    )
+
+
 def test_code_that_spans_saves_reads_one_with_in_save_never_every_save_filtered() -> None:
     found = []
     for path in sorted((ROOT / "memory").rglob("*.py")):
@@ -227,7 +237,7 @@ def test_code_that_spans_saves_reads_one_with_in_save_never_every_save_filtered(
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if not isinstance(node, ast.Call) or "every_save" not in _chain(node.func):
                 continue
-            if any(k.arg in _ONE_SAVE_BY_HAND for k in node.keywords):
+            if any(k.arg in _ONE_SAVE_BY_HAND and not _correlated(k.value) for k in node.keywords):
                 found.append(f"{path.relative_to(ROOT).as_posix()}:{node.lineno}")
     assert found == []
 

@@ -34,6 +34,7 @@ PIP_LEAK = {
     "entity_id": "npc-sable",
     "attribute_name": None,
     "reason": "npc-pip knows npc-sable only as 'the tall one in grey'",
+    "likely_description": False,
 }
 # What the leak report adds beside the scan's own fields.
 PIP_REPORTED = {

@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 from memory.models.access import AliasChange, ApiToken, AuditLog
-from memory.models.leaks import LeakAcceptance, LeakFinding, LeakScan
+from memory.models.leaks import LeakAcceptance, LeakAllowRule, LeakFinding, LeakScan
 from memory.models.live import LiveFollow, LiveRow
 from memory.models.longterm import AbstractionEdge, Layer, LayerSubscription
 from memory.models.omnia import (
@@ -51,6 +51,7 @@ __all__ = [
     "Layer",
     "LayerSubscription",
     "LeakAcceptance",
+    "LeakAllowRule",
     "LeakFinding",
     "LeakScan",
     "LedgerEntry",

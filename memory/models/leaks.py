@@ -74,6 +74,9 @@ class LeakFinding(SaveScoped):
     occurrences_json = models.TextField(default="[]")
     context_before = models.TextField(default="")
     context_after = models.TextField(default="")
+    # A readable id that is an ordinary word ("keeper") where every occurrence reads as a
+    # description ("the old keeper"): still reported (recall first), labelled for triage.
+    likely_description = models.BooleanField(default=False)
 
     class Meta(SaveScoped.Meta):
         db_table = "memory_leak_findings"
@@ -107,3 +110,52 @@ class LeakAcceptance(SaveScoped):
 
     def __str__(self) -> str:
         return f"{self.viewer_id} [{self.section}] {self.kind} {self.text!r}"
+
+
+class LeakAllowRule(models.Model):
+    """ "This word is fine for this id": a finding whose text (folded) and object are a rule's
+    is never reported, by every scan, in the rule's scope (issue 28 item 1). A finding is
+    accepted one prompt section at a time; a rule says it once for every section, viewer and
+    rescan.
+
+    Not save-scoped: a rule may hold everywhere. Its save is kept by name, not by row, because
+    an import with --replace swaps a new save in under the old name and the rule must still
+    hold there. Revoking keeps the row (who allowed it, who took it back) and ends it."""
+
+    word = models.TextField()  # folded as the scanner folds (scanner.fold)
+    entity_id = models.TextField()
+    save_name = models.TextField(default="", blank=True)  # "": every save
+    viewer_id = models.TextField(default="", blank=True)  # "": every viewer (needs a save)
+    reason = models.TextField()
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    revoked_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "memory_leak_allow_rules"
+        ordering = ["word", "entity_id", "save_name", "viewer_id", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["word", "entity_id", "save_name", "viewer_id"],
+                condition=models.Q(revoked_at__isnull=True),
+                name="leak_allow_rule_once",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(viewer_id="") | ~models.Q(save_name=""),
+                name="leak_allow_rule_viewer_in_a_save",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.word!r} for {self.entity_id} ({self.scope})"
+
+    @property
+    def scope(self) -> str:
+        if self.viewer_id:
+            return f"viewer {self.viewer_id} in {self.save_name}"
+        return f"save {self.save_name}" if self.save_name else "every save"

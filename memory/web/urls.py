@@ -15,6 +15,7 @@ from memory.web.views import (
     overview,
     projections,
     save_page,
+    triage,
     viewer,
 )
 
@@ -51,6 +52,12 @@ urlpatterns = [
     # Over every save: a page learns that something it may show moved (followed saves).
     path("live/", live.live_version, name="live_version"),
     path("compare/", compare.compare_page, name="compare"),
+    # Leak triage over every save (a save is a facet; each finding names its own).
+    path("triage/", triage.triage_page, name="triage"),
+    path("triage/act/", triage.bulk_action, name="triage_act"),
+    path("triage/allow/", triage.allow_word, name="triage_allow"),
+    path("triage/rules/", triage.rules_page, name="triage_rules"),
+    path("triage/rules/<int:rule_id>/revoke/", triage.revoke_rule, name="triage_revoke"),
     path("saves/<str:save>/", include(in_one_save)),
     # The URLs from before saves: to the save holding the id, or a page to choose one.
     path("viewers/", moved.moved, name="moved_pick"),

@@ -134,7 +134,9 @@ def screenshots(page, artifacts) -> Callable[[str], list[Path]]:
         for width, height in SCREENSHOT_WIDTHS:
             page.set_viewport_size({"width": width, "height": height})
             path = artifacts / f"{name}-{width}.png"
-            page.screenshot(path=str(path), full_page=True)
+            # caret="initial": hiding the caret injects a style this site's CSP refuses, and
+            # the refusals then land in the console as if the page had made them.
+            page.screenshot(path=str(path), full_page=True, caret="initial")
             paths.append(path)
         page.set_viewport_size(VIEWPORT)
         return paths

@@ -54,7 +54,7 @@ import re
 import sys
 from bisect import bisect_left
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache, lru_cache
 from typing import Literal
 
@@ -89,6 +89,17 @@ class LeakWorld:
     aliases: Mapping[str, Mapping[str, str]]
     private_values: Sequence[PrivateValue] = ()
     ordinary_words: frozenset[str] = frozenset()
+    # (folded word, object id) -> the viewers an allow rule silences it for (EVERY_VIEWER in
+    # it: all of them). A rule names the object as well as the word: "keeper" allowed for the
+    # id `keeper` says nothing of another object's name that folds alike.
+    allowed: Mapping[tuple[str, str], frozenset[str]] = field(default_factory=dict)
+
+    def allows(self, viewer_id: str, finding: Finding) -> bool:
+        viewers = self.allowed.get((fold(finding.text), finding.entity_id))
+        return viewers is not None and (EVERY_VIEWER in viewers or viewer_id in viewers)
+
+
+EVERY_VIEWER = ""
 
 
 @dataclass(frozen=True)
@@ -100,6 +111,7 @@ class Finding:
     entity_id: str
     reason: str
     attribute_name: str | None = None
+    likely_description: bool = False
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -110,6 +122,7 @@ class Finding:
             "entity_id": self.entity_id,
             "attribute_name": self.attribute_name,
             "reason": self.reason,
+            "likely_description": self.likely_description,
         }
 
 
@@ -341,8 +354,13 @@ def judge_hits(
     findings = []
     for start, end, number in _longest_leftmost(hits):
         finding = _judge(index, viewer_id, text, start, end, index.patterns[number])
-        if finding is not None and not shielded(start, end):
-            findings.append(finding)
+        if finding is None or shielded(start, end):
+            continue
+        # After the overlap winners are chosen: an allowed winner is silent and never lets a
+        # shorter hit inside it speak instead, exactly as a stored finding deleted would be.
+        if index.world.allowed and index.world.allows(viewer_id, finding):
+            continue
+        findings.append(finding)
     return findings
 
 
@@ -405,7 +423,10 @@ def _judge(
             return Finding("unknown_name", start, end, written, object_id, reason)
     if p.ids:
         exact_ids = [object_id for object_id in p.ids if object_id == written]
-        return _id_finding(start, end, written, (exact_ids or p.ids)[0])
+        found = _id_finding(start, end, written, (exact_ids or p.ids)[0])
+        if reads_as_description(text, start, end, found.entity_id):
+            return replace(found, likely_description=True)
+        return found
     private = min(p.privates, key=lambda v: (v.object_id, v.attribute_name))
     reason = (
         f"private attribute '{private.attribute_name}' of {private.object_id}; "
@@ -488,6 +509,38 @@ def _holds_token(haystack: str, key: str) -> bool:
     """Does `key` stand in `haystack` as whole tokens ("hale" in "hale morrow", not in
     "haley"; "the-tannery" not in "the tannery")? Both are folded."""
     return bool(haystack) and _token_pattern(key).search(haystack) is not None
+
+
+# Words that, just before an ordinary word, make it a description ("the keeper", "an old
+# miller", "her castaway"): articles, demonstratives, possessives and quantifiers.
+DETERMINERS = frozenset(
+    ("a", "an", "the", "this", "that", "these", "those", "my", "your", "his", "her", "its")
+    + ("our", "their", "one", "another", "some", "any", "every", "each", "no")
+)
+_WORDS_BEFORE = re.compile(r"(?:([^\W\d_]+)[ \t]+)?([^\W\d_]+)[ \t]+$")
+
+
+def reads_as_description(text: str, start: int, end: int, object_id: str) -> bool:
+    """Does this hit of a readable id read as an ordinary word in running text? The id is one
+    plain lowercase word ("keeper"), written exactly so (lowercase: "Keeper" at a sentence
+    start or as a name is not a description), and a determiner stands just before it or one
+    adjective before it ("the keeper", "an old miller"). Such a finding is still reported
+    (every leak must be, recall first); it is labelled "likely a description" for triage."""
+    written = text[start:end]
+    if written != object_id or not _PLAIN_LOWER.fullmatch(written):
+        return False
+    line_start = text.rfind("\n", 0, start) + 1
+    before = _WORDS_BEFORE.search(text, line_start, start)
+    if before is None:
+        return False
+    previous, last = before.group(1), before.group(2)
+    if last.lower() in DETERMINERS:
+        return True
+    # "the old keeper": a determiner, then one lowercase word (an adjective)
+    return previous is not None and previous.lower() in DETERMINERS and last.islower()
+
+
+_PLAIN_LOWER = re.compile(r"[a-z]+")
 
 
 def _id_finding(start: int, end: int, written: str, object_id: str) -> Finding:

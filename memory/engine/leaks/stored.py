@@ -112,6 +112,7 @@ def _finding_of(row: LeakFinding) -> ScanFinding:
             entity_id=row.entity_id,
             reason=row.reason,
             attribute_name=row.attribute_name,
+            likely_description=row.likely_description,
         ),
         tuple((start, end, source) for start, end, source in json.loads(row.occurrences_json)),
         row.world_id,
@@ -138,6 +139,7 @@ def _row_of(viewer_id: str, ordinal: int, f: ScanFinding) -> LeakFinding:
         occurrences_json=json.dumps([list(o) for o in f.occurrences]),
         context_before=f.context_before,
         context_after=f.context_after,
+        likely_description=f.finding.likely_description,
     )
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from memory.engine.aliases import AliasesJsonError, parse_aliases_json
 from memory.engine.errors import NotFound
@@ -37,6 +37,7 @@ from memory.engine.knowledge import (
     world_knowledge,
     world_objects,
 )
+from memory.engine.leaks.allowed import allowed_words
 from memory.engine.leaks.scanner import (
     Finding,
     LeakIndex,
@@ -170,6 +171,10 @@ def group_findings(
     out = []
     for key, members in groups.items():
         first = members[0]
+        # A description only if every occurrence reads as one: one use as a name is a leak.
+        described = all(m.likely_description for m in members)
+        if first.likely_description != described:
+            first = replace(first, likely_description=described)
         before, after = _context(text, first.start, first.end)
         out.append(
             ScanFinding(
@@ -232,6 +237,7 @@ def leak_world_from(
         aliases={e.id: _aliases(e) for e in entities} if aliases is None else dict(aliases),
         private_values=tuple(private_values),
         ordinary_words=frozenset(p for p in places if _PLAIN_WORD.fullmatch(p)),
+        allowed=allowed_words(),
     )
 
 

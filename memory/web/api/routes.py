@@ -15,12 +15,15 @@ from memory.web.api import (
     problems,
     projections,
     saves,
+    triage,
 )
 from memory.web.auth import API_AUTH
 from memory.web.saves import in_save_operation, in_save_run
 
 router = Router(auth=API_AUTH, tags=["memory"])
 router.add_router("", saves.router)
+# Over every save: the leak triage queue (each finding names its save).
+router.add_router("", triage.router)
 
 in_one_save = Router()
 in_one_save.add_decorator(in_save_run, mode="view")

@@ -63,8 +63,26 @@ from memory.web.schemas.saves import (
     SaveOut,
     VerifyOut,
 )
+from memory.web.schemas.triage import (
+    AllowRuleIn,
+    AllowRuleMadeOut,
+    AllowRuleOut,
+    TriageBulkIn,
+    TriageBulkOut,
+    TriageItemOut,
+    TriageKeyIn,
+    TriageOut,
+)
 
 __all__ = [
+    "AllowRuleIn",
+    "AllowRuleMadeOut",
+    "AllowRuleOut",
+    "TriageBulkIn",
+    "TriageBulkOut",
+    "TriageItemOut",
+    "TriageKeyIn",
+    "TriageOut",
     "EventSearchOut",
     "FoundEventOut",
     "FoundWitnessOut",

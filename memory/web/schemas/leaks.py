@@ -28,6 +28,10 @@ class LeakFindingOut(Schema):
     entity_id: str | None
     attribute_name: str | None = Field(None, description="for a private_attribute finding")
     reason: str
+    likely_description: bool = Field(
+        description='a readable id that is an ordinary word, written as a description ("the '
+        'keeper") at every occurrence: still a finding, likely harmless'
+    )
     count: int = Field(description="occurrences of this leak in the section")
     source_id: str | None = Field(description="the stored row of the first occurrence")
     occurrences: list[LeakOccurrenceOut]

@@ -7,6 +7,7 @@ import csv
 from typing import Any
 from urllib.parse import urlencode
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
 from django.core.exceptions import BadRequest
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
@@ -128,6 +129,7 @@ def _render_table(
     *,
     status: int = 200,
     problem: dict[str, str] | None = None,
+    confirmed: dict | None = None,
 ) -> HttpResponse:
     if findings is None:
         findings = _findings(filters)
@@ -197,6 +199,7 @@ def _render_table(
         "viewer_name": viewer_name,
         "here": here,
         "problem": problem,
+        "confirmed": confirmed,
         "kinds": list(leak_reads.leak_kinds()),
         "states": list(FINDING_STATES),
         "sorts": list(leak_reads.SORT_NAMES),
@@ -210,14 +213,22 @@ def _render_table(
     return render_page(request, "memory/leaks.html", "leak-table", context, status=status)
 
 
-def _after_write(request: HttpRequest, filters: dict[str, str], problem: dict | None = None):
-    """Back to the report with its filters: the table fragment for htmx, a redirect (or the
-    page with the problem beside the row) without it."""
+def _after_write(
+    request: HttpRequest,
+    filters: dict[str, str],
+    problem: dict | None = None,
+    confirmed: dict | None = None,
+):
+    """Back to the report with its filters: the table fragment for htmx (with the write's
+    confirmation and undo, when it has them), a redirect (its words as a message) or the page
+    with the problem beside the row without it."""
     if problem is None and not wants_fragment(request):
+        if confirmed:
+            messages.success(request, confirmed["message"])
         query = urlencode(list(filters.items()))
         return HttpResponseRedirect(reverse("memory:leaks") + (f"?{query}" if query else ""))
     status = 400 if problem and not wants_fragment(request) else 200
-    return _render_table(request, filters, status=status, problem=problem)
+    return _render_table(request, filters, status=status, problem=problem, confirmed=confirmed)
 
 
 def _finding_key(request: HttpRequest) -> tuple[str, str, str, str]:
@@ -269,9 +280,18 @@ def add_alias(request: HttpRequest) -> HttpResponse:
     viewer = get_viewer_for_user(request, request.POST.get("viewer_id", ""))
     target_id = path_id(request.POST.get("target_id", ""), "target_id")
     filters = _filters(request.POST, FILTER_PREFIX)
+    # "Undo" puts back the label the viewer had before ("restore" with none: no alias).
+    restore = request.POST.get("action") == "restore"
     try:
         label = inputs.text(request.POST.get("label", ""), "label") or ""
-        services.set_alias(viewer.id, target_id, label, user=request.user, source="leak report")
+        if restore and not label:
+            done = services.delete_alias(
+                viewer.id, target_id, user=request.user, source="leak report"
+            )
+        else:
+            done = services.set_alias(
+                viewer.id, target_id, label, user=request.user, source="leak report"
+            )
     except services.AliasRefused as exc:
         problem = {"key": f"alias|{viewer.id}|{target_id}", "error": "; ".join(exc.errors)}
         return _after_write(request, filters, problem)
@@ -281,4 +301,11 @@ def add_alias(request: HttpRequest) -> HttpResponse:
         )
     except NotFound as exc:
         raise Http404(str(exc)) from None
-    return _after_write(request, filters)
+    names = viewer_reads.display_names([viewer.id, target_id])
+    if restore:
+        words = f"Undone: {names[viewer.id]}’s label for {names[target_id]} is back"
+        message = words + (f" to “{done.after}”." if done.after else " to none.")
+        return _after_write(request, filters, confirmed={"message": message})
+    message = f"Saved: {names[viewer.id]} now calls {names[target_id]} “{done.after}”."
+    undo = {"viewer_id": viewer.id, "target_id": target_id, "label": done.before or ""}
+    return _after_write(request, filters, confirmed={"message": message, "undo": undo})

@@ -1,0 +1,272 @@
+"""The leak triage queue (issue 28 item 1): every stored finding of every save in one list,
+faceted by save, viewer, kind, word and state, paged by keyset; and the allow rules.
+
+The queue reads the stored findings of viewers whose scan is current (the projection's rows,
+never a scan: a page over thousands of findings at 1M rows must not scan a world). Viewers
+behind (a write since their last scan) are counted per save, as the overview counts them;
+`run_projections` or the save's leak page brings them in. The page and its JSON twin
+(/api/triage) both read `queue`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+
+from memory.active_save import use
+from memory.engine.cursor import decode_cursor, encode_cursor
+from memory.engine.errors import InvalidInput
+from memory.engine.leaks import allowed as allowed_leaks
+from memory.engine.leaks import standing
+from memory.engine.leaks.world_scan import FINDING_KINDS, FINDING_STATES
+from memory.models import LeakAcceptance, LeakAllowRule, LeakFinding, LeakScan, Save
+from memory.selectors.viewers import display_names
+
+PAGE_SIZE = 50
+MAX_PAGE_SIZE = 500
+# Facet lists show the values with most findings first, this many at most (a world of 2,000
+# viewers would make a list nobody reads; the filter box still takes any id).
+FACET_VALUES = 30
+FACETS = ("save", "viewer", "kind", "word", "state")
+KIND_WORDS = {
+    "system_id": "system id",
+    "unknown_name": "name not known to the viewer",
+    "private_attribute": "private detail",
+}
+
+
+@dataclass(frozen=True)
+class QueueFilters:
+    save: str | None = None
+    viewer: str | None = None
+    kind: str | None = None
+    word: str | None = None
+    state: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind is not None and self.kind not in FINDING_KINDS:
+            raise InvalidInput(f"kind must be one of {', '.join(FINDING_KINDS)}", field="kind")
+        if self.state is not None and self.state not in FINDING_STATES:
+            raise InvalidInput(f"state must be one of {', '.join(FINDING_STATES)}", field="state")
+
+    def as_pairs(self, without: str | None = None) -> list[tuple[str, str]]:
+        return [
+            (name, value)
+            for name in FACETS
+            if name != without and (value := getattr(self, name)) is not None
+        ]
+
+
+def _accepted() -> Exists:
+    return Exists(
+        LeakAcceptance.every_save.filter(
+            game_save_id=OuterRef("game_save_id"),
+            viewer_id=OuterRef("viewer_id"),
+            section=OuterRef("section"),
+            kind=OuterRef("kind"),
+            text=OuterRef("text"),
+        )
+    )
+
+
+def _findings(
+    filters: QueueFilters,
+    saves: dict[int, Save],
+    without: str | None = None,
+    *,
+    with_state: bool = False,
+) -> QuerySet:
+    """The current stored findings of live saves under every filter but `without`; each
+    with `accepted` when asked for (or filtered by): a subquery per row, which the facets of
+    save, viewer, kind and word do without."""
+    rows = LeakFinding.every_save.filter(game_save_id__in=sorted(saves)).filter(
+        Exists(
+            LeakScan.every_save.filter(
+                game_save_id=OuterRef("game_save_id"), viewer_id=OuterRef("viewer_id"), stale=False
+            )
+        )
+    )
+    given = dict(filters.as_pairs(without))
+    if with_state or "state" in given:
+        rows = rows.annotate(accepted=_accepted())
+    if "save" in given:
+        rows = rows.filter(
+            game_save_id__in=[pk for pk, s in saves.items() if s.name == given["save"]]
+        )
+    if "viewer" in given:
+        rows = rows.filter(viewer_id=given["viewer"])
+    if "kind" in given:
+        rows = rows.filter(kind=given["kind"])
+    if "word" in given:
+        rows = rows.filter(text__iexact=given["word"])
+    if "state" in given:
+        rows = rows.filter(accepted=given["state"] == "accepted")
+    return rows
+
+
+@dataclass
+class Facet:
+    name: str
+    values: list[tuple[str, str, int]]  # (value, words for it, findings)
+    more: bool = False  # values past FACET_VALUES were left off
+
+
+@dataclass
+class QueuePage:
+    items: list[dict]
+    total: int  # findings under the filters, every page
+    open: int
+    accepted: int
+    next_cursor: str | None
+    facets: list[Facet]
+    pending: dict[str, int] = field(default_factory=dict)  # save -> viewers not scanned yet
+
+
+def _cursor_filter(rows: QuerySet, cursor: str | None) -> QuerySet:
+    if not cursor:
+        return rows
+    save_id, viewer_id, ordinal = decode_cursor(cursor, (int, str, int))
+    return rows.filter(
+        Q(game_save_id__gt=save_id)
+        | Q(game_save_id=save_id, viewer_id__gt=viewer_id)
+        | Q(game_save_id=save_id, viewer_id=viewer_id, ordinal__gt=ordinal)
+    )
+
+
+def _names(pairs: set[tuple[int, str]], saves: dict[int, Save]) -> dict[tuple[int, str], str]:
+    """Each (save, entity id) by the name its save gives it: one read per save shown."""
+    by_save: dict[int, set[str]] = {}
+    for save_id, entity_id in pairs:
+        by_save.setdefault(save_id, set()).add(entity_id)
+    names: dict[tuple[int, str], str] = {}
+    for save_id, ids in by_save.items():
+        with use(saves[save_id]):
+            names.update(((save_id, i), n) for i, n in display_names(sorted(ids)).items())
+    return names
+
+
+def _item(row: LeakFinding, saves: dict[int, Save], names: dict) -> dict:
+    save = saves[row.game_save_id]
+    return {
+        "save": save.name,
+        "viewer_id": row.viewer_id,
+        "viewer_name": names[(row.game_save_id, row.viewer_id)],
+        "section": row.section,
+        "kind": row.kind,
+        "kind_words": KIND_WORDS.get(row.kind, row.kind),
+        "text": row.text,
+        "entity_id": row.entity_id,
+        "entity_name": names.get((row.game_save_id, row.entity_id)) if row.entity_id else None,
+        "count": row.count,
+        "context_before": row.context_before,
+        "context_after": row.context_after,
+        "likely_description": row.likely_description,
+        "state": "accepted" if row.accepted else "open",
+    }
+
+
+def _facet(name: str, filters: QueueFilters, saves: dict[int, Save]) -> Facet:
+    rows = _findings(filters, saves, without=name, with_state=name == "state")
+    column = {
+        "save": "game_save_id",
+        "viewer": "viewer_id",
+        "kind": "kind",
+        "word": "text",
+        "state": "accepted",
+    }[name]
+    group = ["game_save_id", column] if name == "viewer" else [column]
+    counted = rows.values(*group).annotate(n=Count("id")).order_by("-n", *group)
+    values: dict[str, int] = {}
+    viewer_saves: dict[str, int] = {}
+    for row in counted:
+        raw = row[column]
+        if name == "save":
+            value = saves[raw].name if raw in saves else str(raw)
+        elif name == "state":
+            value = "accepted" if raw else "open"
+        elif name == "word":
+            value = raw.casefold()
+        else:
+            value = raw
+        values[value] = values.get(value, 0) + row["n"]
+        if name == "viewer":
+            viewer_saves.setdefault(value, row["game_save_id"])
+    ordered = sorted(values.items(), key=lambda kv: (-kv[1], kv[0]))
+    shown = ordered[:FACET_VALUES]
+    words: dict[str, str] = {}
+    if name == "viewer":
+        names = _names({(viewer_saves[v], v) for v, _n in shown}, saves)
+        words = {v: names[(viewer_saves[v], v)] for v, _n in shown}
+    elif name == "kind":
+        words = KIND_WORDS
+    facet_values = [(v, words.get(v, v), n) for v, n in shown]
+    return Facet(name, facet_values, more=len(ordered) > FACET_VALUES)
+
+
+def _state_facet(states: dict[bool, int]) -> Facet:
+    counted = [("open", states.get(False, 0)), ("accepted", states.get(True, 0))]
+    ordered = sorted(((v, n) for v, n in counted if n), key=lambda kv: (-kv[1], kv[0]))
+    return Facet("state", [(v, v, n) for v, n in ordered])
+
+
+def queue(filters: QueueFilters, *, cursor: str | None = None, limit: int = PAGE_SIZE) -> QueuePage:
+    """One page of the queue: the findings under `filters` past `cursor`, in (save, viewer,
+    the scanner's order), the counts every facet would give, and who is behind per save."""
+    if not 1 <= limit <= MAX_PAGE_SIZE:
+        raise InvalidInput(f"limit must be between 1 and {MAX_PAGE_SIZE}", field="limit")
+    saves = {s.pk: s for s in Save.objects.live()}
+    rows = _findings(filters, saves, with_state=True)
+    states = dict(rows.values_list("accepted").annotate(n=Count("id")).order_by())
+    page = list(
+        _cursor_filter(rows, cursor).order_by("game_save_id", "viewer_id", "ordinal")[: limit + 1]
+    )
+    more = len(page) > limit
+    page = page[:limit]
+    pairs = {(r.game_save_id, r.viewer_id) for r in page}
+    pairs |= {(r.game_save_id, r.entity_id) for r in page if r.entity_id}
+    names = _names(pairs, saves)
+    last = page[-1] if page else None
+    pending = {}
+    for save in saves.values():
+        if filters.save is None or save.name == filters.save:
+            with use(save):
+                behind = len(standing.standing().behind)
+            if behind:
+                pending[save.name] = behind
+    return QueuePage(
+        items=[_item(r, saves, names) for r in page],
+        total=states.get(True, 0) + states.get(False, 0),
+        open=states.get(False, 0),
+        accepted=states.get(True, 0),
+        next_cursor=encode_cursor([last.game_save_id, last.viewer_id, last.ordinal])
+        if more and last
+        else None,
+        facets=[
+            _state_facet(states)
+            if name == "state" and filters.state is None  # the counts just read
+            else _facet(name, filters, saves)
+            for name in FACETS
+        ],
+        pending=pending,
+    )
+
+
+def rules(*, include_revoked: bool = False) -> list[LeakAllowRule]:
+    return allowed_leaks.rules(active_only=not include_revoked)
+
+
+def rule_dict(rule: LeakAllowRule) -> dict:
+    return {
+        "id": rule.pk,
+        "word": rule.word,
+        "entity_id": rule.entity_id,
+        "save": rule.save_name or None,
+        "viewer_id": rule.viewer_id or None,
+        "scope": rule.scope,
+        "reason": rule.reason,
+        "created_by": rule.created_by.get_username() if rule.created_by else None,
+        "created_at": rule.created_at.isoformat(),
+        "revoked_by": rule.revoked_by.get_username() if rule.revoked_by else None,
+        "revoked_at": rule.revoked_at.isoformat() if rule.revoked_at else None,
+    }
