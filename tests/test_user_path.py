@@ -111,6 +111,8 @@ def _pages(world: dict) -> dict[str, str]:
         "aliases": f"{p}/viewers/{viewer}/aliases/",
         "faces": f"{p}/viewers/{viewer}/faces/",
         "prompt": f"{p}/viewers/{viewer}/prompt/",
+        "pair": f"{p}/viewers/{viewer}/remembers/{person}/",
+        "pair api": f"{a}/viewers/{viewer}/remembers/{person}",
         "entities api": f"{a}/entities",
         "leak report": f"{p}/leaks/",
         "leaks api": f"{a}/leaks",
