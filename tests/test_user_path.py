@@ -111,6 +111,8 @@ def _pages(world: dict) -> dict[str, str]:
         "aliases": f"{p}/viewers/{viewer}/aliases/",
         "faces": f"{p}/viewers/{viewer}/faces/",
         "prompt": f"{p}/viewers/{viewer}/prompt/",
+        "prompt at a moment": f"{p}/viewers/{viewer}/prompt/?at=2026-07-06T12:00:00.000Z",
+        "prompt api at a moment": f"{a}/viewers/{viewer}/prompt?at=2099-01-01T00:00:00Z",
         "pair": f"{p}/viewers/{viewer}/remembers/{person}/",
         "pair api": f"{a}/viewers/{viewer}/remembers/{person}",
         "entities api": f"{a}/entities",

@@ -7,7 +7,8 @@ current ones with every change seen after that moment undone, newest first. Edit
 outside play (a page, the API, the admin) carry no world time and are never undone: they are
 how the viewer's aliases read now, not something that happened in the story.
 
-Pure: changes come in as plain data, times go through memory.engine.clock.
+Pure but for `world_changes`, the one read of the stored history; times go through
+memory.engine.clock.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from dataclasses import dataclass
 
 from memory.engine.aliases import UNFAMILIAR
 from memory.engine.clock import is_untimed, parse_timestamp, said_at, time_key
+from memory.engine.knowledge import Viewer
+from memory.models import AliasChange
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,26 @@ class WorldChange:
     @property
     def key(self) -> str:
         return time_key(self.world_time)
+
+
+def world_changes(viewer_id: str) -> list[WorldChange]:
+    """The changes to the viewer's aliases the follower saw in play (the active save's), in
+    the order they were recorded."""
+    rows = (
+        AliasChange.objects.filter(viewer_id=viewer_id)
+        .exclude(world_time="")
+        .order_by("changed_at", "id")
+        .values_list("target_id", "before", "after", "world_time")
+    )
+    return [WorldChange(*row) for row in rows]
+
+
+def viewer_at(viewer: Viewer, at_key: str, changes: Sequence[WorldChange]) -> Viewer:
+    """The viewer as it went into the moment: its aliases as they stood then."""
+    then = aliases_at(viewer.aliases, changes, at_key)
+    if then == dict(viewer.aliases):
+        return viewer
+    return Viewer(id=viewer.id, aliases=then, obj=viewer.obj, aliases_error=viewer.aliases_error)
 
 
 def in_play(changes: Iterable[WorldChange]) -> list[WorldChange]:

@@ -9,34 +9,22 @@ from dataclasses import dataclass, replace
 
 from memory.engine.alias_history import (
     Step,
-    WorldChange,
-    aliases_at,
     label_of,
     label_steps,
     steps_sentence,
+    viewer_at,
+    world_changes,
 )
 from memory.engine.buffer.rendered import RenderedEntry, render_line
 from memory.engine.clock import time_key
 from memory.engine.errors import InvalidInput, NotFound
 from memory.engine.knowledge import Viewer
-from memory.models import AliasChange, LiveFollow, ObjectType, WorldObject
+from memory.models import LiveFollow, ObjectType, WorldObject
 from memory.selectors.buffer import buffer_page
 from memory.selectors.events import buffer_events
 from memory.selectors.viewers import display_names
 
 PAIR_PAGE = 50
-
-
-def world_changes(viewer_id: str) -> list[WorldChange]:
-    """The changes to the viewer's aliases the follower saw in play, in the order they were
-    recorded (alias_history orders them by world time)."""
-    rows = (
-        AliasChange.objects.filter(viewer_id=viewer_id)
-        .exclude(world_time="")
-        .order_by("changed_at", "id")
-        .values_list("target_id", "before", "after", "world_time")
-    )
-    return [WorldChange(*row) for row in rows]
 
 
 def followed() -> bool:
@@ -115,15 +103,15 @@ def pair_view(
     refs = buffer_events(viewer, page.entries)
     items = []
     for entry in page.entries:
-        then = aliases_at(viewer.aliases, changes, time_key(entry.timestamp))
-        if then != dict(viewer.aliases) and entry.line is not None:
-            as_then = Viewer(id=viewer.id, aliases=then, obj=viewer.obj)
+        as_then = viewer_at(viewer, time_key(entry.timestamp), changes)
+        if as_then is not viewer and entry.line is not None:
             line, reason = render_line(
                 entry.timestamp, entry.intent_json, entry.outcome_json, False, as_then
             )
             entry = replace(entry, line=line, undeliverable=reason)
         ref = refs[entry.id]
-        items.append(PairItem(entry, ref.event, ref.witness_count, label_of(then.get(target_id))))
+        label = label_of(as_then.aliases.get(target_id))
+        items.append(PairItem(entry, ref.event, ref.witness_count, label))
     names = display_names([viewer.id, target_id])
     return PairView(
         viewer=viewer,

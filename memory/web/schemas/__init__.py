@@ -26,6 +26,7 @@ from memory.web.schemas.leaks import (
     LeakOccurrenceOut,
     LeakReportItemOut,
     LeaksOut,
+    PromptFindingOut,
     PromptOut,
     PromptSectionOut,
 )
@@ -109,6 +110,7 @@ __all__ = [
     "MemoryOut",
     "NameWarningOut",
     "NamedEntryOut",
+    "PromptFindingOut",
     "PromptOut",
     "PromptSectionOut",
     "RebuildOut",
