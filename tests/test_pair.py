@@ -240,3 +240,31 @@ def test_a_label_the_follower_saw_change_appears_at_its_time(reader_client, tmp_
     html = reader_client.get("/saves/game/viewers/mara/remembers/tobin/").content.decode()
     assert 'called <em>an unfamiliar figure</em> until <span class="moment"' in html
     assert FOLLOWED_ALIASES in html
+
+
+def test_a_replacing_save_carries_peoples_edits_but_not_the_old_games_changes(two_eras):
+    from memory.engine.aliases import parse_aliases_json
+    from memory.models import WorldObject
+    from memory.worlds.save_door import carry_over
+
+    old, new = get_save(TAVERN_V1), get_save(TAVERN_V2)
+    with use(old):
+        AliasChange.objects.create(
+            viewer_id="alice",
+            target_id="bob",
+            before="the hooded figure",
+            after="Gareth",
+            source="live",
+            world_time="2026-07-06T12:30:00.000Z",
+        )
+        AliasChange.objects.create(
+            viewer_id="alice", target_id="charlie", before="the bartender", after="Charlie"
+        )
+    kept, dropped = carry_over(old, new)
+    assert (kept["alias edits"], dropped["alias edits"]) == (1, 0)
+    with use(new):
+        aliases = parse_aliases_json(WorldObject.objects.get(id="alice").aliases_json)
+        assert (aliases["bob"], aliases["charlie"]) == ("the hooded figure", "Charlie")
+        assert list(AliasChange.objects.values_list("target_id", "source", "world_time")) == [
+            ("charlie", "", "")
+        ]
