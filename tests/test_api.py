@@ -547,6 +547,10 @@ def test_prompt_and_leaks_twins(client, demo, reader, reader_token) -> None:
         "accepted_reason": None,
         "accepted_by": None,
         "accepted_at": None,
+        # The moment the line carrying the name came into pip's prompt.
+        "first_at": "2026-07-06T08:24:00.000Z",
+        "first_line": "The sailor with the eye patch whispers 'Run and tell Sable Quint the boat "
+        "is in. Quick now.' to me",
     }
     line = finding["context_before"] + "Sable Quint" + finding["context_after"]
     assert line in prompt["text"] and "\n" not in line

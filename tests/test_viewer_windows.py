@@ -228,7 +228,7 @@ def test_viewer_window_ids_is_the_slice_of_every_viewer_id(
 OLD_ROW_LOOP = """    {% for item in aliases.rows %}
       <tr id="alias-{{ item.dom }}" data-target="{{ item.target }}"{% if item.selected %} class="selected" aria-current="true"{% endif %}>
         <th scope="row">{% if item.named %}<span class="qa-info" title="true name: QA information, never shown to the viewer">{{ item.name }}</span> <code class="id-hint">{{ item.target }}</code>{% else %}{{ item.target }}{% endif %}{% if not item.in_world %} <span class="muted">(not in world)</span>{% endif %}
-          <a class="uses-link small" href="{{ item.uses_url }}" hx-get="{{ item.uses_url }}" hx-target="#buffer-panel" hx-swap="outerHTML" hx-push-url="true" aria-label="Buffer lines naming {{ item.name }}">lines</a></th>
+          <a class="uses-link small" href="{{ item.uses_url }}" hx-get="{{ item.uses_url }}" hx-target="#buffer-panel" hx-swap="outerHTML" hx-push-url="true" aria-label="Buffer lines naming {{ item.name }}">lines</a>{% if item.pair_url %}<br><a class="pair-link small" href="{{ item.pair_url }}">what {{ viewer_name }} remembers of {{ item.name }}</a>{% endif %}</th>
         <td>{% if can_edit %}
           <form class="alias-form" method="post" action="{{ item.edit_url }}" hx-post="{{ item.edit_url }}" hx-target="#aliases-panel" hx-swap="outerHTML">{{ aliases.csrf_input }}
             <label class="visually-hidden" for="label-{{ item.dom }}">Label {{ viewer.id }} uses for {{ item.target }}</label>
@@ -265,10 +265,18 @@ def _items():
         "dom": "bob",
         "edit_url": "/viewers/alice/aliases/bob/",
         "uses_url": "/viewers/alice/buffer/?uses=bob&x=1",
+        "pair_url": "/viewers/alice/remembers/bob/?x=1&y=2",
         "selected": False,
     }
     yield base
-    yield {**base, "named": False, "name": "bob", "in_world": False, "selected": True}
+    yield {
+        **base,
+        "named": False,
+        "name": "bob",
+        "in_world": False,
+        "selected": True,
+        "pair_url": "",
+    }
     yield {**base, "label": None, "offer": False, "state": "unknown", "value": ""}
     yield {**base, "errors": ["too long", hostile], "rejected": hostile, "value": hostile}
     yield {**base, "errors": ["refused"], "rejected": None}
@@ -291,10 +299,14 @@ def test_alias_row_html_prints_what_the_template_printed(can_edit) -> None:
     )
     items = list(_items())
     viewer_id = "al<i>ce"
+    viewer_name = "Al<i>ce & co"
     context = {"aliases": {"rows": items, "csrf_input": csrf}, "viewer": {"id": viewer_id}}
     context["can_edit"] = can_edit
+    context["viewer_name"] = viewer_name
     before = Template(OLD_ROW_LOOP).render(Context(context))
-    rows = [{"html": mark_safe(alias_row(i, viewer_id, can_edit, csrf))} for i in items]
+    rows = [
+        {"html": mark_safe(alias_row(i, viewer_id, can_edit, csrf, viewer_name))} for i in items
+    ]
     loop = "    {% for item in aliases.rows %}\n      {{ item.html }}\n    {% endfor %}"
     after = Template(loop).render(Context({"aliases": {"rows": rows}}))
     assert after == before

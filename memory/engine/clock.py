@@ -13,6 +13,8 @@ from datetime import UTC, datetime
 
 from django.utils import timezone
 
+from memory.engine.errors import InvalidInput
+
 
 def now_us() -> int:
     """Wall time in microseconds: write order (`created_at`), never world time."""
@@ -54,6 +56,16 @@ def timestamp_problem(value: object) -> str | None:
         return None
     shown = value if len(value) <= 40 else value[:40] + "…"
     return f"{shown!r} is not an ISO-8601 time with a zone, like 2026-07-06T12:38:00.000Z"
+
+
+def world_time_at(value: object, field: str = "at") -> str:
+    """A moment asked for (`?at=`, `--at`) in omnia's own form, `toISOString()`'s, the form
+    the rows' timestamps are compared in; InvalidInput naming `field` for anything else."""
+    problem = timestamp_problem(value)
+    if problem is not None:
+        raise InvalidInput(f"{field}: {problem}", field=field)
+    moment = parse_timestamp(value).astimezone(UTC)  # type: ignore[union-attr]
+    return f"{moment:%Y-%m-%dT%H:%M:%S}.{moment.microsecond // 1000:03d}Z"
 
 
 # time_key's mark for a time that names no instant. Every timed key starts with a digit, so in

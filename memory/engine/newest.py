@@ -33,24 +33,27 @@ def first_rows_of_each(
     columns: Sequence[str],
     order: Sequence[tuple[str, bool]],
     limit: int,
+    until: tuple[str, str] | None = None,
 ) -> dict[str, list[tuple]]:
     """key -> the first `limit` rows of `table` (the active save's) whose `key_column` is that
     key, as `columns` tuples in `order` ((column, descending) pairs, each among `columns`).
-    Every key asked for is in the answer, with [] when it has no row."""
+    Every key asked for is in the answer, with [] when it has no row. `until` (column, value)
+    keeps the rows whose column is at most the value: the rows as they stood at a moment."""
     wanted = list(dict.fromkeys(keys))
     found: dict[str, list[tuple]] = {key: [] for key in wanted}
     inner_order = ", ".join(f"{c} DESC" if desc else c for c, desc in order)
     # Position 1 is the member's number; the columns follow it.
     outer_order = ", ".join(f"{columns.index(c) + 2}{' DESC' if desc else ''}" for c, desc in order)
     select = ", ".join(columns)
+    bound = f" AND {until[0]} <= %s" if until else ""
     for chunk in chunks(wanted, KEYS_PER_STATEMENT):
         members = [
             f"SELECT * FROM (SELECT {n} AS k, {select} FROM {table} "
-            f"WHERE game_save_id = %(save)s AND {key_column} = %s "
+            f"WHERE game_save_id = %(save)s AND {key_column} = %s{bound} "
             f"ORDER BY {inner_order} LIMIT {int(limit)}) AS r{n}"
             for n in range(len(chunk))
         ]
-        params = list(chunk)
+        params = [p for key in chunk for p in ((key, until[1]) if until else (key,))]
         with scoped_cursor() as cursor:
             cursor.execute(f"{' UNION ALL '.join(members)} ORDER BY 1, {outer_order}", params)
             rows = cursor.fetchall()

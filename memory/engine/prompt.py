@@ -18,13 +18,14 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from memory.engine.alias_history import viewer_at, world_changes
 from memory.engine.aliases import resolve_alias
 from memory.engine.buffer.rendered import render_line
-from memory.engine.clock import long_date, parse_timestamp, time_of_day
+from memory.engine.clock import long_date, parse_timestamp, time_key, time_of_day
 from memory.engine.knowledge import Viewer, WorldKnowledge, true_name_attributes, world_knowledge
 from memory.engine.longterm.reader import index_entries_of_each
 from memory.engine.newest import first_rows_of_each
-from memory.engine.projections.doors import digests
+from memory.engine.projections.doors import digest_at, digests
 
 BUFFER_LINES = 50
 UNNAMED_PLACE = "a place you cannot name"
@@ -125,9 +126,9 @@ def _attribute_lines(attrs: dict[str, str], skip: set[str], indent: str = "") ->
     ]
 
 
-def current_moment(viewer: Viewer, knowledge: WorldKnowledge) -> Section:
+def current_moment(viewer: Viewer, knowledge: WorldKnowledge, at: str | None = None) -> Section:
     world = knowledge.objects.get(viewer.obj.world_id or "")
-    lines = [_format_clock(world.clock_iso if world else None)]
+    lines = [_format_clock(at if at is not None else world.clock_iso if world else None)]
     lines.append(f"You are in {place_name(knowledge, viewer.id, viewer.obj.location_id)}.")
     return Section("Current moment", "\n".join(lines))
 
@@ -186,8 +187,8 @@ def _exits(connections_json: str, knowledge: WorldKnowledge, viewer_id: str) -> 
     return exits
 
 
-def long_term_indexes(viewers: Sequence[Viewer]) -> dict[str, Section]:
-    entries = index_entries_of_each(viewers)
+def long_term_indexes(viewers: Sequence[Viewer], at: str | None = None) -> dict[str, Section]:
+    entries = index_entries_of_each(viewers, at)
     return {
         v.id: _lines_section("Long-term memory", entries[v.id], "(no long-term memory)")
         for v in viewers
@@ -198,11 +199,20 @@ _RECENT_COLUMNS = ("id", "timestamp", "created_at", "intent_json", "outcome_json
 _RECENT_ORDER = (("timestamp", True), ("created_at", True), ("id", True))
 
 
-def recent_buffers(viewers: Sequence[Viewer], limit: int = BUFFER_LINES) -> dict[str, Section]:
-    """Each viewer's newest `limit` rows, oldest first, as it reads them: one statement per
-    chunk of viewers, each viewer's part the seek of its time index a read of it alone is."""
+def recent_buffers(
+    viewers: Sequence[Viewer], limit: int = BUFFER_LINES, at: str | None = None
+) -> dict[str, Section]:
+    """Each viewer's newest `limit` rows (of `at` or before, when given), oldest first, as it
+    reads them: one statement per chunk of viewers, each viewer's part the seek of its time
+    index a read of it alone is."""
     newest = first_rows_of_each(
-        "buffer_entries", "owner_id", [v.id for v in viewers], _RECENT_COLUMNS, _RECENT_ORDER, limit
+        "buffer_entries",
+        "owner_id",
+        [v.id for v in viewers],
+        _RECENT_COLUMNS,
+        _RECENT_ORDER,
+        limit,
+        until=("timestamp", at) if at is not None else None,
     )
     sections = {}
     for viewer in viewers:
@@ -217,8 +227,11 @@ def recent_buffers(viewers: Sequence[Viewer], limit: int = BUFFER_LINES) -> dict
     return sections
 
 
-def session_digests(viewers: Sequence[Viewer]) -> dict[str, Section]:
-    answers = digests(viewers)
+def session_digests(viewers: Sequence[Viewer], at: str | None = None) -> dict[str, Section]:
+    if at is None:
+        answers = digests(viewers)
+    else:  # the stored sessions hold their latest terms only: folded again up to the moment
+        answers = {v.id: digest_at(v.id, time_key(at)) for v in viewers}
     return {
         v.id: Section(
             "Sessions", "\n".join(answers[v.id].lines) if answers[v.id].lines else "(no sessions)"
@@ -228,20 +241,30 @@ def session_digests(viewers: Sequence[Viewer]) -> dict[str, Section]:
 
 
 def prompt_contexts(
-    viewers: Sequence[Viewer], knowledge: WorldKnowledge | None = None
+    viewers: Sequence[Viewer], knowledge: WorldKnowledge | None = None, *, at: str | None = None
 ) -> list[PromptContext]:
     """The prompt context of each viewer, in order, every store read made for all of them at
     once (a statement per chunk of viewers, not one per viewer): the leak rescan builds
     thousands. `knowledge` is the world of every viewer given (read per world when None).
-    A single prompt is this with one viewer, so the two cannot differ."""
+    A single prompt is this with one viewer, so the two cannot differ.
+
+    `at` (a world time in omnia's form, clock.world_time_at): the context the call would have
+    received at that moment: the clock at it, the buffer, sessions and long-term entries of
+    rows written at or before it, and each viewer's aliases as the follower last saw them
+    before it (memory.engine.alias_history). Where people stand and what the world's
+    attributes say are kept only as they are now: the file keeps no history of them.
+    """
+    if at is not None:
+        moment = time_key(at)
+        viewers = [viewer_at(v, moment, world_changes(v.id)) for v in viewers]
     worlds: dict[str | None, WorldKnowledge] = {}
     for viewer in viewers:
         world_id = viewer.obj.world_id
         if world_id not in worlds:
             worlds[world_id] = knowledge or world_knowledge(world_id)
-    indexes = long_term_indexes(viewers)
-    recent = recent_buffers(viewers)
-    sessions = session_digests(viewers)
+    indexes = long_term_indexes(viewers, at)
+    recent = recent_buffers(viewers, at=at)
+    sessions = session_digests(viewers, at)
     contexts = []
     for viewer in viewers:
         known = worlds[viewer.obj.world_id]
@@ -249,7 +272,7 @@ def prompt_contexts(
             PromptContext(
                 viewer_id=viewer.id,
                 sections=[
-                    current_moment(viewer, known),
+                    current_moment(viewer, known, at),
                     perceived_world(viewer, known),
                     indexes[viewer.id],
                     recent[viewer.id],
@@ -260,5 +283,7 @@ def prompt_contexts(
     return contexts
 
 
-def prompt_context(viewer: Viewer, knowledge: WorldKnowledge | None = None) -> PromptContext:
-    return prompt_contexts([viewer], knowledge)[0]
+def prompt_context(
+    viewer: Viewer, knowledge: WorldKnowledge | None = None, *, at: str | None = None
+) -> PromptContext:
+    return prompt_contexts([viewer], knowledge, at=at)[0]

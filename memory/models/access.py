@@ -22,6 +22,10 @@ class AliasChange(SaveScoped):
     )
     changed_at = models.DateTimeField(default=timezone.now, editable=False)
     source = models.TextField(default="")
+    # The world's clock when the change happened in play (the follower saw the game change the
+    # alias: its world's clock_iso in the same batch); "" for an edit made from outside play,
+    # which has a wall time only. What a pair over time and a prompt at a moment read.
+    world_time = models.TextField(default="", blank=True)
 
     class Meta(SaveScoped.Meta):
         db_table = "memory_alias_changes"

@@ -274,6 +274,7 @@ def buffer_page(
     q: str | None = None,
     uses: str | None = None,
     scan_limit: int = 20000,
+    oldest_first: bool = False,
 ) -> BufferPage:
     """One page of the viewer's buffer, chronological, newest page first by default.
 
@@ -283,11 +284,12 @@ def buffer_page(
     read to those that may pass (memory.engine.buffer.words); where it cannot, the rows are
     read in order. One page reads at most `scan_limit` rows and OMNIA_BUFFER_SCAN_SECONDS of
     time to find matches; a scan stopped by that says how far back it searched
-    (`searched_to`) and its link onward continues from there.
+    (`searched_to`) and its link onward continues from there. `oldest_first`: with no cursor,
+    the first page is the oldest one (a story read from its start), not the newest.
     """
     limit = max(1, min(limit or settings.OMNIA_BUFFER_PAGE_SIZE, 500))
     deadline = time.monotonic() + settings.OMNIA_BUFFER_SCAN_SECONDS
-    forward = after is not None
+    forward = after is not None or (oldest_first and before is None)
     start = _decoded(after) if after else _decoded(before) if before else None
     words = query_words(q)
     search = WordSearch(words)

@@ -17,9 +17,16 @@ from memory.engine.leaks.standing import (
     standing,
 )
 from memory.engine.leaks.stored import scan_fresh
-from memory.engine.leaks.world_scan import FINDING_KINDS, ScanFinding, scan_viewer
+from memory.engine.leaks.world_scan import (
+    FINDING_KINDS,
+    ScanFinding,
+    scan_viewer,
+    scan_viewer_at,
+)
 from memory.engine.prompt import prompt_context
 from memory.models import LeakFinding, LeakScan, ObjectType, WorldObject
+from memory.selectors.moments import finding_key, first_moments
+from memory.selectors.pair import followed, history_note
 from memory.selectors.viewers import display_names
 
 
@@ -61,13 +68,20 @@ class PromptView:
     sections: list
     findings: list[dict]
     segments: list[Segment]
+    at: str | None = None  # the moment asked for; None: now
+    aliases_note: str | None = None  # at a moment: where its aliases come from, in words
 
 
-def prompt_view(viewer: Viewer) -> PromptView:
+def prompt_view(viewer: Viewer, at: str | None = None) -> PromptView:
     """The viewer's prompt context with its leak findings (one per distinct leak, each with
-    every occurrence), cut into highlightable runs: the stored findings when the viewer's are
-    current (no automaton to build for the world), else a fresh scan."""
-    if stored_is_current(viewer.id):
+    every occurrence, and the first moment it is in the prompt), cut into highlightable runs:
+    the stored findings when the viewer's are current (no automaton to build for the world),
+    else a fresh scan. `at` (clock.world_time_at's form): the prompt as it stood at that
+    moment, scanned here and never stored."""
+    if at is not None:
+        scan = scan_viewer_at(viewer, at)
+        prompt, found = scan.prompt, scan.findings
+    elif stored_is_current(viewer.id):
         prompt = prompt_context(viewer)
         found = current_findings(viewer.id).get(viewer.id, [])
     else:
@@ -76,8 +90,14 @@ def prompt_view(viewer: Viewer) -> PromptView:
     findings = _with_state(
         sorted((f.to_dict() for f in found), key=lambda f: (f["start"], -f["end"])), found
     )
+    firsts = first_moments(viewer, found, at)
+    for f in findings:
+        first = firsts.get(finding_key(f["section"], f["kind"], f["text"], f["entity_id"]))
+        f["first_at"] = first.at if first else None
+        f["first_line"] = first.line if first else None
     text = prompt.text
-    return PromptView(text, list(prompt.sections), findings, highlight(text, findings))
+    note = history_note(followed()) if at is not None else None
+    return PromptView(text, list(prompt.sections), findings, highlight(text, findings), at, note)
 
 
 def stored_is_current(viewer_id: str) -> bool:

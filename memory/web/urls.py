@@ -40,6 +40,7 @@ in_one_save = [
     path("viewers/<oid:viewer_id>/sessions/", viewer.sessions_panel, name="sessions_panel"),
     path("viewers/<oid:viewer_id>/faces/", viewer.faces_panel, name="faces_panel"),
     path("viewers/<oid:viewer_id>/prompt/", leaks.prompt_page, name="prompt"),
+    path("viewers/<oid:viewer_id>/remembers/<oid:target_id>/", events.pair_page, name="pair"),
     path("viewers/<oid:viewer_id>/entries/<oid:entry_id>/", entries.entry_page, name="entry"),
     path("events/<oid:event>/", events.event_page, name="event"),
     path("search/", events.search_page, name="search"),

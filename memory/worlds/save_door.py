@@ -164,7 +164,9 @@ def carry_over(old: Save, new: Save) -> tuple[dict[str, int], dict[str, int]]:
     dropped = dict(kept)
     with use(old):
         generations = dict(OwnerState.objects.values_list("owner_id", "generation"))
-        changes = list(AliasChange.objects.order_by("changed_at", "id"))
+        # People's edits only: a change the follower saw in play is the old game's story,
+        # which the new file tells again in its own aliases.
+        changes = list(AliasChange.objects.exclude(source="live").order_by("changed_at", "id"))
         accepted = list(LeakAcceptance.objects.all())
         summaries = list(SessionSummary.objects.all())
     latest: dict[tuple[str, str], AliasChange] = {}

@@ -23,13 +23,16 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from memory.engine.alias_history import WorldChange, viewer_at, world_changes
 from memory.engine.aliases import AliasesJsonError, parse_aliases_json
+from memory.engine.clock import time_key
 from memory.engine.errors import NotFound
 from memory.engine.knowledge import (
     AGENTS,
+    Viewer,
     WorldKnowledge,
     get_viewer,
     load_attributes,
@@ -273,6 +276,23 @@ def scan_viewer(viewer_id: str) -> ViewerScan:
     knowledge = world_knowledge(viewer.obj.world_id)
     index = build_leak_index(leak_world_from(knowledge))
     return scan_prompt(index, viewer.id, prompt_context(viewer, knowledge), viewer.obj.world_id)
+
+
+def scan_viewer_at(
+    viewer: Viewer,
+    at: str,
+    knowledge: WorldKnowledge | None = None,
+    changes: Sequence[WorldChange] | None = None,
+) -> ViewerScan:
+    """The viewer's prompt as it stood at a moment (prompt.prompt_context's `at`) and its
+    leaks, judged with the aliases the viewer had then. Never stored: the stored findings are
+    of the prompt as it is now."""
+    knowledge = knowledge or world_knowledge(viewer.obj.world_id)
+    changes = world_changes(viewer.id) if changes is None else changes
+    then = viewer_at(viewer, time_key(at), changes)
+    index = build_leak_index(leak_world_from(knowledge, {viewer.id: then.aliases}))
+    prompt = prompt_context(viewer, knowledge, at=at)
+    return scan_prompt(index, viewer.id, prompt, viewer.obj.world_id)
 
 
 def viewers_by_world(

@@ -176,10 +176,12 @@ class _Reading:
     edges: list[tuple[str, str]] = field(default_factory=list)
 
 
-def _read_each(viewers: Sequence[Viewer]) -> dict[str, _Read]:
+def _read_each(viewers: Sequence[Viewer], at: str | None = None) -> dict[str, _Read]:
     """The read of each viewer, made for all of them at once: their subscriptions in one
     query, the entries of every scope they read streamed once (a layer many subscribe to is
-    read once and delivered to each), their edges in one query, per chunk of viewers."""
+    read once and delivered to each), their edges in one query, per chunk of viewers. `at`
+    (a world time in omnia's own form): only the entries written at or before it, the
+    memory as it stood then."""
     readings = {v.id: _Reading(v, home_scope(v.id), []) for v in viewers}
     ids = list(readings)
     for chunk in chunks(ids, _IDS_PER_QUERY):
@@ -196,7 +198,10 @@ def _read_each(viewers: Sequence[Viewer]) -> dict[str, _Read]:
         for scope in (reading.write_scope, *reading.layer_order):
             readers.setdefault(scope, []).append(reading)
     for chunk in chunks(list(readers), _IDS_PER_QUERY):
-        entries = LedgerEntry.objects.filter(scope_id__in=chunk).values_list(
+        entries = LedgerEntry.objects.filter(scope_id__in=chunk)
+        if at is not None:
+            entries = entries.filter(timestamp__lte=at)
+        entries = entries.values_list(
             "id", "scope_id", "slug", "name", "draft_name", "withheld", "content"
         )
         for entry_id, scope, slug, name, draft_name, is_withheld, content in _raw_rows(entries):
@@ -308,10 +313,13 @@ def index_entries(viewer: Viewer | str) -> list[tuple[str, str]]:
     return index_entries_of_each([viewer])[viewer.id]
 
 
-def index_entries_of_each(viewers: Sequence[Viewer]) -> dict[str, list[tuple[str, str]]]:
-    """index_entries of many viewers, read at once (the prompts of a leak rescan)."""
+def index_entries_of_each(
+    viewers: Sequence[Viewer], at: str | None = None
+) -> dict[str, list[tuple[str, str]]]:
+    """index_entries of many viewers, read at once (the prompts of a leak rescan); with `at`,
+    of the entries written by then."""
     with _acyclic_burst():
-        reads = _read_each(viewers)
+        reads = _read_each(viewers, at)
     out: dict[str, list[tuple[str, str]]] = {}
     for viewer_id, read in reads.items():
         lines = out[viewer_id] = []

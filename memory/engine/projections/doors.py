@@ -23,12 +23,13 @@ from typing import Any
 from django.db.models import Q
 
 from memory.active_save import scoped_cursor
-from memory.engine.clock import parse_timestamp, short_date, time_of_day
+from memory.engine.clock import parse_timestamp, short_date, time_key, time_of_day
 from memory.engine.cursor import decode_cursor, encode_cursor
 from memory.engine.errors import InvalidInput, NotFound
 from memory.engine.knowledge import Viewer
 from memory.engine.newest import chunks, first_rows_of_each
-from memory.engine.projections.sessions import session_key_of
+from memory.engine.projections.rows import owner_rows
+from memory.engine.projections.sessions import fold_owner, session_key_of
 from memory.engine.shards import shard_of
 from memory.engine.visibility import PUBLIC, can_see
 from memory.models import (
@@ -299,6 +300,35 @@ def digests(viewers: Sequence[str | Viewer], *, limit: int = DIGEST_SESSIONS) ->
         "memory_sessions", "owner_id", ids, _DIGEST_COLUMNS, _DIGEST_ORDER, limit + 1
     )
     pages = {v: list(reversed(rows[:limit])) for v, rows in newest.items()}
+    return _digests_of(pages, {v: len(rows) for v, rows in newest.items()})
+
+
+def digest_at(viewer_id: str, at_key: str, *, limit: int = DIGEST_SESSIONS) -> Digest:
+    """The digest as it stood at a moment (`at_key`, a clock.time_key): the viewer's sessions
+    folded again from its rows of that moment or before (the stored sessions hold only their
+    latest terms), the newest `limit` of them, read as digest() reads the stored ones."""
+    rows = [r for r in owner_rows(viewer_id) if (r.key or time_key(r.timestamp)) <= at_key]
+    states = sorted(
+        fold_owner(rows).values(), key=lambda s: (s.last_key, s.session_key), reverse=True
+    )
+    page = [
+        (
+            s.session_key,
+            s.first_at,
+            s.last_at,
+            s.memory_count,
+            s.dialogue_count,
+            s.last_member_id,
+            s.last_key,
+        )
+        for s in reversed(states[:limit])
+    ]
+    return _digests_of({viewer_id: page}, {viewer_id: len(rows)})[viewer_id]
+
+
+def _digests_of(pages: dict[str, list[tuple]], read_rows: dict[str, int]) -> dict[str, Digest]:
+    """Each viewer's digest lines from its page of sessions (oldest first, as _DIGEST_COLUMNS),
+    the places named as the viewer knows them; `read_rows`: rows each viewer's page took."""
     members = {
         v: {row[5] for row in page if _kind(row[0]) == "conversation"} for v, page in pages.items()
     }
@@ -327,7 +357,7 @@ def digests(viewers: Sequence[str | Viewer], *, limit: int = DIGEST_SESSIONS) ->
             else:
                 place = place_names.get(location, "an unfamiliar place")
             lines.append(digest_line(_kind(key), place, first_at, last_at, int(count), int(spoken)))
-        visited = len(newest[viewer_id]) + len(members[viewer_id] & member_places.keys()) + read
+        visited = read_rows[viewer_id] + len(members[viewer_id] & member_places.keys()) + read
         digest_hash = hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
         out[viewer_id] = Digest(
             lines=lines, hash=digest_hash, unchanged=False, rows_visited=visited

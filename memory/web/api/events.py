@@ -9,10 +9,11 @@ from ninja import Router
 from memory import inputs
 from memory.engine.cursor import BadCursor
 from memory.selectors import events as event_reads
+from memory.selectors import pair as pair_reads
 from memory.web.api import access
 from memory.web.api.errors import READ_ERRORS, ApiError
 from memory.web.saves import SaveName
-from memory.web.schemas import ErrorOut, EventOut, EventSearchOut
+from memory.web.schemas import ErrorOut, EventOut, EventSearchOut, PairOut
 
 router = Router()
 
@@ -94,4 +95,60 @@ def search(
         "older": page.older,
         "searched_to": page.searched_to,
         "rows_visited": page.rows_visited,
+    }
+
+
+@router.get(
+    "/viewers/{oid:viewer_id}/remembers/{oid:target_id}",
+    response={200: PairOut, 400: ErrorOut, **READ_ERRORS},
+    url_name="pair",
+)
+def pair(
+    request: HttpRequest,
+    save: SaveName,
+    viewer_id: str,
+    target_id: str,
+    after: str | None = None,
+    before: str | None = None,
+    limit: int = 50,
+):
+    """What the viewer remembers of the target: every moment of the viewer's buffer with the
+    target as actor or target, oldest first, each line as the viewer read it then and the
+    label it used; `labels` is how that label changed in play (a followed game's changes; an
+    imported save holds only its last aliases, and `history` says so)."""
+    viewer = access.viewer(request, viewer_id)
+    inputs.limit(limit)
+    inputs.text(after, "after")
+    inputs.text(before, "before")
+    try:
+        view = pair_reads.pair_view(
+            viewer,
+            inputs.path_id(target_id, "target_id"),
+            after=after or None,
+            before=before or None,
+            limit=min(limit, 200),
+        )
+    except BadCursor as exc:
+        raise ApiError(400, str(exc), "bad_cursor", "after" if after else "before") from None
+    return {
+        "viewer_id": viewer.id,
+        "viewer_name": view.viewer_name,
+        "target_id": view.target_id,
+        "target_name": view.target_name,
+        "labels": [{"label": s.label, "until": s.until} for s in view.steps],
+        "history": view.history,
+        "items": [
+            {
+                "event": i.event,
+                "witness_count": i.witness_count,
+                "entry_id": i.entry.id,
+                "timestamp": i.entry.timestamp,
+                "line": i.entry.line,
+                "undeliverable": i.entry.undeliverable,
+                "label": i.label,
+            }
+            for i in view.items
+        ],
+        "newer": view.newer,
+        "older": view.older,
     }

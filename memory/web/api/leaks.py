@@ -6,9 +6,11 @@ from django.http import HttpRequest
 from ninja import Router
 
 from memory import inputs, services
+from memory.engine.clock import world_time_at
+from memory.engine.errors import InvalidInput
 from memory.selectors import leaks as leak_reads
 from memory.web.api import access
-from memory.web.api.errors import READ_ERRORS, WRITE_ERRORS, ErrorOut
+from memory.web.api.errors import READ_ERRORS, WRITE_ERRORS, ApiError, ErrorOut
 from memory.web.auth import user_of
 from memory.web.saves import SaveName
 from memory.web.schemas import (
@@ -23,14 +25,26 @@ router = Router()
 
 
 @router.get(
-    "/viewers/{oid:viewer_id}/prompt", response={200: PromptOut, **READ_ERRORS}, url_name="prompt"
+    "/viewers/{oid:viewer_id}/prompt",
+    response={200: PromptOut, 400: ErrorOut, **READ_ERRORS},
+    url_name="prompt",
 )
-def prompt(request: HttpRequest, save: SaveName, viewer_id: str):
-    """The viewer's prompt context and the leak findings in it (offsets into `text`)."""
+def prompt(request: HttpRequest, save: SaveName, viewer_id: str, at: str | None = None):
+    """The viewer's prompt context and the leak findings in it (offsets into `text`), each
+    with the first moment it is in the prompt. `at` (an ISO time with a zone, on the world's
+    clock): the context as it stood at that moment, its leaks scanned then."""
     viewer = access.viewer(request, viewer_id)
-    view = leak_reads.prompt_view(viewer)
+    moment = None
+    if at:
+        try:
+            moment = world_time_at(inputs.text(at, "at"))
+        except InvalidInput as exc:
+            raise ApiError(400, str(exc), "invalid", "at") from None
+    view = leak_reads.prompt_view(viewer, moment)
     return {
         "viewer_id": viewer.id,
+        "at": view.at,
+        "aliases": view.aliases_note,
         "text": view.text,
         "sections": [{"name": s.name, "text": s.text} for s in view.sections],
         "findings": view.findings,

@@ -75,3 +75,37 @@ class EventSearchOut(Schema):
         None, description="out of time: the moments searched reach back to this timestamp"
     )
     rows_visited: int
+
+
+class PairLabelOut(Schema):
+    label: str = Field(description="what the viewer called the target")
+    until: str | None = Field(
+        description="the world time of the change that replaced it (null: still so)"
+    )
+
+
+class PairItemOut(Schema):
+    event: str = Field(description="the event id of this moment")
+    witness_count: int
+    entry_id: str = Field(description="the viewer's own buffer row")
+    timestamp: str
+    line: str | None = Field(description="the line as the viewer read it at the time")
+    undeliverable: str | None
+    label: str = Field(description="what the viewer called the target at the time")
+
+
+class PairOut(Schema):
+    viewer_id: str
+    viewer_name: str
+    target_id: str
+    target_name: str
+    labels: list[PairLabelOut] = Field(
+        description="the viewer's labels for the target in play, oldest first"
+    )
+    history: str = Field(
+        description="where the alias history comes from: a followed game's changes in play, "
+        "or an imported save's last aliases alone"
+    )
+    items: list[PairItemOut] = Field(description="the moments both share, oldest first")
+    newer: str | None = Field(description="cursor for the next, later page (pass as `after`)")
+    older: str | None = Field(description="cursor for the page before (pass as `before`)")

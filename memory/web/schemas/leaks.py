@@ -49,11 +49,25 @@ class LeakReportItemOut(LeakFindingOut):
     can_alias: bool = Field(description="the entity is another entity the viewer can name")
 
 
+class PromptFindingOut(LeakFindingOut):
+    first_at: str | None = Field(
+        description="the world time of the first moment this leak is in the prompt (null: "
+        "not found within the moments one request may ask)"
+    )
+    first_line: str | None = Field(description="the finding's line in the prompt of that moment")
+
+
 class PromptOut(Schema):
     viewer_id: str
+    at: str | None = Field(
+        None, description="the moment asked for (null: now); the context as it stood then"
+    )
+    aliases: str | None = Field(
+        None, description="at a moment: where the aliases of that moment come from, in words"
+    )
     text: str
     sections: list[PromptSectionOut]
-    findings: list[LeakFindingOut] | None = Field(description="null while the scanner is missing")
+    findings: list[PromptFindingOut] | None = Field(description="null while the scanner is missing")
 
 
 class LeakKeyIn(Schema):

@@ -39,6 +39,7 @@ def _alias_item(
     warnings: list[str],
     rejected: str | None,
     selected: bool,
+    pair_url: str,
 ) -> dict[str, Any]:
     """One alias row with every value markup.alias_row prints made here, once (a hundred
     rows' slugify, {% url %} and nested lookups were most of the page in the template)."""
@@ -63,6 +64,8 @@ def _alias_item(
         "dom": dom,
         "edit_url": edit_url,
         "uses_url": f"{buffer_url}?{urlencode({'uses': r.target_id})}",
+        # Only an entity of the world is someone the viewer can share moments with.
+        "pair_url": pair_url if r.in_world else "",
         "selected": selected,
     }
 
@@ -100,6 +103,7 @@ def aliases_context(
     here = f"?{urlencode({ALIASES_FROM: window.labels_from})}" if window.labels_from else ""
     buffer_url = reverse("memory:buffer_panel", args=[viewer.id])
     edit_urls = reverse_each("memory:alias_edit", [viewer.id], [r.target_id for r in window.rows])
+    pair_urls = reverse_each("memory:pair", [viewer.id], [r.target_id for r in window.rows])
     rows = [
         _alias_item(
             r,
@@ -110,12 +114,14 @@ def aliases_context(
             warnings=warnings.get(r.target_id, []),
             rejected=rejected.get(r.target_id),
             selected=r.target_id in selected,
+            pair_url=pair_urls[r.target_id],
         )
         for r in window.rows
     ]
     csrf_input = markup.csrf_input(csrf_token) if can_edit else ""
+    viewer_name = viewer_reads.display_names([viewer.id])[viewer.id]
     for item in rows:
-        item["html"] = markup.alias_row(item, viewer.id, can_edit, csrf_input)
+        item["html"] = markup.alias_row(item, viewer.id, can_edit, csrf_input, viewer_name)
     shown = {item["target"] for item in rows}
     strangers_shown = sum(1 for r in window.rows if r.label is None)
     return {

@@ -7,16 +7,24 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required, permission_required
+from django.core.exceptions import BadRequest
 from django.http import Http404, HttpRequest, HttpResponse
 from django.utils.text import slugify
 from django.views.decorators.http import require_GET
 
 from memory.engine.cursor import BadCursor
-from memory.engine.errors import NotFound
+from memory.engine.errors import InvalidInput, NotFound
 from memory.roles import READ_PERMISSION
 from memory.selectors import events as event_reads
+from memory.selectors import pair as pair_reads
 from memory.web.saves import reverse
-from memory.web.views._common import path_id, query_text, render_page, reverse_each
+from memory.web.views._common import (
+    get_viewer_for_user,
+    path_id,
+    query_text,
+    render_page,
+    reverse_each,
+)
 
 
 def line_url(viewer_id: str, entry_id: str, cursor: str) -> str:
@@ -88,3 +96,29 @@ def search_page(request: HttpRequest) -> HttpResponse:
         "json_twin": reverse("api:search") + (f"?{urlencode({'q': q})}" if q else ""),
     }
     return render_page(request, "memory/search.html", "search-results", context)
+
+
+@require_GET
+@login_required
+def pair_page(request: HttpRequest, viewer_id: str, target_id: str) -> HttpResponse:
+    """What the viewer remembers of the target, oldest first: ?after= / ?before= page on."""
+    viewer = get_viewer_for_user(request, viewer_id)
+    after, before = query_text(request, "after"), query_text(request, "before")
+    target = path_id(target_id, "target_id")
+    try:
+        view = pair_reads.pair_view(viewer, target, after=after, before=before)
+    except NotFound as exc:
+        raise Http404(str(exc)) from None
+    except (BadCursor, InvalidInput) as exc:
+        raise BadRequest(str(exc)) from None
+    base = reverse("memory:pair", args=[viewer.id, target])
+    urls = reverse_each("memory:event", [], [i.event for i in view.items])
+    context: dict[str, Any] = {
+        "pair": view,
+        "viewer": viewer,
+        "items": [{"i": i, "event_url": urls[i.event]} for i in view.items],
+        "newer_url": f"{base}?{urlencode({'after': view.newer})}" if view.newer else None,
+        "older_url": f"{base}?{urlencode({'before': view.older})}" if view.older else None,
+        "json_twin": reverse("api:pair", args=[viewer.id, target]),
+    }
+    return render_page(request, "memory/pair.html", "pair-moments", context)

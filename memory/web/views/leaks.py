@@ -15,6 +15,7 @@ from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_POST
 
 from memory import inputs, services
+from memory.engine.clock import world_time_at
 from memory.engine.errors import Conflict, InvalidInput, NotFound
 from memory.engine.leaks.world_scan import CSV_HEADER, FINDING_STATES
 from memory.engine.spreadsheet import safe_row
@@ -22,7 +23,13 @@ from memory.roles import EDIT_PERMISSION, READ_PERMISSION
 from memory.selectors import leaks as leak_reads
 from memory.selectors import viewers as viewer_reads
 from memory.web.saves import reverse
-from memory.web.views._common import get_viewer_for_user, path_id, render_page, wants_fragment
+from memory.web.views._common import (
+    get_viewer_for_user,
+    path_id,
+    query_text,
+    render_page,
+    wants_fragment,
+)
 
 LEAK_FORMATS = ("html", "csv", "json")
 
@@ -30,12 +37,22 @@ LEAK_FORMATS = ("html", "csv", "json")
 @require_GET
 @login_required
 def prompt_page(request: HttpRequest, viewer_id: str) -> HttpResponse:
+    """The viewer's prompt context now, or with ?at= (an ISO time with a zone, on the world's
+    clock) as it stood at that moment; each leak says the first moment it is in the prompt."""
     viewer = get_viewer_for_user(request, viewer_id)
+    at = query_text(request, "at")
+    try:
+        moment = world_time_at(at) if at else None
+    except InvalidInput as exc:
+        raise BadRequest(str(exc)) from None
+    twin = reverse("api:prompt", args=[viewer.id])
     context: dict[str, Any] = {
         "viewer": viewer,
-        "json_twin": reverse("api:prompt", args=[viewer.id]),
+        "json_twin": f"{twin}?{urlencode({'at': moment})}" if moment else twin,
+        "at": moment,
+        "now_url": reverse("memory:prompt", args=[viewer.id]),
     }
-    prompt = leak_reads.prompt_view(viewer)
+    prompt = leak_reads.prompt_view(viewer, moment)
     # Every name the page shows, in one read: the viewer's and each finding's entity.
     names = viewer_reads.display_names(
         [viewer.id, *{f["entity_id"] for f in prompt.findings if f.get("entity_id")}]

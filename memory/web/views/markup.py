@@ -29,10 +29,13 @@ _EMPTY = mark_safe("")
 _CURRENT = mark_safe(' aria-current="page"')
 
 
-def alias_row(item: dict[str, Any], viewer_id: str, can_edit: bool, csrf: str) -> SafeString:
+def alias_row(
+    item: dict[str, Any], viewer_id: str, can_edit: bool, csrf: str, viewer_name: str = ""
+) -> SafeString:
     """One alias row's <tr>: the label cell is the inline editor for editors (a refused label
     stays in the input with the reason beside it; Forget asks first), the label for readers;
-    then the suggested descriptor and, for editors, one click to use it."""
+    then the suggested descriptor and, for editors, one click to use it; beside who it is,
+    the lines naming them and what the viewer remembers of them over time."""
     if item["named"]:
         who = format_html(
             '<span class="qa-info" title="true name: QA information, never shown to the '
@@ -78,12 +81,20 @@ def alias_row(item: dict[str, Any], viewer_id: str, can_edit: bool, csrf: str) -
             suggestion=item["suggestion"],
             target=item["target"],
         )
+    pair = _EMPTY
+    if item["pair_url"]:
+        pair = format_html(
+            '<br><a class="pair-link small" href="{}">what {} remembers of {}</a>',
+            item["pair_url"],
+            viewer_name or viewer_id,
+            item["name"],
+        )
     return format_html(
         '<tr id="alias-{dom}" data-target="{target}"{selected}>\n        <th scope="row">'
         "{who}{not_in_world}\n"
         '          <a class="uses-link small" href="{uses}" hx-get="{uses}" '
         'hx-target="#buffer-panel" hx-swap="outerHTML" hx-push-url="true" '
-        'aria-label="Buffer lines naming {name}">lines</a></th>\n        <td>{cell}\n'
+        'aria-label="Buffer lines naming {name}">lines</a>{pair}</th>\n        <td>{cell}\n'
         "          {errors}\n          {warnings}\n"
         '          <span class="suggestion small muted">suggested: {suggestion}{offer}</span>\n'
         '        </td>\n        <td><span class="badge state-{state}">{state}</span></td>\n'
@@ -95,6 +106,7 @@ def alias_row(item: dict[str, Any], viewer_id: str, can_edit: bool, csrf: str) -
         not_in_world=_EMPTY if item["in_world"] else _NOT_IN_WORLD,
         uses=item["uses_url"],
         name=item["name"],
+        pair=pair,
         cell=cell,
         errors=errors,
         warnings=warnings,

@@ -17,17 +17,20 @@ from django.utils import timezone
 
 from memory.active_save import current_id, use
 from memory.engine import text_index
+from memory.engine.aliases import AliasesJsonError, parse_aliases_json
 from memory.engine.clock import is_untimed
 from memory.engine.projections.refold import refold_owners
 from memory.engine.scopes import home_scope
 from memory.engine.shards import bump_generations, notify_written, shard_count, shard_of
 from memory.engine.upkeep import run_upkeep
 from memory.models import (
+    AliasChange,
     BufferEntry,
     LeakScan,
     LedgerEntry,
     LiveFollow,
     LiveRow,
+    ObjectType,
     Save,
     WorldObject,
 )
@@ -105,6 +108,7 @@ def write_batch(
             for model in (BufferEntry, LedgerEntry):
                 model.objects.filter(owner_id__in=gone_ids).delete()
             gone.delete()
+        record_alias_changes(object_rows)
         bulk.sync_objects(object_rows, attribute_rows, acl_rows)
         # The save's source hash is part of every viewer's leak-findings fingerprint: a
         # moved hash is how the stored findings learn that the world changed; the pages
@@ -200,6 +204,52 @@ def write_batch(
     )
     notify_written()
     return result
+
+
+def _aliases(text: str | None) -> dict[str, str] | None:
+    try:
+        return parse_aliases_json(text)
+    except AliasesJsonError:
+        return None  # unreadable on either side: no change can be told, none is recorded
+
+
+def record_alias_changes(object_rows: list[tuple]) -> int:
+    """The game changed what someone calls someone: one AliasChange per (viewer, target) whose
+    label moved since the last batch, stamped with its world's clock as this batch reads it.
+    The file keeps only the latest aliases, so this history is the only one there is: a
+    pair over time and a prompt at a moment read it. Read before the objects are synced."""
+    clocks = {row[0]: row[3] for row in object_rows if row[1] == ObjectType.WORLD}
+    entities = {row[0]: row for row in object_rows if row[1] == ObjectType.ENTITY}
+    stored: dict[str, str | None] = {}
+    ids = list(entities)
+    for start in range(0, len(ids), 500):
+        stored.update(
+            WorldObject.objects.filter(id__in=ids[start : start + 500]).values_list(
+                "id", "aliases_json"
+            )
+        )
+    changes = []
+    for viewer_id, row in entities.items():
+        if viewer_id not in stored:
+            continue  # a newcomer's first aliases are where it starts, not a change
+        before, after = _aliases(stored[viewer_id]), _aliases(row[5])
+        if before is None or after is None or before == after:
+            continue
+        world_time = clocks.get(row[2] or "") or ""
+        for target in dict.fromkeys([*before, *after]):
+            if before.get(target) != after.get(target):
+                changes.append(
+                    AliasChange(
+                        viewer_id=viewer_id,
+                        target_id=target,
+                        before=before.get(target),
+                        after=after.get(target),
+                        source="live",
+                        world_time=world_time,
+                    )
+                )
+    AliasChange.objects.bulk_create(changes)
+    return len(changes)
 
 
 def _check_owners(source: str, table: str, model, rows: list[tuple]) -> None:
