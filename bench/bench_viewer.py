@@ -46,6 +46,7 @@ from _harness import (
     session_cookie,
     store_env,
     timed_manage,
+    timed_manage_cpu,
 )
 
 STATISTICS = """
@@ -139,8 +140,10 @@ def main() -> None:
         steps["generate_s"] = time.perf_counter() - started
         manage(env, "migrate", "-v0")
         steps["import_s"] = timed_manage(env, "import_omnia", str(world_file))
-        steps["first_cycle_s"] = timed_manage(env, "run_projections")
-        steps["rebuild_s"] = timed_manage(env, "rebuild_projections")
+        steps["first_cycle_s"], steps["first_cycle_cpu_s"] = timed_manage_cpu(
+            env, "run_projections"
+        )
+        steps["rebuild_s"], steps["rebuild_cpu_s"] = timed_manage_cpu(env, "rebuild_projections")
         # What the bulk doors add to leave the planner current (each already ran it once).
         stats = manage(env, "shell", "-c", STATISTICS)
         steps["statistics_s"] = float(stats.stdout.strip().splitlines()[-1])
@@ -200,6 +203,9 @@ def main() -> None:
             "world": {k: v for k, v in info.items() if k not in ("viewer", "person")},
             "steps_s": {k: round(v, 2) for k, v in steps.items()},
             "rebuild_vs_floor": round(steps["rebuild_s"] / steps["read_parse_floor_s"], 2),
+            # The CPU both rebuild processes used, against the floor's one process: what the
+            # second core does is not hidden by the clock figure.
+            "rebuild_cpu_vs_floor": round(steps["rebuild_cpu_s"] / steps["read_parse_floor_s"], 2),
             "first_cycle_vs_rebuild": round(steps["first_cycle_s"] / steps["rebuild_s"], 2),
             "ttfb_ms": {k: round(v["median_ms"], 2) for k, v in figures.items()},
             "vs_datasette_default": {k: round(v, 4) for k, v in ratios.items()},
@@ -219,7 +225,8 @@ def main() -> None:
         )
         print(f"  steps: {json.dumps(report['steps_s'])}")
         print(
-            f"  rebuild / read+parse floor {report['rebuild_vs_floor']}x; "
+            f"  rebuild / read+parse floor {report['rebuild_vs_floor']}x (CPU of its "
+            f"processes {report['rebuild_cpu_vs_floor']}x); "
             f"first cycle / rebuild {report['first_cycle_vs_rebuild']}x"
         )
         for name, ms in report["ttfb_ms"].items():
