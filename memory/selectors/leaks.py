@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from memory.engine.knowledge import Viewer, get_viewer
 from memory.engine.leaks.accepted import acceptances
@@ -61,6 +61,17 @@ class PromptView:
     sections: list
     findings: list[dict]
     segments: list[Segment]
+    # Where omnia's lines are wrong without leaking (issue 30): each with its line cut at the
+    # flaw (`before`, `text`, `after`) for the page to mark.
+    flaws: list[dict] = field(default_factory=list)
+
+
+def _cut_flaws(flaws: list[dict]) -> list[dict]:
+    out = []
+    for flaw in flaws:
+        line, start, end = flaw["line"], flaw["start"], flaw["end"]
+        out.append({**flaw, "before": line[:start], "after": line[end:]})
+    return out
 
 
 def prompt_view(viewer: Viewer) -> PromptView:
@@ -77,7 +88,13 @@ def prompt_view(viewer: Viewer) -> PromptView:
         sorted((f.to_dict() for f in found), key=lambda f: (f["start"], -f["end"])), found
     )
     text = prompt.text
-    return PromptView(text, list(prompt.sections), findings, highlight(text, findings))
+    return PromptView(
+        text,
+        list(prompt.sections),
+        findings,
+        highlight(text, findings),
+        _cut_flaws(prompt.flaws()),
+    )
 
 
 def stored_is_current(viewer_id: str) -> bool:

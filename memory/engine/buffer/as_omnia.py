@@ -44,7 +44,7 @@ _TAG = re.compile(rf"entity@([a-zA-Z0-9-]+)\[([^\]]+)\](?:[{_JS_SPACE}]+([a-zA-Z
 _JS_SPLIT = re.compile(rf"[{_JS_SPACE}]+")
 
 _FIRST_PERSON = frozenset(["i", "me", "my", "myself", "mine", "we", "us", "our", "ours"])
-_THIRD_PERSON = frozenset(
+THIRD_PERSON = frozenset(
     [
         "he",
         "him",
@@ -67,7 +67,24 @@ _SELF_MYSELF = ("himself", "herself", "themselves", "myself", "itself", "ourselv
 _SELF_I = ("he", "she", "they", "i", "we")
 _SELF_ME = ("him", "her", "them", "me", "us")
 _PREPOSITIONS = frozenset(
-    "to with for at by from in on about between of under over behind beside through".split()
+    [
+        "to",
+        "with",
+        "for",
+        "at",
+        "by",
+        "from",
+        "in",
+        "on",
+        "about",
+        "between",
+        "of",
+        "under",
+        "over",
+        "behind",
+        "beside",
+        "through",
+    ]
 )
 # compromise's present tense where it is not the plain English -s rule below.
 _IRREGULAR = {
@@ -150,7 +167,7 @@ def _hydrate_segment(text: str, viewer: AliasHolder) -> str:
                     subject = "himself"
                 else:
                     subject, singular = alias, True
-            elif lower in _THIRD_PERSON:
+            elif lower in THIRD_PERSON:
                 subject, singular = original, lower in ("he", "she")
             else:
                 subject, singular = alias, True
@@ -223,4 +240,3 @@ def render_v2_as_omnia(intent: dict[str, Any], outcome: object, viewer: AliasHol
         shown = "undefined" if reason is _UNDEFINED else _js_string(reason)
         return f"{line} (Outcome: Failed - {shown})"
     return line
-

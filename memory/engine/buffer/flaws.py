@@ -22,6 +22,8 @@ from difflib import SequenceMatcher
 from functools import lru_cache
 from typing import Literal
 
+from memory.engine.buffer.as_omnia import THIRD_PERSON as _THIRD_PERSON
+
 FlawKind = Literal["raw_tag", "unresolved_tag", "unheld_label", "grammar"]
 FLAW_KINDS: tuple[FlawKind, ...] = ("raw_tag", "unresolved_tag", "unheld_label", "grammar")
 # The kinds that show system syntax to the model: findings of the leak report.
@@ -30,11 +32,8 @@ TAG_FLAWS: frozenset[str] = frozenset({"raw_tag", "unresolved_tag"})
 # A word: a raw tag whole (its hydrated "id" may hold spaces: "entity@the hooded figure[…]"),
 # else a run of non-space characters.
 _WORD = re.compile(r"entity@[^\[\]\n]*?\[[^\]\n]*\]|\S+")
-_RAW_TAG = re.compile(r"entity@[^\[\]\n]*?\[[^\]\n]*\]")
-_ANY_TAG = re.compile(rf"{_RAW_TAG.pattern}|entity@\S*")
-_THIRD_PERSON = frozenset(
-    "he him his himself she her hers herself they them their theirs themselves".split()
-)
+RAW_TAG = re.compile(r"entity@[^\[\]\n]*?\[[^\]\n]*\]")
+ANY_TAG = re.compile(rf"{RAW_TAG.pattern}|entity@\S*")
 
 
 @dataclass(frozen=True)
@@ -56,7 +55,7 @@ class Flaw:
 
 
 def _kind(text: str) -> FlawKind:
-    if _RAW_TAG.search(text):
+    if RAW_TAG.search(text):
         return "raw_tag"
     if "entity@" in text:
         return "unresolved_tag"
@@ -94,7 +93,7 @@ def _tag_flaws(omnia: str, flaws: tuple[Flaw, ...]) -> tuple[Flaw, ...]:
     covered = [(f.start, f.end) for f in flaws if f.kind in TAG_FLAWS]
     extra = [
         Flaw(_kind(m.group()), m.start(), m.end(), m.group(), "")
-        for m in _ANY_TAG.finditer(omnia)
+        for m in ANY_TAG.finditer(omnia)
         if not any(s <= m.start() < e for s, e in covered)
     ]
     if not extra:

@@ -45,6 +45,9 @@ _FINGERPRINT_SQL = (
     "LEFT JOIN memory_owner_state g ON g.game_save_id = o.game_save_id AND g.owner_id = o.id "
     "WHERE o.game_save_id = %(save)s AND o.type = %s"
 )
+# What the scanner reads a prompt as, in the fingerprint: a scan stored before prompts held
+# omnia's own lines (issue 30) was of other text, so it is not current whatever its inputs.
+SCANNED_READING = "omnia-lines-1"
 # Unasked, only agents are scanned (knowledge.AGENTS, in SQL); asked by id, any entity.
 _AGENTS_SQL = " AND (o.is_agent IS NULL OR o.is_agent <> 0)"
 
@@ -71,7 +74,9 @@ def input_fingerprints(viewer_ids: Sequence[str] | None = None) -> dict[str, tup
                 rows.extend(cursor.fetchall())
     out: dict[str, tuple[str, str]] = {}
     for viewer_id, world_id, *inputs in rows:
-        raw = json.dumps([world_id, *(str(v) if v is not None else None for v in inputs)])
+        raw = json.dumps(
+            [SCANNED_READING, world_id, *(str(v) if v is not None else None for v in inputs)]
+        )
         out[viewer_id] = (world_id, hashlib.sha1(raw.encode("utf-8")).hexdigest())
     return out
 
