@@ -85,7 +85,7 @@ def _marked(line: str, flaws) -> SafeString:
             pieces.append(
                 format_html(
                     '<mark class="flaw flaw-{}" title="{}">{}</mark>',
-                    flaw.kind.replace("_", "-"),
+                    flaw.kind,
                     title,
                     line[flaw.start : flaw.end],
                 )

@@ -29,11 +29,12 @@ FLAW_KINDS: tuple[FlawKind, ...] = ("raw_tag", "unresolved_tag", "unheld_label",
 # The kinds that show system syntax to the model: findings of the leak report.
 TAG_FLAWS: frozenset[str] = frozenset({"raw_tag", "unresolved_tag"})
 
-# A word: a raw tag whole (its hydrated "id" may hold spaces: "entity@the hooded figure[…]"),
-# else a run of non-space characters.
-_WORD = re.compile(r"entity@[^\[\]\n]*?\[[^\]\n]*\]|\S+")
-RAW_TAG = re.compile(r"entity@[^\[\]\n]*?\[[^\]\n]*\]")
-ANY_TAG = re.compile(rf"{RAW_TAG.pattern}|entity@\S*")
+# A raw tag (its hydrated "id" may hold spaces: "entity@the hooded figure[…]"), and any
+# `entity@` at all. omnia upper-cases a line's first letter, so one may read "Entity@".
+RAW_TAG = re.compile(r"[Ee]ntity@[^\[\]\n]*?\[[^\]\n]*\]")
+ANY_TAG = re.compile(rf"{RAW_TAG.pattern}|[Ee]ntity@\S*")
+# A word: a raw tag whole, else a run of non-space characters.
+_WORD = re.compile(rf"{RAW_TAG.pattern}|\S+")
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,7 @@ class Flaw:
 def _kind(text: str) -> FlawKind:
     if RAW_TAG.search(text):
         return "raw_tag"
-    if "entity@" in text:
+    if ANY_TAG.search(text):
         return "unresolved_tag"
     words = re.findall(r"[A-Za-z]+", text.lower())
     if words and all(w in _THIRD_PERSON for w in words):

@@ -276,23 +276,19 @@ _TAG_REASONS = {
 }
 
 
-def tag_findings(text: str) -> list[Finding]:
+def tag_findings(text: str, object_ids: frozenset[str] = frozenset()) -> list[Finding]:
     """Raw tags and unresolved `entity@` in a rendered text (issue 30): omnia's own renderer
     leaves them in an NPC's prompt (its nested-tag bug), and that syntax is a leak of its own
-    kind whoever reads it. `entity_id` is the id written in the tag when one is, else ""."""
-    return [
-        Finding(kind, m.start(), m.end(), m.group(), _tag_id(m.group()), _TAG_REASONS[kind])
-        for m in ANY_TAG.finditer(text)
-        for kind in ("raw_tag" if RAW_TAG.fullmatch(m.group()) else "unresolved_tag",)
-    ]
-
-
-def _tag_id(tag: str) -> str:
-    written = tag[len("entity@") :].split("[", 1)[0]
-    return written if _ID_LIKE.fullmatch(written) else ""
-
-
-_ID_LIKE = re.compile(r"[A-Za-z0-9-]+")
+    kind whoever reads it. `entity_id` is the id written in the tag when it is one of
+    `object_ids`; a half-hydrated tag holds a label there ("entity@Gareth[…]"), not an id."""
+    found = []
+    for m in ANY_TAG.finditer(text):
+        tag = m.group()
+        kind: FindingKind = "raw_tag" if RAW_TAG.fullmatch(tag) else "unresolved_tag"
+        written = tag[len("entity@") :].split("[", 1)[0]
+        entity_id = written if written in object_ids else ""
+        found.append(Finding(kind, m.start(), m.end(), tag, entity_id, _TAG_REASONS[kind]))
+    return found
 
 
 def scan_text(index: LeakIndex, viewer_id: str, text: str) -> list[Finding]:

@@ -260,7 +260,8 @@ def scan_prompt(
 ) -> ViewerScan:
     # The prompt holds omnia's own lines (issue 30), so a tag its renderer left is in the text.
     found = sorted(
-        scan_text(index, viewer_id, prompt.text) + tag_findings(prompt.text),
+        scan_text(index, viewer_id, prompt.text)
+        + tag_findings(prompt.text, index.world.object_ids),
         key=lambda f: (f.start, f.end),
     )
     findings = group_findings(viewer_id, prompt, found, world_id)

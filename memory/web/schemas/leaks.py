@@ -45,11 +45,28 @@ class LeakReportItemOut(LeakFindingOut):
     can_alias: bool = Field(description="the entity is another entity the viewer can name")
 
 
+class PromptFlawOut(Schema):
+    kind: str = Field(description="unheld_label or grammar")
+    start: int
+    end: int
+    text: str = Field(description="omnia's words")
+    corrected: str = Field(description="what the corrected reading says there")
+    section: str
+    source_id: str = Field(description="the buffer row the line was read from")
+    line: str = Field(description="the whole line, as omnia rendered it")
+    line_offset: int = Field(description="where the line starts in `text`")
+
+
 class PromptOut(Schema):
     viewer_id: str
     text: str
     sections: list[PromptSectionOut]
     findings: list[LeakFindingOut] | None = Field(description="null while the scanner is missing")
+    flaws: list[PromptFlawOut] = Field(
+        default_factory=list,
+        description="where omnia renders a line of this prompt wrongly without leaking (person, "
+        "number, case, a label the viewer does not hold); offsets into that line",
+    )
 
 
 class LeakKeyIn(Schema):
