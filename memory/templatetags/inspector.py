@@ -100,15 +100,21 @@ def reading_lines(entry: object) -> SafeString:
     """A buffer line in both readings (issue 30): omnia's, with its flaws marked, and the
     corrected one when it differs; the panel's toggle shows one of them. An entry without a
     corrected reading (a compare line) is shown as its one line."""
-    line = getattr(entry, "line", None)
+
+    def field(name: str, default: object = None) -> object:
+        if isinstance(entry, dict):
+            return entry.get(name, default)
+        return getattr(entry, name, default)
+
+    line = field("line")
     if line is None:
         return format_html("")
-    corrected = getattr(entry, "line_corrected", None)
+    corrected = field("line_corrected")
     if corrected is None or corrected == line:
         return format_html('<span class="line">{}</span>', line)
     return format_html(
         '<span class="line line-omnia" data-reading="omnia">{}</span>'
         '<span class="line line-corrected" data-reading="corrected">{}</span>',
-        _marked(line, getattr(entry, "flaws", ())),
+        _marked(line, field("flaws", ())),
         corrected,
     )
