@@ -14,8 +14,10 @@ from django.core.management import call_command
 
 from memory.engine.buffer import render_stored_entry
 from memory.engine.buffer.flaws import Flaw, line_flaws
+from memory.engine.leaks import stored
 from memory.engine.write_door import remember
-from memory.models import WorldObject
+from memory.models import LeakScan, WorldObject
+from memory.selectors import leaks as leak_reads
 from memory.worlds.omnia_import import import_omnia
 from tests.helpers import FIXTURES, at
 from tests.test_buffer import _expected, _world
@@ -328,3 +330,25 @@ def test_the_buffer_panel_shows_omnias_line_marked_beside_the_corrected_one(
         "&lt;script&gt;alert(1)&lt;/script&gt; to me</span>"
     ) in body
     assert "<script>alert" not in body
+
+
+def test_omnias_quiet_flaws_are_counted_per_save_at_each_scan(staff_client, demo) -> None:
+    stored.refresh()
+    # Each a real bug of omnia's renderer in the demo's v2 lines: "haul", "chalk" (compromise
+    # does not conjugate them), "to my" (an object "her" read by herself), "to her" (kept for
+    # someone the viewer calls Isolde Varga), "I's coat pocket", "… and I" (three for Tobiah).
+    assert dict(LeakScan.objects.filter(flaws__gt=0).values_list("viewer_id", "flaws")) == {
+        "5b0e6c1a-3f2d-4e8b-9a71-c4d2e8f90a13": 2,
+        "npc-maren": 1,
+        "npc-oswin": 1,
+        "npc-pip": 2,
+        "npc-sable": 1,
+        "npc-tobiah": 3,
+    }
+    assert leak_reads.flaw_counts() == leak_reads.FlawCounts(total=10, viewers=6)
+    page = staff_client.get("/saves/demo/").content.decode()
+    assert (
+        '<p class="small muted omnia-flaws">omnia renders 10 places of its own lines wrongly in '
+        "the prompts of 6 viewers (person, number, case, a label the viewer does not hold: no "
+        "leak, listed on each viewer’s prompt page).</p>"
+    ) in page

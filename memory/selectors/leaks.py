@@ -6,6 +6,8 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from django.db.models import Count, Sum
+
 from memory.engine.knowledge import Viewer, get_viewer
 from memory.engine.leaks.accepted import acceptances
 from memory.engine.leaks.scanner import reason_by_name
@@ -298,3 +300,17 @@ def leak_counts(tally: LeakTally | None = None) -> dict[str, dict[str, int]]:
         viewer: {kind: tally.counts.get(viewer, {}).get(kind, 0) for kind in FINDING_KINDS}
         for viewer in tally.known_viewers()
     }
+
+
+@dataclass(frozen=True)
+class FlawCounts:
+    """omnia's quiet line flaws in the save's scanned prompts (issue 30): how many, and in
+    how many viewers' prompts, as of each viewer's last scan."""
+
+    total: int
+    viewers: int
+
+
+def flaw_counts() -> FlawCounts:
+    found = LeakScan.objects.filter(flaws__gt=0).aggregate(total=Sum("flaws"), viewers=Count("*"))
+    return FlawCounts(total=found["total"] or 0, viewers=found["viewers"])

@@ -156,15 +156,21 @@ def stored_findings(viewer_ids: Iterable[str]) -> dict[str, list[ScanFinding]]:
 
 
 def scan_fresh(
-    viewer_ids: Sequence[str], worlds: WorldIndexes | None = None
+    viewer_ids: Sequence[str],
+    worlds: WorldIndexes | None = None,
+    flaws: dict[str, int] | None = None,
 ) -> dict[str, list[ScanFinding]]:
     """Scan these viewers now, in memory (one knowledge load and one automaton per world,
-    kept in `worlds` across a caller's chunks when it hands one in)."""
+    kept in `worlds` across a caller's chunks when it hands one in); `flaws`, when handed
+    in, gets each viewer's count of omnia's quiet line flaws (the prompts are built anyway)."""
     groups: dict[str | None, list[WorldObject]] = {}
     viewers = WorldObject.objects.filter(id__in=list(viewer_ids), type=ObjectType.ENTITY)
     for obj in viewers.order_by("world_id", "id"):
         groups.setdefault(obj.world_id, []).append(obj)
-    return {scan.viewer_id: scan.findings for scan in scan_groups(groups, worlds=worlds)}
+    scans = scan_groups(groups, worlds=worlds)
+    if flaws is not None:
+        flaws.update((scan.viewer_id, scan.flaws) for scan in scans)
+    return {scan.viewer_id: scan.findings for scan in scans}
 
 
 @dataclass
@@ -203,18 +209,21 @@ def _claim(viewer_ids: Sequence[str], current: dict[str, tuple[str, str]]) -> li
 
 _MARK_SCANNED_SQL = (
     f"UPDATE {LeakScan._meta.db_table} SET world_id = %s, fingerprint = %s, stale = %s, "
-    "scanned_at = %s WHERE game_save_id = %(save)s AND viewer_id = %s"
+    "scanned_at = %s, flaws = %s WHERE game_save_id = %(save)s AND viewer_id = %s"
 )
 
 
-def _mark_scanned(viewer_ids: Sequence[str], current: dict[str, tuple[str, str]]) -> None:
-    """Each scan row current as of now: one statement for the chunk (an ORM update per
-    viewer was a query built and run 2,000 times in a rebuild)."""
+def _mark_scanned(
+    viewer_ids: Sequence[str], current: dict[str, tuple[str, str]], flaws: dict[str, int]
+) -> None:
+    """Each scan row current as of now, with its count of omnia's line flaws: one statement
+    for the chunk (an ORM update per viewer was a query built and run 2,000 times in a
+    rebuild)."""
     now = connection.ops.adapt_datetimefield_value(timezone.now())
     with scoped_cursor() as cursor:
         cursor.executemany(
             _MARK_SCANNED_SQL,
-            [(*current[v], False, now, v) for v in viewer_ids],
+            [(*current[v], False, now, flaws.get(v, 0), v) for v in viewer_ids],
         )
 
 
@@ -230,7 +239,8 @@ def refresh(viewer_ids: Sequence[str] | None = None) -> RefreshResult:
             result.skipped.extend(sorted(set(chunk) - set(claimed)))
             if not claimed:
                 continue
-            scans = scan_fresh(claimed, worlds)
+            flaws: dict[str, int] = {}
+            scans = scan_fresh(claimed, worlds, flaws)
             LeakFinding.objects.filter(viewer_id__in=claimed).delete()
             rows = [
                 _row_of(viewer_id, ordinal, f)
@@ -238,7 +248,7 @@ def refresh(viewer_ids: Sequence[str] | None = None) -> RefreshResult:
                 for ordinal, f in enumerate(scans.get(viewer_id, []))
             ]
             LeakFinding.objects.bulk_create(rows, batch_size=1000)
-            _mark_scanned(claimed, state.current)
+            _mark_scanned(claimed, state.current, flaws)
             result.viewers_scanned += len(claimed)
             result.findings_written += len(rows)
     return result

@@ -196,6 +196,11 @@ class ViewerScan:
         found = Counter(f.finding.kind for f in self.findings)
         return {kind: found[kind] for kind in FINDING_KINDS}
 
+    @property
+    def flaws(self) -> int:
+        """Where omnia's own lines in this prompt are wrong without leaking (issue 30)."""
+        return sum(len(section.flaws) for section in self.prompt.sections)
+
 
 def _aliases(obj: WorldObject) -> dict[str, str]:
     try:
