@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import F, Max, Q
 
 from memory.active_save import use
 from memory.engine import audit
@@ -24,9 +24,12 @@ from memory.engine.leaks import allowed as allowed_leaks
 from memory.engine.leaks import stored as leak_findings
 from memory.engine.saves import get_save
 from memory.engine.upkeep import rebuild_all, run_upkeep, verify_all
+from memory.engine.visibility import PRIVATE
 from memory.engine.write_door import remember, retract
 from memory.models import (
     AliasChange,
+    Attribute,
+    AttributeAcl,
     BufferEntry,
     LeakAcceptance,
     LeakAllowRule,
@@ -168,6 +171,36 @@ def _record(
     leak_findings.refresh([viewer_id])
 
 
+def resave_acl_as_omnia(entity_id: str) -> None:
+    """The entity's `attribute_acl` rows as omnia's `saveEntity` leaves them (issue 30): it
+    saves a changed alias map by saving the whole entity, and for each attribute, in the
+    order it loaded them, deletes that attribute's ACL rows and inserts them again (a
+    PRIVATE attribute's only; the rest lose theirs), in the order it loaded its allowed ids.
+    The rows so land after every other in the file; file_order says so here, for the export
+    and the comparison with omnia's own file."""
+    attributes = Attribute.objects.filter(object_id=entity_id).order_by(
+        F("file_order").asc(nulls_last=True), "name"
+    )
+    rows = AttributeAcl.objects.filter(object_id=entity_id)
+    by_attribute: dict[str, list[str]] = {}
+    for name, allowed in rows.order_by(
+        F("file_order").asc(nulls_last=True), "attribute_name", "entity_id"
+    ).values_list("attribute_name", "entity_id"):
+        by_attribute.setdefault(name, []).append(allowed)
+    names = [a.name for a in attributes]
+    AttributeAcl.objects.filter(object_id=entity_id, attribute_name__in=names).delete()
+    last = AttributeAcl.objects.aggregate(last=Max("file_order"))["last"] or 0
+    again = []
+    for attribute in attributes:
+        if attribute.visibility != PRIVATE:
+            continue
+        for allowed in by_attribute.get(attribute.name, []):
+            last += 1
+            again.append(AttributeAcl(object_id=entity_id, attribute_name=attribute.name,
+                                      entity_id=allowed, file_order=last))  # fmt: skip
+    AttributeAcl.objects.bulk_create(again)
+
+
 def set_alias(
     viewer_id: str, target_id: str, label: str, *, user=None, source: str = ""
 ) -> AliasResult:
@@ -185,6 +218,7 @@ def set_alias(
         aliases[target_id] = label
         viewer.aliases_json = dump_aliases_json(aliases)
         viewer.save(update_fields=["aliases_json"])
+        resave_acl_as_omnia(viewer_id)
         _record(viewer_id, target_id, before, label, user, source)
     return AliasResult(viewer_id, target_id, before, label, warnings)
 
@@ -198,6 +232,7 @@ def delete_alias(viewer_id: str, target_id: str, *, user=None, source: str = "")
             return AliasResult(viewer_id, target_id, None, None, changed=False)
         viewer.aliases_json = dump_aliases_json(aliases)
         viewer.save(update_fields=["aliases_json"])
+        resave_acl_as_omnia(viewer_id)
         _record(viewer_id, target_id, before, None, user, source)
     return AliasResult(viewer_id, target_id, before, None)
 

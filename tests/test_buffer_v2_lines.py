@@ -23,9 +23,10 @@ from memory.worlds.scenario import load_world
 from tests.helpers import FIXTURES, at
 
 
-def lines_of(viewer_id: str) -> list[str]:
+def lines_of(viewer_id: str, reading: str = "corrected") -> list[str]:
+    """The corrected reading unless asked: these cases are about putting omnia's bugs right."""
     out = io.StringIO()
-    call_command("render_buffer", viewer_id, stdout=out)
+    call_command("render_buffer", viewer_id, "--reading", reading, stdout=out)
     return out.getvalue().splitlines()
 
 

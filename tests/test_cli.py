@@ -144,6 +144,7 @@ def test_help_on_the_command_line_ends_with_examples(tmp_path) -> None:
     assert done.stdout.endswith(
         "examples:\n"
         "  manage.py render_buffer npc-maren\n"
+        "  manage.py render_buffer npc-maren --reading corrected\n"
         "  manage.py render_buffer npc-maren --format jsonl | head -3\n"
     )
 

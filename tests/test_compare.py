@@ -151,14 +151,20 @@ def test_the_two_tavern_saves_line_up_moment_by_moment(two_eras):
         ("2026-07-06T12:00:00.000Z", "2026-07-06T12:38:00.000Z", 9)
     ]
     assert len(alice.episodes.added) == 2
-    # v2 names people by alias where v1's descriptions carried ids and true names.
+    # v2 names people by alias where v1's descriptions carried ids and true names; but omnia's
+    # own v2 lines (issue 30) leave one nested tag half-hydrated: a new raw_tag leak each.
     leaks = {v.viewer.id: v.leaks for v in result.viewers}
     assert [f.text for f in leaks["alice"].fixed] == ["Bob", "Charlie"]
     assert [f.text for f in leaks["bob"].fixed] == ["Charlie", GUARD_V1]
     assert [f.text for f in leaks["bob"].unchanged] == ["Bob"]
     assert [f.text for f in leaks["charlie"].fixed] == ["Bob"]
-    assert all(d.new == [] for d in leaks.values())
-    assert result.new_leaks == 0
+    assert {v: [(f.kind, f.text) for f in d.new] for v, d in leaks.items()} == {
+        "alice": [("raw_tag", "entity@the hooded figure[the hooded figure]")],
+        "bob": [("raw_tag", "entity@I[the hooded figure]")],
+        "charlie": [("raw_tag", "entity@Gareth[the hooded figure]")],
+        GUARD_V1: [],
+    }
+    assert result.new_leaks == 3
 
 
 def test_the_command_lists_the_differing_lines(two_eras):
@@ -176,12 +182,12 @@ def test_the_command_lists_the_differing_lines(two_eras):
         'Charlie"' in lines
     )
     assert "  + [mem-alice-1] I hope my brother is still alive." in lines
-    assert "leaks: 0 new, 2 fixed, 0 unchanged" in lines
-    assert lines[-1] == "1 viewer(s) compared; 0 new open leak finding(s) in B"
+    assert "leaks: 1 new, 2 fixed, 0 unchanged" in lines
+    assert lines[-1] == "1 viewer(s) compared; 1 new open leak finding(s) in B"
     # --json is the same comparison as one object.
     data = json.loads(_run(V1, V2, "--viewer", "alice", "--json"))
     assert data == compare_saves(V1, V2, "alice").as_dict()
-    assert data["new_open_leaks"] == 0
+    assert data["new_open_leaks"] == 1
     assert [line["id"] for line in data["viewers"][0]["buffer"]["only_a"]] == ONLY_V1["alice"]
 
 
@@ -217,10 +223,10 @@ def test_same_ids_are_matched_by_id_and_an_alias_edit_shows_as_lines_read_differ
             "I say 'Has anyone seen a boy with red hair?' to the hooded figure and the bartender",
             "I say 'Has anyone seen a boy with red hair?' to the stranger and the bartender",
         ),
-        (
+        (  # omnia's own line (issue 30): its nested-tag bug shows the label in a raw tag
             "03126717-bf3e-4ad6-89e6-c622a762ae1d",
-            "I wave at the hooded figure (Outcome: Succeeded)",
-            "I wave at the stranger (Outcome: Succeeded)",
+            "I wave at entity@the hooded figure[the hooded figure] (Outcome: Succeeded)",
+            "I wave at entity@the stranger[the hooded figure] (Outcome: Succeeded)",
         ),
         (
             "10de0e1e-cb25-4c8b-9c3c-8d9a1606a95e",
@@ -481,8 +487,12 @@ def test_exit_statuses_of_the_command_in_a_shell(fresh_sqlite):
     env = isolated_env(fresh_sqlite("db"))
     for name in (V1, V2):
         manage("import_omnia", str(FIXTURES / f"{name}.sqlite"), "--fold", env=env)
-    done = manage("compare", V1, V2, "--viewer", "alice", "--fail-on-new-leak", env=env)
-    assert done.stdout.splitlines()[-1] == "1 viewer(s) compared; 0 new open leak finding(s) in B"
+    # omnia's own v2 line leaves a raw tag in alice's prompt (issue 30): a new leak, exit 1.
+    done = manage(
+        "compare", V1, V2, "--viewer", "alice", "--fail-on-new-leak", env=env, check=False
+    )
+    assert done.returncode == 1
+    assert done.stdout.splitlines()[-1] == "1 viewer(s) compared; 1 new open leak finding(s) in B"
     refused = manage("compare", V1, "nope", env=env, check=False)
     assert refused.returncode == 2 and refused.stdout == ""
     assert refused.stderr.strip().splitlines() == [

@@ -136,9 +136,12 @@ def test_export_omnia_keeps_a_reversed_files_order_in_every_table(tmp_path):
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("umask", [0o022, 0o027, 0o077])
-def test_export_omnia_new_file_is_0644_whatever_the_umask(tmp_path, umask):
-    # omnia's own files are 0644 (issue 29): a new export is too, whatever the umask.
+@pytest.mark.parametrize(
+    ("umask", "mode"), [(0o022, 0o644), (0o002, 0o644), (0o027, 0o640), (0o077, 0o600)]
+)
+def test_export_omnia_new_file_takes_sqlites_mode_under_the_umask(tmp_path, umask, mode):
+    # better-sqlite3 creates omnia's files with SQLite's 0644 less the umask (issue 30): 0644
+    # under 002 too (never 0664), 0600 under 077.
     call_command("import_omnia", str(FIXTURES / "omnia-head-tavern.sqlite"))
     exported = tmp_path / "out.sqlite"
     before = os.umask(umask)
@@ -146,7 +149,7 @@ def test_export_omnia_new_file_is_0644_whatever_the_umask(tmp_path, umask):
         call_command("export_omnia", str(exported))
     finally:
         os.umask(before)
-    assert stat.S_IMODE(exported.stat().st_mode) == 0o644
+    assert stat.S_IMODE(exported.stat().st_mode) == mode
     assert [p.name for p in tmp_path.iterdir()] == ["out.sqlite"]  # no temp file left behind
 
 
@@ -194,3 +197,38 @@ def test_export_omnia_adds_inspector_writes_without_reordering(tmp_path, activat
     )
     for table in ("attributes", "attribute_acl", "ledger_entries", "ledger_involved_entities"):
         assert rows_in_rowid_order(exported, table) == rows_in_rowid_order(original, table)
+
+
+@pytest.mark.django_db
+def test_export_omnia_over_an_existing_file_keeps_its_mode(tmp_path):
+    original = FIXTURES / "omnia-head-tavern.sqlite"
+    call_command("import_omnia", str(original))
+    exported = tmp_path / "out.sqlite"
+    exported.write_bytes(b"")
+    exported.chmod(0o600)
+    call_command("export_omnia", str(exported), "--force")
+    assert stat.S_IMODE(exported.stat().st_mode) == 0o600
+    assert file_tables(exported) == file_tables(original)
+
+
+@pytest.mark.django_db
+def test_an_alias_edit_rewrites_the_entitys_acl_rows_as_saveentity_does(tmp_path, activate_save):
+    """omnia saves a changed alias map with `saveEntity`, which deletes each attribute's ACL
+    rows and inserts them again: bob's three rows move after everyone else's, in the order of
+    his attributes, each attribute's allowed ids in the order they were."""
+    activate_save(import_omnia(FIXTURES / "omnia-head-tavern.sqlite").save)
+    set_alias("bob", "alice", "the lost girl", user=None, source="test")
+    exported = tmp_path / "out.sqlite"
+    call_command("export_omnia", str(exported))
+    guard = "97ef4a4a-a324-439f-be1d-a8da93557886"
+    assert sqlite3.connect(exported).execute(
+        "SELECT object_id, attribute_name, entity_id FROM attribute_acl ORDER BY rowid"
+    ).fetchall() == [
+        ("tavern-world", "smuggling_route", "bob"),
+        ("tavern-world", "smuggling_route", "charlie"),
+        (guard, "orders", "bob"),
+        (guard, "orders", "captain-voss"),
+        ("bob", "true_name", "charlie"),
+        ("bob", "weapon", guard),
+        ("bob", "weapon", "charlie"),
+    ]

@@ -28,8 +28,8 @@ PIP_LEAK = {
     "viewer_id": "npc-pip",
     "section": "Recent memories",
     "kind": "unknown_name",
-    "start": 1968,
-    "end": 1979,
+    "start": 1967,  # omnia's own lines before it (issue 30): one "hauls" is "haul"
+    "end": 1978,
     "text": "Sable Quint",
     "entity_id": "npc-sable",
     "attribute_name": None,
@@ -42,7 +42,7 @@ PIP_REPORTED = {
     **PIP_LEAK,
     "count": 1,
     "source_id": "m-a06-pip",
-    "occurrences": [{"start": 1968, "end": 1979, "source_id": "m-a06-pip"}],
+    "occurrences": [{"start": 1967, "end": 1978, "source_id": "m-a06-pip"}],
     "context_before": "The sailor with the eye patch whispers 'Run and tell ",
     "context_after": " the boat is in. Quick now.' to me",
     "state": "open",
@@ -474,7 +474,7 @@ def test_prompt_view_marks_the_planted_leak(demo, django_assert_max_num_queries)
     }
     assert view.findings == [prompt_leak]
     marked = [astuple(s) for s in view.segments if s.finding is not None]
-    assert marked == [("Sable Quint", prompt_leak, 1, 1968)]
+    assert marked == [("Sable Quint", prompt_leak, 1, 1967)]
     assert "".join(s.text for s in view.segments) == view.text
     assert view.text[PIP_LEAK["start"] : PIP_LEAK["end"]] == "Sable Quint"
 
@@ -497,7 +497,13 @@ def test_leak_findings_and_counts_on_the_demo_world(demo, django_assert_max_num_
     assert leaks.leak_findings(kind="unknown_name") == [PIP_REPORTED]
     with django_assert_max_num_queries(DEMO_LEAK_QUERIES):
         counts = leaks.leak_counts()
-    zero = {"private_attribute": 0, "system_id": 0, "unknown_name": 0}
+    zero = {
+        "private_attribute": 0,
+        "system_id": 0,
+        "unknown_name": 0,
+        "raw_tag": 0,
+        "unresolved_tag": 0,
+    }
     assert counts == {
         ISOLDE: {**zero, "private_attribute": 1, "system_id": 1},
         "npc-maren": zero,

@@ -206,7 +206,11 @@ def every_match(viewer, q: str = "", uses: str = "") -> list[str]:
         entry = render_entry(row, viewer)
         if uses and uses not in names_in(entry):
             continue
-        if search.matches(searched_text(entry.line, entry.intent_json, entry.outcome_json)):
+        # Both readings (issue 30): a line is found by the words of omnia's or the corrected.
+        text = searched_text(
+            entry.line, entry.intent_json, entry.outcome_json, entry.line_corrected
+        )
+        if search.matches(text):
             found.append(entry.id)
     return found
 

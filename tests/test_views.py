@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -525,17 +526,27 @@ def test_prompt_page_highlights_the_planted_leak(staff_client, demo) -> None:
     r = staff_client.get("/saves/demo/viewers/npc-pip/prompt/")
     body = r.content.decode()
     assert r.status_code == 200
-    assert body.count("<mark ") == 1
+    assert body.count('<mark id="leak-at-') == 1
     assert (
-        '<mark id="leak-at-1968" class="leak leak-unknown_name" tabindex="0" '
+        '<mark id="leak-at-1967" class="leak leak-unknown_name" tabindex="0" '
         'data-kind="unknown_name" '
         'title="unknown_name: Pip Dunn knows Sable Quint only as &#x27;the tall one in grey&#x27;" '
         'aria-describedby="leak-1">Sable Quint</mark>'
     ) in body
     assert (
-        '<li id="leak-1" value="1"><a href="#leak-at-1968"><strong>unknown_name</strong> '
+        '<li id="leak-1" value="1"><a href="#leak-at-1967"><strong>unknown_name</strong> '
         "“Sable Quint”</a> in Recent memories" in body
     )
+    # omnia's own lines are the prompt's (issue 30); where omnia renders one wrongly without
+    # leaking, the quieter list marks the words, with the corrected reading beside them.
+    assert re.findall(r'<li data-kind="grammar">omnia renders this line wrongly: “(.*?)” '
+                      r'<span class="muted">— grammar; corrected: “(.*?)”</span></li>', body) == [
+        ('The sailor with the eye patch <mark class="flaw flaw-grammar" title="grammar">haul'
+         "</mark> a crate off the Gullwing onto the quay (Outcome: Succeeded)", "hauls"),
+        ("The tall one in grey says &#x27;Morning. Doors shut behind me, if you please.&#x27; to "
+         'Maren Holloway, the sailor with the eye patch and <mark class="flaw flaw-grammar" '
+         'title="grammar">I</mark>', "me"),
+    ]  # fmt: skip
     assert (
         '<button type="button" class="copy-button" data-copy="#prompt-text">Copy prompt</button>'
         in body

@@ -42,9 +42,11 @@ def jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def render(viewer_id: str) -> list[dict]:
+def render(viewer_id: str, reading: str = "corrected") -> list[dict]:
+    """The viewer's lines, corrected unless asked: what these tests check is the inspector's
+    own rendering, not omnia's bugs (tests/test_readings.py has omnia's reading)."""
     out = io.StringIO()
-    call_command("render_buffer", viewer_id, "--format", "jsonl", stdout=out)
+    call_command("render_buffer", viewer_id, "--format", "jsonl", "--reading", reading, stdout=out)
     return [json.loads(line) for line in out.getvalue().splitlines()]
 
 
@@ -579,3 +581,18 @@ def test_the_same_file_under_another_name_is_already_imported_unless_named_again
     # Asked for by name, a second copy is made on purpose (to edit one and keep the other).
     assert import_omnia(V1, as_name="tavern-copy").unchanged is False
     assert sorted(Save.objects.values_list("name", flat=True)) == ["tavern-1", "tavern-copy"]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("source", [V1, FIXTURES / "omnia-head-tavern.sqlite"], ids=["v1", "head"])
+def test_render_buffer_reads_every_imported_line_as_omnia_rendered_it(source):
+    """Issue 30: imported, each save's omnia reading is omnia's own line for every viewer
+    (head tavern 30/30, its nested-tag and pronoun bugs included; v1 36/36)."""
+    report = import_omnia(source)
+    expected = jsonl(source.with_name(source.name.replace(".sqlite", ".expected.jsonl")))
+    rendered = {}
+    for viewer_id in {row["viewer"] for row in expected}:
+        for record in render(viewer_id, "omnia"):
+            rendered[record["entry_id"]] = (viewer_id, record["line"])
+    assert rendered == {row["entry_id"]: (row["viewer"], row["line"]) for row in expected}
+    assert len(rendered) == {"v1": 36, "v2": 30}[report.era]

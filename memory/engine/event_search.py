@@ -200,9 +200,10 @@ def _matched(
         return None
     witnesses = []
     for r in sorted(rows, key=lambda r: (r.owner_id, r.entry_id)):
-        line, why = render_line(
-            r.timestamp, r.intent_json, r.outcome_json, r.untimed, readers.known[r.owner_id]
-        )
-        text = searched_text(line, r.intent_json, r.outcome_json)
+        args = (r.timestamp, r.intent_json, r.outcome_json, r.untimed, readers.known[r.owner_id])
+        line, why = render_line(*args)
+        # A v2 row reads differently corrected (issue 30); a search finds it by either reading.
+        corrected = render_line(*args, "corrected")[0] if '"content"' in r.intent_json else None
+        text = searched_text(line, r.intent_json, r.outcome_json, corrected)
         witnesses.append(FoundWitness(r.owner_id, r.entry_id, line, why, search.matches(text)))
     return tuple(witnesses) if any(w.matched for w in witnesses) else None

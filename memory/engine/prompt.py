@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from memory.engine.alias_history import viewer_at, world_changes
 from memory.engine.aliases import resolve_alias
+from memory.engine.buffer.flaws import TAG_FLAWS, Flaw, line_flaws
 from memory.engine.buffer.rendered import render_line
 from memory.engine.clock import long_date, parse_timestamp, time_key, time_of_day
 from memory.engine.knowledge import Viewer, WorldKnowledge, true_name_attributes, world_knowledge
@@ -38,17 +39,28 @@ class Section:
     # (start, end, row id) of each line that comes from one stored row, offsets into `text`:
     # the leak report links a finding to the memory row it was read from.
     sources: tuple[tuple[int, int, str], ...] = ()
+    # (line start, flaw, row id) of each grammar flaw of omnia's lines here (issue 30): the
+    # quieter list beside the leaks. Raw tags are not here: the leak scanner finds them.
+    flaws: tuple[tuple[int, Flaw, str], ...] = ()
 
 
-def _lines_section(name: str, rows: list[tuple[str, str]], empty: str) -> Section:
-    """A section of one line per stored row, remembering where each row's line stands."""
+def _lines_section(
+    name: str,
+    rows: list[tuple[str, str]],
+    empty: str,
+    flaws: dict[str, tuple[Flaw, ...]] | None = None,
+) -> Section:
+    """A section of one line per stored row, remembering where each row's line stands (and,
+    given them, the flaws of each row's line)."""
     if not rows:
         return Section(name, empty)
-    sources, at = [], 0
+    sources, found, at = [], [], 0
     for row_id, line in rows:
         sources.append((at, at + len(line), row_id))
+        for flaw in (flaws or {}).get(row_id, ()):
+            found.append((at, flaw, row_id))
         at += len(line) + 1
-    return Section(name, "\n".join(line for _row, line in rows), tuple(sources))
+    return Section(name, "\n".join(line for _row, line in rows), tuple(sources), tuple(found))
 
 
 @dataclass(frozen=True)
@@ -65,6 +77,28 @@ class PromptContext:
             "sections": [{"name": s.name, "text": s.text} for s in self.sections],
             "text": self.text,
         }
+
+    def flaws(self) -> list[dict[str, object]]:
+        """The grammar flaws of omnia's lines in this prompt, offsets into `text`, each with
+        its whole line (what the page shows with the flaw marked)."""
+        out: list[dict[str, object]] = []
+        position = 0
+        for section in self.sections:
+            header = len(f"## {section.name}\n")
+            for line_start, flaw, row_id in section.flaws:
+                line_end = section.text.find("\n", line_start)
+                line = section.text[line_start : None if line_end < 0 else line_end]
+                out.append(
+                    {
+                        **flaw.to_dict(),
+                        "section": section.name,
+                        "source_id": row_id,
+                        "line": line,
+                        "line_offset": position + header + line_start,
+                    }
+                )
+            position += header + len(section.text) + 2
+        return out
 
     def source_at(self, offset: int) -> str | None:
         """The id of the stored row whose line holds this character offset of `text`."""
@@ -216,14 +250,23 @@ def recent_buffers(
     )
     sections = {}
     for viewer in viewers:
-        rows = []
+        rows, flaws = [], {}
         for row_id, timestamp, _created, intent_json, outcome_json, untimed in reversed(
             newest[viewer.id]
         ):
+            # omnia's own line: what its prompt builder really put here (issue 30).
             line, _reason = render_line(timestamp, intent_json, outcome_json, untimed, viewer)
-            if line is not None:
-                rows.append((row_id, line))
-        sections[viewer.id] = _lines_section("Recent memories", rows, "(nothing yet)")
+            if line is None:
+                continue
+            rows.append((row_id, line))
+            if '"content"' in intent_json:  # only a v2 line can be read wrongly by omnia
+                corrected, _ = render_line(
+                    timestamp, intent_json, outcome_json, untimed, viewer, "corrected"
+                )
+                quiet = tuple(f for f in line_flaws(line, corrected) if f.kind not in TAG_FLAWS)
+                if quiet:
+                    flaws[row_id] = quiet
+        sections[viewer.id] = _lines_section("Recent memories", rows, "(nothing yet)", flaws)
     return sections
 
 

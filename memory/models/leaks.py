@@ -45,6 +45,9 @@ class LeakScan(SaveScoped):
     fingerprint = models.TextField(default="")
     stale = models.BooleanField(default=True)
     scanned_at = models.DateTimeField(null=True, blank=True)
+    # How many places omnia's own lines in the viewer's prompt are wrong without leaking
+    # (person, number, case, a label the viewer does not hold; issue 30), as of that scan.
+    flaws = models.IntegerField(default=0)
 
     objects = LeakScanManager()
 

@@ -302,7 +302,9 @@ def buffer_page(
             return False
         if not words:
             return True
-        text = searched_text(rendered.line, rendered.intent_json, rendered.outcome_json)
+        text = searched_text(
+            rendered.line, rendered.intent_json, rendered.outcome_json, rendered.line_corrected
+        )
         return search.matches(text)
 
     base = viewer_rows(viewer)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from django.db.models import Count, Sum
 
 from memory.engine.knowledge import Viewer, get_viewer
 from memory.engine.leaks.accepted import acceptances
@@ -70,6 +72,17 @@ class PromptView:
     segments: list[Segment]
     at: str | None = None  # the moment asked for; None: now
     aliases_note: str | None = None  # at a moment: where its aliases come from, in words
+    # Where omnia's lines are wrong without leaking (issue 30): each with its line cut at the
+    # flaw (`before`, `text`, `after`) for the page to mark.
+    flaws: list[dict] = field(default_factory=list)
+
+
+def _cut_flaws(flaws: list[dict]) -> list[dict]:
+    out = []
+    for flaw in flaws:
+        line, start, end = flaw["line"], flaw["start"], flaw["end"]
+        out.append({**flaw, "before": line[:start], "after": line[end:]})
+    return out
 
 
 def prompt_view(viewer: Viewer, at: str | None = None) -> PromptView:
@@ -97,7 +110,15 @@ def prompt_view(viewer: Viewer, at: str | None = None) -> PromptView:
         f["first_line"] = first.line if first else None
     text = prompt.text
     note = history_note(followed()) if at is not None else None
-    return PromptView(text, list(prompt.sections), findings, highlight(text, findings), at, note)
+    return PromptView(
+        text,
+        list(prompt.sections),
+        findings,
+        highlight(text, findings),
+        at,
+        note,
+        _cut_flaws(prompt.flaws()),
+    )
 
 
 def stored_is_current(viewer_id: str) -> bool:
@@ -301,3 +322,17 @@ def leak_counts(tally: LeakTally | None = None) -> dict[str, dict[str, int]]:
         viewer: {kind: tally.counts.get(viewer, {}).get(kind, 0) for kind in FINDING_KINDS}
         for viewer in tally.known_viewers()
     }
+
+
+@dataclass(frozen=True)
+class FlawCounts:
+    """omnia's quiet line flaws in the save's scanned prompts (issue 30): how many, and in
+    how many viewers' prompts, as of each viewer's last scan."""
+
+    total: int
+    viewers: int
+
+
+def flaw_counts() -> FlawCounts:
+    found = LeakScan.objects.filter(flaws__gt=0).aggregate(total=Sum("flaws"), viewers=Count("*"))
+    return FlawCounts(total=found["total"] or 0, viewers=found["viewers"])

@@ -8,7 +8,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from django import template
-from django.utils.html import format_html
+from django.utils.html import conditional_escape, format_html
+from django.utils.safestring import SafeString
 
 from memory.engine.clock import parse_timestamp, said_at, short_date, time_of_day
 
@@ -66,3 +67,54 @@ def said(value: object) -> str:
     """The same words as {% moment %}, as plain text (an SVG <title>, an attribute)."""
     at, iso = _moment(value)
     return said_at(at) if at is not None else iso
+
+
+def _marked(line: str, flaws) -> SafeString:
+    """`line` with each flaw in a <mark>, every piece escaped by format_html."""
+    pieces, at = [], 0
+    for flaw in sorted(flaws, key=lambda f: (f.start, f.end)):
+        if flaw.start < at or flaw.end > len(line):
+            continue  # overlapping or out of the line: left unmarked, never mis-cut
+        pieces.append(conditional_escape(line[at : flaw.start]))
+        title = f"{flaw.kind}; corrected: “{flaw.corrected}”"
+        if flaw.start == flaw.end:  # words the corrected line has and omnia's lacks
+            pieces.append(
+                format_html('<mark class="flaw flaw-gap" title="{}">&#8203;</mark>', title)
+            )
+        else:
+            pieces.append(
+                format_html(
+                    '<mark class="flaw flaw-{}" title="{}">{}</mark>',
+                    flaw.kind,
+                    title,
+                    line[flaw.start : flaw.end],
+                )
+            )
+        at = flaw.end
+    pieces.append(conditional_escape(line[at:]))
+    return format_html("{}" * len(pieces), *pieces)  # each piece is escaped already
+
+
+@register.simple_tag
+def reading_lines(entry: object) -> SafeString:
+    """A buffer line in both readings (issue 30): omnia's, with its flaws marked, and the
+    corrected one when it differs; the panel's toggle shows one of them. An entry without a
+    corrected reading (a compare line) is shown as its one line."""
+
+    def field(name: str, default: object = None) -> object:
+        if isinstance(entry, dict):
+            return entry.get(name, default)
+        return getattr(entry, name, default)
+
+    line = field("line")
+    if line is None:
+        return format_html("")
+    corrected = field("line_corrected")
+    if corrected is None or corrected == line:
+        return format_html('<span class="line">{}</span>', line)
+    return format_html(
+        '<span class="line line-omnia" data-reading="omnia">{}</span>'
+        '<span class="line line-corrected" data-reading="corrected">{}</span>',
+        _marked(line, field("flaws", ())),
+        corrected,
+    )

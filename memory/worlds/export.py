@@ -39,8 +39,29 @@ from memory.models import (
 from memory.worlds.ddl import OMNIA_V1_DDL, OMNIA_V2_DDL
 
 ERAS = ("v1", "v2")
-# omnia's own files are 0644; a new export is too, whatever the umask (issue 29).
+# A new file gets the mode SQLite itself gives one (issue 30): better-sqlite3 creates
+# omnia's files with SQLite's default 0644, less the process umask (0644 under 022 or 002,
+# 0640 under 027, 0600 under 077). An existing file keeps its own mode.
 NEW_FILE_MODE = 0o644
+
+
+def _umask() -> int:
+    """The process umask, read without changing it where Linux says it (os.umask can only
+    be read by setting it, which another thread could see)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def new_file_mode() -> int:
+    return NEW_FILE_MODE & ~_umask()
 
 
 class UnknownWorld(NotFound):
@@ -231,7 +252,7 @@ def _target_mode(path: Path, force: bool) -> int:
     try:
         found = path.stat()
     except FileNotFoundError:
-        return NEW_FILE_MODE
+        return new_file_mode()
     except OSError as exc:
         raise ExportError(f"{path}: {exc.strerror}", field="path") from None
     key = (found.st_dev, found.st_ino)

@@ -9,13 +9,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from memory.engine.buffer.entry import Undeliverable
-from memory.engine.buffer.serializer import render_stored_entry
+from memory.engine.buffer.flaws import Flaw, line_flaws
+from memory.engine.buffer.serializer import Reading, render_stored_entry
 from memory.engine.knowledge import Viewer
 from memory.models import BufferEntry
 
 
 @dataclass(frozen=True)
 class RenderedEntry:
+    """`line` is omnia's reading (what the NPC's prompt received), `line_corrected` the same
+    event with omnia's v2 bugs put right; equal for every v1 row."""
+
     id: str
     timestamp: str
     created_at: int
@@ -30,6 +34,14 @@ class RenderedEntry:
     conversation_id: str | None
     retracted: bool
     abstracted_into: str | None
+    line_corrected: str | None = None
+
+    @property
+    def flaws(self) -> tuple[Flaw, ...]:
+        return line_flaws(self.line, self.line_corrected)
+
+    def reading(self, reading: Reading) -> str | None:
+        return self.line if reading == "omnia" else self.line_corrected
 
 
 def _intent_facts(intent_json: str) -> tuple[str | None, str | None, tuple[str, ...]]:
@@ -46,12 +58,18 @@ def _intent_facts(intent_json: str) -> tuple[str | None, str | None, tuple[str, 
 
 
 def render_line(
-    timestamp: str, intent_json: str, outcome_json: str | None, untimed: object, viewer: Viewer
+    timestamp: str,
+    intent_json: str,
+    outcome_json: str | None,
+    untimed: object,
+    viewer: Viewer,
+    reading: Reading = "omnia",
 ) -> tuple[str | None, str | None]:
     """(line, None) as the viewer reads the row, or (None, why it cannot be shown): the line
-    alone, for a reader that needs no more of the row (the prompt's recent memories)."""
+    alone, for a reader that needs no more of the row (the prompt's recent memories). The
+    reading is omnia's unless asked: that is what the NPC's LLM call received."""
     try:
-        line = render_stored_entry(timestamp, intent_json, outcome_json, viewer)
+        line = render_stored_entry(timestamp, intent_json, outcome_json, viewer, reading)
     except Undeliverable as exc:
         return None, str(exc)
     except Exception as exc:  # a poison row is shown as undeliverable, never a 500 (issue 14)
@@ -62,9 +80,10 @@ def render_line(
 
 
 def render_entry(entry: BufferEntry, viewer: Viewer) -> RenderedEntry:
-    line, reason = render_line(
-        entry.timestamp, entry.intent_json, entry.outcome_json, entry.untimed, viewer
-    )
+    args = (entry.timestamp, entry.intent_json, entry.outcome_json, entry.untimed, viewer)
+    line, reason = render_line(*args)
+    # Only a v2 row (one with a `content`) can read differently; a v1 row is read once.
+    corrected = render_line(*args, "corrected")[0] if '"content"' in entry.intent_json else line
     type_, actor, targets = _intent_facts(entry.intent_json)
     return RenderedEntry(
         id=entry.id,
@@ -81,6 +100,7 @@ def render_entry(entry: BufferEntry, viewer: Viewer) -> RenderedEntry:
         conversation_id=entry.conversation_id,
         retracted=entry.retracted_at is not None,
         abstracted_into=entry.abstracted_into,
+        line_corrected=corrected,
     )
 
 

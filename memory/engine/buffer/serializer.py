@@ -14,31 +14,53 @@ This is the read path for up to a million rows per page of a benchmark, so no py
 from __future__ import annotations
 
 import json
+from typing import Literal
 
 from memory.engine.aliases import AliasHolder
+from memory.engine.buffer.as_omnia import render_v2_as_omnia
 from memory.engine.buffer.entry import Entry, Undeliverable
 from memory.engine.buffer.v1 import render_v1
 from memory.engine.buffer.v2 import render_v2
 
+# Two readings of a row (issue 30): "omnia", the line omnia itself put in the NPC's prompt
+# (its v2 renderer's bugs included; v1 lines were always exact), and "corrected", the same
+# event with omnia's v2 bugs put right. They differ only for v2 intents.
+Reading = Literal["omnia", "corrected"]
+READINGS: tuple[Reading, ...] = ("omnia", "corrected")
 
-def _render(timestamp: str, intent: object, outcome: object, viewer: AliasHolder) -> str:
+
+def _render(
+    timestamp: str,
+    intent: object,
+    outcome: object,
+    viewer: AliasHolder,
+    reading: Reading = "corrected",
+) -> str:
     if type(intent) is not dict:
         raise Undeliverable("intent is not a JSON object")
     if "content" in intent:
+        if reading == "omnia":
+            return render_v2_as_omnia(intent, outcome, viewer)
         return render_v2(intent, outcome, viewer)
     return render_v1(timestamp, intent, outcome, viewer)
 
 
-def serialize_subjective_buffer_entry(entry: Entry, viewer: AliasHolder) -> str:
+def serialize_subjective_buffer_entry(
+    entry: Entry, viewer: AliasHolder, reading: Reading = "corrected"
+) -> str:
     """The seed's serializer over an already-parsed entry (`.timestamp`, `.intent`, `.outcome`)."""
-    return _render(entry.timestamp, entry.intent, entry.outcome, viewer)
+    return _render(entry.timestamp, entry.intent, entry.outcome, viewer, reading)
 
 
 _loads = json.loads
 
 
 def render_stored_entry(
-    timestamp: str, intent_json: str, outcome_json: str | None, viewer: AliasHolder
+    timestamp: str,
+    intent_json: str,
+    outcome_json: str | None,
+    viewer: AliasHolder,
+    reading: Reading = "corrected",
 ) -> str:
     """Render a `buffer_entries` row straight from its columns; Undeliverable if it cannot be."""
     try:
@@ -51,4 +73,4 @@ def render_stored_entry(
             outcome = _loads(outcome_json)
         except (ValueError, TypeError, RecursionError):
             raise Undeliverable("outcome_json is not JSON") from None
-    return _render(timestamp, intent, outcome, viewer)
+    return _render(timestamp, intent, outcome, viewer, reading)

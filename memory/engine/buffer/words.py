@@ -42,10 +42,15 @@ def query_words(q: str | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(words_of(q or "")))
 
 
-def searched_text(line: str | None, intent_json: str, outcome_json: str | None) -> str:
-    """What a search reads of a row: its line, or the stored text of a line that cannot be
-    shown (the same text the index holds)."""
-    return line if line is not None else f"{intent_json} {outcome_json or ''}"
+def searched_text(
+    line: str | None, intent_json: str, outcome_json: str | None, corrected: str | None = None
+) -> str:
+    """What a search reads of a row: its line in both readings (omnia's and, where it
+    differs, the corrected one: a search finds a line by the words of either), or the stored
+    text of a line that cannot be shown (the same text the index holds)."""
+    if line is None:
+        return f"{intent_json} {outcome_json or ''}"
+    return line if corrected is None or corrected == line else f"{line}\n{corrected}"
 
 
 class WordSearch:

@@ -61,9 +61,10 @@ from typing import Literal
 import ahocorasick
 
 from memory.engine.aliases import alias_state
+from memory.engine.buffer.flaws import ANY_TAG, RAW_TAG
 from memory.engine.visibility import PRIVATE, can_see
 
-FindingKind = Literal["system_id", "unknown_name", "private_attribute"]
+FindingKind = Literal["system_id", "unknown_name", "private_attribute", "raw_tag", "unresolved_tag"]
 
 MIN_PRIVATE_VALUE_LENGTH = 3
 # Far past any name or value a save holds (the longest in the bundled omnia saves is 171
@@ -280,6 +281,27 @@ Hit = tuple[int, int, int]  # start, end, pattern number
 
 def _is_word(char: str) -> bool:
     return char.isalnum() or char == "_"
+
+
+_TAG_REASONS = {
+    "raw_tag": "system syntax in the prompt: an entity tag omnia's renderer left as it was",
+    "unresolved_tag": "system syntax in the prompt: an entity@ no renderer resolved",
+}
+
+
+def tag_findings(text: str, object_ids: frozenset[str] = frozenset()) -> list[Finding]:
+    """Raw tags and unresolved `entity@` in a rendered text (issue 30): omnia's own renderer
+    leaves them in an NPC's prompt (its nested-tag bug), and that syntax is a leak of its own
+    kind whoever reads it. `entity_id` is the id written in the tag when it is one of
+    `object_ids`; a half-hydrated tag holds a label there ("entity@Gareth[…]"), not an id."""
+    found = []
+    for m in ANY_TAG.finditer(text):
+        tag = m.group()
+        kind: FindingKind = "raw_tag" if RAW_TAG.fullmatch(tag) else "unresolved_tag"
+        written = tag[len("entity@") :].split("[", 1)[0]
+        entity_id = written if written in object_ids else ""
+        found.append(Finding(kind, m.start(), m.end(), tag, entity_id, _TAG_REASONS[kind]))
+    return found
 
 
 def scan_text(index: LeakIndex, viewer_id: str, text: str) -> list[Finding]:

@@ -46,6 +46,9 @@ _FINGERPRINT_SQL = (
     "LEFT JOIN memory_owner_state g ON g.game_save_id = o.game_save_id AND g.owner_id = o.id "
     "WHERE o.game_save_id = %(save)s AND o.type = %s"
 )
+# What the scanner reads a prompt as, in the fingerprint: a scan stored before prompts held
+# omnia's own lines (issue 30) was of other text, so it is not current whatever its inputs.
+SCANNED_READING = "omnia-lines-1"
 # Unasked, only agents are scanned (knowledge.AGENTS, in SQL); asked by id, any entity.
 _AGENTS_SQL = " AND (o.is_agent IS NULL OR o.is_agent <> 0)"
 
@@ -72,7 +75,9 @@ def input_fingerprints(viewer_ids: Sequence[str] | None = None) -> dict[str, tup
                 rows.extend(cursor.fetchall())
     out: dict[str, tuple[str, str]] = {}
     for viewer_id, world_id, *inputs in rows:
-        raw = json.dumps([world_id, *(str(v) if v is not None else None for v in inputs)])
+        raw = json.dumps(
+            [SCANNED_READING, world_id, *(str(v) if v is not None else None for v in inputs)]
+        )
         out[viewer_id] = (world_id, hashlib.sha1(raw.encode("utf-8")).hexdigest())
     return out
 
@@ -154,15 +159,21 @@ def stored_findings(viewer_ids: Iterable[str]) -> dict[str, list[ScanFinding]]:
 
 
 def scan_fresh(
-    viewer_ids: Sequence[str], worlds: WorldIndexes | None = None
+    viewer_ids: Sequence[str],
+    worlds: WorldIndexes | None = None,
+    flaws: dict[str, int] | None = None,
 ) -> dict[str, list[ScanFinding]]:
     """Scan these viewers now, in memory (one knowledge load and one automaton per world,
-    kept in `worlds` across a caller's chunks when it hands one in)."""
+    kept in `worlds` across a caller's chunks when it hands one in); `flaws`, when handed
+    in, gets each viewer's count of omnia's quiet line flaws (the prompts are built anyway)."""
     groups: dict[str | None, list[WorldObject]] = {}
     viewers = WorldObject.objects.filter(id__in=list(viewer_ids), type=ObjectType.ENTITY)
     for obj in viewers.order_by("world_id", "id"):
         groups.setdefault(obj.world_id, []).append(obj)
-    return {scan.viewer_id: scan.findings for scan in scan_groups(groups, worlds=worlds)}
+    scans = scan_groups(groups, worlds=worlds)
+    if flaws is not None:
+        flaws.update((scan.viewer_id, scan.flaws) for scan in scans)
+    return {scan.viewer_id: scan.findings for scan in scans}
 
 
 @dataclass
@@ -201,19 +212,27 @@ def _claim(viewer_ids: Sequence[str], current: dict[str, tuple[str, str]]) -> li
 
 _MARK_SCANNED_SQL = (
     f"UPDATE {LeakScan._meta.db_table} SET world_id = %s, fingerprint = %s, stale = %s, "
-    "scanned_at = %s WHERE game_save_id = %(save)s AND viewer_id = %s"
+    "scanned_at = %s, flaws = %s WHERE game_save_id = %(save)s AND viewer_id = %s"
 )
 
 
-def _mark_scanned(viewer_ids: Sequence[str], current: dict[str, tuple[str, str]]) -> None:
-    """Each scan row current as of now: one statement for the chunk (an ORM update per
-    viewer was a query built and run 2,000 times in a rebuild)."""
+def _mark_scanned(
+    viewer_ids: Sequence[str], current: dict[str, tuple[str, str]], flaws: dict[str, int]
+) -> None:
+    """Each scan row current as of now, with its count of omnia's line flaws: one statement
+    for the chunk (an ORM update per viewer was a query built and run 2,000 times in a
+    rebuild)."""
     now = connection.ops.adapt_datetimefield_value(timezone.now())
     with scoped_cursor() as cursor:
         cursor.executemany(
             _MARK_SCANNED_SQL,
-            [(*current[v], False, now, v) for v in viewer_ids],
+            [(*current[v], False, now, flaws.get(v, 0), v) for v in viewer_ids],
         )
+
+
+# What a scan of some viewers gives: each one's findings, and its count of omnia's quiet line
+# flaws (issue 30).
+Scanned = tuple[dict[str, list[ScanFinding]], dict[str, int]]
 
 
 def refresh(
@@ -229,8 +248,9 @@ def refresh(
     behind = state.behind
     worlds: WorldIndexes = {}  # each world read once for all the chunks
 
-    def scan_now(claimed: list[str]) -> dict[str, list[ScanFinding]]:
-        return scan_fresh(claimed, worlds)
+    def scan_now(claimed: list[str]) -> Scanned:
+        flaws: dict[str, int] = {}
+        return scan_fresh(claimed, worlds, flaws), flaws
 
     if processes is None:
         processes = fanout.processes() if fanout.may_fan_out() else 1
@@ -249,29 +269,27 @@ def refresh(
     return result
 
 
-def _scanned(
-    scans: dict[str, list[ScanFinding]],
-) -> Callable[[list[str]], dict[str, list[ScanFinding]]]:
-    """The scan of a chunk the helper has already scanned: its findings for those claimed."""
-    return lambda claimed: {v: scans[v] for v in claimed}
+def _scanned(scanned: Scanned) -> Callable[[list[str]], Scanned]:
+    """The scan of a chunk the helper has already scanned: what it found for those claimed."""
+    scans, flaws = scanned
+    return lambda claimed: ({v: scans[v] for v in claimed}, flaws)
 
 
-def _scanned_chunks(
-    viewer_ids: list[str],
-) -> Iterator[tuple[list[str], dict[str, list[ScanFinding]]]]:
-    """A helper's half of a refresh: each chunk of viewers with every viewer's findings (the
-    parent claims and stores them; one it finds claimed elsewhere is skipped as ever)."""
+def _scanned_chunks(viewer_ids: list[str]) -> Iterator[tuple[list[str], Scanned]]:
+    """A helper's half of a refresh: each chunk of viewers with every viewer's findings and
+    flaw count (the parent claims and stores them; one claimed elsewhere is skipped as ever)."""
     worlds: WorldIndexes = {}
     for chunk in _chunks(viewer_ids, REFRESH_CHUNK):
-        scans = scan_fresh(chunk, worlds)
-        yield list(chunk), {v: scans.get(v, []) for v in chunk}
+        flaws: dict[str, int] = {}
+        scans = scan_fresh(chunk, worlds, flaws)
+        yield list(chunk), ({v: scans.get(v, []) for v in chunk}, flaws)
 
 
 def _store_chunk(
     chunk: Sequence[str],
     state: ScanState,
     result: RefreshResult,
-    scan: Callable[[list[str]], dict[str, list[ScanFinding]]],
+    scan: Callable[[list[str]], Scanned],
 ) -> None:
     """Claim these viewers, scan the claimed ones (`scan` of them) and store their findings,
     in one transaction."""
@@ -280,7 +298,7 @@ def _store_chunk(
         result.skipped.extend(sorted(set(chunk) - set(claimed)))
         if not claimed:
             return
-        scans = scan(claimed)
+        scans, flaws = scan(claimed)
         LeakFinding.objects.filter(viewer_id__in=claimed).delete()
         rows = [
             _row_of(viewer_id, ordinal, f)
@@ -288,7 +306,7 @@ def _store_chunk(
             for ordinal, f in enumerate(scans.get(viewer_id, []))
         ]
         LeakFinding.objects.bulk_create(rows, batch_size=1000)
-        _mark_scanned(claimed, state.current)
+        _mark_scanned(claimed, state.current, flaws)
         result.viewers_scanned += len(claimed)
         result.findings_written += len(rows)
 

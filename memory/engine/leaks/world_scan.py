@@ -48,13 +48,14 @@ from memory.engine.leaks.scanner import (
     PrivateValue,
     build_leak_index,
     scan_text,
+    tag_findings,
 )
 from memory.engine.newest import chunks
 from memory.engine.prompt import PromptContext, prompt_context, prompt_contexts
 from memory.engine.visibility import PUBLIC
 from memory.models import ObjectType, WorldObject
 
-FINDING_KINDS = ("system_id", "unknown_name", "private_attribute")
+FINDING_KINDS = ("system_id", "unknown_name", "private_attribute", "raw_tag", "unresolved_tag")
 FINDING_STATES = ("open", "accepted")
 CSV_HEADER = (
     "world_id",
@@ -203,6 +204,11 @@ class ViewerScan:
         found = Counter(f.finding.kind for f in self.findings)
         return {kind: found[kind] for kind in FINDING_KINDS}
 
+    @property
+    def flaws(self) -> int:
+        """Where omnia's own lines in this prompt are wrong without leaking (issue 30)."""
+        return sum(len(section.flaws) for section in self.prompt.sections)
+
 
 def _aliases(obj: WorldObject) -> dict[str, str]:
     try:
@@ -266,7 +272,12 @@ def leak_world(world_id: str) -> LeakWorld:
 def scan_prompt(
     index: LeakIndex, viewer_id: str, prompt: PromptContext, world_id: str | None = None
 ) -> ViewerScan:
-    found = scan_text(index, viewer_id, prompt.text)
+    # The prompt holds omnia's own lines (issue 30), so a tag its renderer left is in the text.
+    found = sorted(
+        scan_text(index, viewer_id, prompt.text)
+        + tag_findings(prompt.text, index.world.object_ids),
+        key=lambda f: (f.start, f.end),
+    )
     findings = group_findings(viewer_id, prompt, found, world_id)
     return ViewerScan(viewer_id=viewer_id, prompt=prompt, findings=findings)
 

@@ -38,6 +38,8 @@ def _entry_out(e: RenderedEntry, ref: event_reads.EventRef | None = None) -> dic
         "id": e.id,
         "timestamp": e.timestamp,
         "line": e.line,
+        "line_corrected": e.line_corrected,
+        "flaws": [flaw.to_dict() for flaw in e.flaws],
         "undeliverable": e.undeliverable,
         "type": e.type,
         "actor_id": e.actor_id,

@@ -48,7 +48,22 @@ def prompt(request: HttpRequest, save: SaveName, viewer_id: str, at: str | None 
         "text": view.text,
         "sections": [{"name": s.name, "text": s.text} for s in view.sections],
         "findings": view.findings,
+        "flaws": [{k: f[k] for k in _FLAW_FIELDS} for f in view.flaws],
     }
+
+
+# A flaw as the page has it, less the cut pieces (`before`, `after`) only the page uses.
+_FLAW_FIELDS = (
+    "kind",
+    "start",
+    "end",
+    "text",
+    "corrected",
+    "section",
+    "source_id",
+    "line",
+    "line_offset",
+)
 
 
 @router.get("/leaks", response={200: LeaksOut, **READ_ERRORS}, url_name="leaks")

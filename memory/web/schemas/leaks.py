@@ -57,6 +57,18 @@ class PromptFindingOut(LeakFindingOut):
     first_line: str | None = Field(description="the finding's line in the prompt of that moment")
 
 
+class PromptFlawOut(Schema):
+    kind: str = Field(description="unheld_label or grammar")
+    start: int
+    end: int
+    text: str = Field(description="omnia's words")
+    corrected: str = Field(description="what the corrected reading says there")
+    section: str
+    source_id: str = Field(description="the buffer row the line was read from")
+    line: str = Field(description="the whole line, as omnia rendered it")
+    line_offset: int = Field(description="where the line starts in `text`")
+
+
 class PromptOut(Schema):
     viewer_id: str
     at: str | None = Field(
@@ -68,6 +80,11 @@ class PromptOut(Schema):
     text: str
     sections: list[PromptSectionOut]
     findings: list[PromptFindingOut] | None = Field(description="null while the scanner is missing")
+    flaws: list[PromptFlawOut] = Field(
+        default_factory=list,
+        description="where omnia renders a line of this prompt wrongly without leaking (person, "
+        "number, case, a label the viewer does not hold); offsets into that line",
+    )
 
 
 class LeakKeyIn(Schema):

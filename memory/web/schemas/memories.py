@@ -54,10 +54,24 @@ class AliasIn(_In):
     label: str = Field(min_length=1, max_length=200)
 
 
+class FlawOut(Schema):
+    kind: str = Field(description="raw_tag, unresolved_tag, unheld_label or grammar")
+    start: int = Field(description="offset into `line` (omnia's reading)")
+    end: int
+    text: str = Field(description="omnia's words there")
+    corrected: str = Field(description="what the corrected reading says there")
+
+
 class BufferEntryOut(Schema):
     id: str
     timestamp: str
-    line: str | None
+    line: str | None = Field(description="the line as omnia rendered it into the NPC's prompt")
+    line_corrected: str | None = Field(
+        None, description="the same line with omnia's later-era renderer bugs put right"
+    )
+    flaws: list[FlawOut] = Field(
+        default_factory=list, description="where omnia's line differs from the corrected one"
+    )
     undeliverable: str | None
     type: str | None
     actor_id: str | None

@@ -141,6 +141,7 @@ def projection_context(request: HttpRequest) -> dict[str, Any]:
         "leak_rows_hidden": len(rows) - len(listed),
         "leak_pending": len(tally.pending),
         "leak_clean": tally.known - len(tally.counts),
+        "omnia_flaws": leak_reads.flaw_counts(),
         "status": projection_reads.projection_status(),
         "problems": problem_list(limit=PROBLEMS_LISTED),
         "projection_result": None,

@@ -105,8 +105,13 @@ def write_batch(
         gone_ids = list(gone.values_list("id", flat=True))
         if gone_ids:  # the game removed objects: their rows go with them
             deleted_owners.update(gone_ids)
-            for model in (BufferEntry, LedgerEntry):
-                model.objects.filter(owner_id__in=gone_ids).delete()
+            # The file's foreign keys cascaded these away; the batch says so ("-20
+            # buffer_entries"), not only "objects synced" (issue 30).
+            for table, model in (("buffer_entries", BufferEntry), ("ledger_entries", LedgerEntry)):
+                owned = model.objects.filter(owner_id__in=gone_ids)
+                result.deleted[table] = result.deleted.get(table, 0) + owned.count()
+                owned.delete()
+            result.deleted["objects"] = len(gone_ids)
             gone.delete()
         record_alias_changes(object_rows)
         bulk.sync_objects(object_rows, attribute_rows, acl_rows)

@@ -75,6 +75,20 @@
     target.scrollIntoView({ block: "start" });
     target.focus({ preventScroll: true });
   }
+  // The buffer's two readings (issue 30): omnia's lines by default, the corrected ones on
+  // request; the choice outlives the panel's htmx re-reads for this tab.
+  var READING_KEY = "omnia-reading";
+  function applyReading(root) {
+    var corrected = sessionStorage.getItem(READING_KEY) === "corrected";
+    (root || document).querySelectorAll("[data-reading-toggle]").forEach(function (button) {
+      var panel = button.closest(".panel");
+      if (panel) panel.classList.toggle("reading-corrected", corrected);
+      button.setAttribute("aria-pressed", corrected ? "true" : "false");
+      button.textContent = corrected ? "Lines: corrected" : "Lines: as omnia wrote them";
+    });
+  }
+  document.addEventListener("DOMContentLoaded", function () { applyReading(document); });
+  document.addEventListener("htmx:afterSettle", function () { applyReading(document); });
   document.addEventListener("DOMContentLoaded", function () { focusMarked(document, true); });
   // htmx settles each swapped-in element with this event (event.target: the new element).
   document.addEventListener("htmx:afterSettle", function (event) {
@@ -89,6 +103,11 @@
   document.addEventListener("click", function (event) {
     if (!event.target.closest) return;
     if (event.target.closest("[data-help-toggle]")) toggleHelp();
+    if (event.target.closest("[data-reading-toggle]")) {
+      var now = sessionStorage.getItem(READING_KEY) === "corrected";
+      sessionStorage.setItem(READING_KEY, now ? "omnia" : "corrected");
+      applyReading(document);
+    }
     var copy = event.target.closest("[data-copy]");
     if (copy) copyFrom(copy);
   });
