@@ -221,7 +221,7 @@ def test_prompt_at_reads_the_imported_tavern_as_it_stood(two_eras):
 def test_prompt_at_reads_the_aliases_the_follower_saw_before_the_moment(reader_client, tmp_path):
     game = StandIn(tmp_path / "game.sqlite", seed=4, delete_every=0, alias_every=0, ledger_every=0)
     follower = Follower(tmp_path / "game.sqlite")
-    game.turn(actor="tobin", content="entity@tobin[I] coil a rope")
+    game.turn(actor="tobin", content="entity@tobin[I] tie a rope")
     follower.tick()
     before_change = _clock(game)
     game.turn(actor="tobin", content="entity@tobin[I] whistle")
@@ -235,15 +235,15 @@ def test_prompt_at_reads_the_aliases_the_follower_saw_before_the_moment(reader_c
     after = reader_client.get(base).json()
     assert then["aliases"] == FOLLOWED_ALIASES
     recent = "\n## Recent memories\n"
-    assert then["text"].split(recent)[1].startswith("An unfamiliar figure coils a rope\n")
+    assert then["text"].split(recent)[1].startswith("An unfamiliar figure ties a rope\n")
     # At the change's own moment the viewer still goes in with the label of before.
     assert (
         now["text"]
         .split(recent)[1]
-        .startswith("An unfamiliar figure coils a rope\nAn unfamiliar figure whistles")
+        .startswith("An unfamiliar figure ties a rope\nAn unfamiliar figure whistles")
     )
     assert (
         after["text"]
         .split(recent)[1]
-        .startswith("A wiry dockhand coils a rope\nA wiry dockhand whistles")
+        .startswith("A wiry dockhand ties a rope\nA wiry dockhand whistles")
     )
