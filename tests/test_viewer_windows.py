@@ -231,15 +231,15 @@ OLD_ROW_LOOP = """    {% for item in aliases.rows %}
           <a class="uses-link small" href="{{ item.uses_url }}" hx-get="{{ item.uses_url }}" hx-target="#buffer-panel" hx-swap="outerHTML" hx-push-url="true" aria-label="Buffer lines naming {{ item.name }}">lines</a></th>
         <td>{% if can_edit %}
           <form class="alias-form" method="post" action="{{ item.edit_url }}" hx-post="{{ item.edit_url }}" hx-target="#aliases-panel" hx-swap="outerHTML">{{ aliases.csrf_input }}
-            <label class="visually-hidden" for="label-{{ item.dom }}">Label {{ viewer.id }} uses for {{ item.target }}</label>
+            <label class="visually-hidden" for="label-{{ item.dom }}">Label {{ viewer.name }} uses for {{ item.person }}</label>
             <input id="label-{{ item.dom }}" name="label" value="{{ item.value }}" placeholder="{{ item.shown_as }}"{% if item.errors %} aria-invalid="true" aria-describedby="alias-err-{{ item.dom }}"{% elif item.warnings %} aria-describedby="alias-warn-{{ item.dom }}"{% endif %}>
             <button type="submit" name="action" value="set">Save</button>
-            {% if item.label is not None %}<button type="submit" name="action" value="delete" class="secondary" data-confirm="Forget the label “{{ item.label }}” that {{ viewer.id }} uses for {{ item.target }}? Lines about them will use a description again.">Forget</button>{% endif %}
+            {% if item.label is not None %}<button type="submit" name="action" value="delete" class="secondary" data-confirm="Forget the label “{{ item.label }}” that {{ viewer.name }} uses for {{ item.person }}? Lines about them will use a description again.">Forget</button>{% endif %}
           </form>{% else %}<span class="state-{{ item.state }}">{{ item.shown_as }}</span>{% endif %}
-          {% if item.errors %}<ul class="error" id="alias-err-{{ item.dom }}" role="alert">{% for e in item.errors %}<li>{{ e }}</li>{% endfor %}{% if item.rejected is not None %}<li class="muted">Not saved; {{ viewer.id }} still calls them “{{ item.shown_as }}”.</li>{% endif %}</ul>{% endif %}
+          {% if item.errors %}<ul class="error" id="alias-err-{{ item.dom }}" role="alert">{% for e in item.errors %}<li>{{ e }}</li>{% endfor %}{% if item.rejected is not None %}<li class="muted">Not saved; {{ viewer.name }} still calls them “{{ item.shown_as }}”.</li>{% endif %}</ul>{% endif %}
           {% if item.warnings %}<ul class="warning" id="alias-warn-{{ item.dom }}" role="status">{% for w in item.warnings %}<li>Saved, but: {{ w }}</li>{% endfor %}</ul>{% endif %}
           <span class="suggestion small muted">suggested: {{ item.suggestion }}{% if item.offer %}
-            <form class="alias-suggest" method="post" action="{{ item.edit_url }}" hx-post="{{ item.edit_url }}" hx-target="#aliases-panel" hx-swap="outerHTML">{{ aliases.csrf_input }}<button type="submit" name="action" value="suggest" class="secondary" aria-label="Use “{{ item.suggestion }}” as the label for {{ item.target }}">Use</button></form>{% endif %}</span>
+            <form class="alias-suggest" method="post" action="{{ item.edit_url }}" hx-post="{{ item.edit_url }}" hx-target="#aliases-panel" hx-swap="outerHTML">{{ aliases.csrf_input }}<button type="submit" name="action" value="suggest" class="secondary" aria-label="Use “{{ item.suggestion }}” as the label for {{ item.person }}">Use</button></form>{% endif %}</span>
         </td>
         <td><span class="badge state-{{ item.state }}">{{ item.state }}</span></td>
       </tr>
@@ -251,6 +251,7 @@ def _items():
     base = {
         "target": "bob",
         "name": "Gareth",
+        "person": "Gareth",
         "named": True,
         "in_world": True,
         "state": "descriptor",
@@ -268,7 +269,14 @@ def _items():
         "selected": False,
     }
     yield base
-    yield {**base, "named": False, "name": "bob", "in_world": False, "selected": True}
+    yield {
+        **base,
+        "named": False,
+        "name": "bob",
+        "person": "the tall man",
+        "in_world": False,
+        "selected": True,
+    }
     yield {**base, "label": None, "offer": False, "state": "unknown", "value": ""}
     yield {**base, "errors": ["too long", hostile], "rejected": hostile, "value": hostile}
     yield {**base, "errors": ["refused"], "rejected": None}
@@ -290,11 +298,11 @@ def test_alias_row_html_prints_what_the_template_printed(can_edit) -> None:
         else ""
     )
     items = list(_items())
-    viewer_id = "al<i>ce"
-    context = {"aliases": {"rows": items, "csrf_input": csrf}, "viewer": {"id": viewer_id}}
+    viewer_name = "Al<i>ce"
+    context = {"aliases": {"rows": items, "csrf_input": csrf}, "viewer": {"name": viewer_name}}
     context["can_edit"] = can_edit
     before = Template(OLD_ROW_LOOP).render(Context(context))
-    rows = [{"html": mark_safe(alias_row(i, viewer_id, can_edit, csrf))} for i in items]
+    rows = [{"html": mark_safe(alias_row(i, viewer_name, can_edit, csrf))} for i in items]
     loop = "    {% for item in aliases.rows %}\n      {{ item.html }}\n    {% endfor %}"
     after = Template(loop).render(Context({"aliases": {"rows": rows}}))
     assert after == before

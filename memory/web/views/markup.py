@@ -29,10 +29,12 @@ _EMPTY = mark_safe("")
 _CURRENT = mark_safe(' aria-current="page"')
 
 
-def alias_row(item: dict[str, Any], viewer_id: str, can_edit: bool, csrf: str) -> SafeString:
+def alias_row(item: dict[str, Any], viewer_name: str, can_edit: bool, csrf: str) -> SafeString:
     """One alias row's <tr>: the label cell is the inline editor for editors (a refused label
     stays in the input with the reason beside it; Forget asks first), the label for readers;
-    then the suggested descriptor and, for editors, one click to use it."""
+    then the suggested descriptor and, for editors, one click to use it. What a person reads
+    (screen-reader labels, the Forget question) names the viewer and the target in words:
+    `viewer_name`, and the item's `person` (true name, else what the viewer can see)."""
     if item["named"]:
         who = format_html(
             '<span class="qa-info" title="true name: QA information, never shown to the '
@@ -43,7 +45,7 @@ def alias_row(item: dict[str, Any], viewer_id: str, can_edit: bool, csrf: str) -
     else:
         who = item["target"]
     if can_edit:
-        cell = _editor_cell(item, viewer_id, csrf)
+        cell = _editor_cell(item, viewer_name, csrf)
     else:
         cell = format_html('<span class="state-{}">{}</span>', item["state"], item["shown_as"])
     errors = warnings = offer = _EMPTY
@@ -56,7 +58,7 @@ def alias_row(item: dict[str, Any], viewer_id: str, can_edit: bool, csrf: str) -
             if item["rejected"] is None
             else format_html(
                 '<li class="muted">Not saved; {} still calls them \u201c{}\u201d.</li>',
-                viewer_id,
+                viewer_name,
                 item["shown_as"],
             ),
         )
@@ -76,7 +78,7 @@ def alias_row(item: dict[str, Any], viewer_id: str, can_edit: bool, csrf: str) -
             url=item["edit_url"],
             csrf=csrf,
             suggestion=item["suggestion"],
-            target=item["target"],
+            target=item["person"],
         )
     return format_html(
         '<tr id="alias-{dom}" data-target="{target}"{selected}>\n        <th scope="row">'
@@ -104,7 +106,7 @@ def alias_row(item: dict[str, Any], viewer_id: str, can_edit: bool, csrf: str) -
     )
 
 
-def _editor_cell(item: dict[str, Any], viewer_id: str, csrf: str) -> SafeString:
+def _editor_cell(item: dict[str, Any], viewer_name: str, csrf: str) -> SafeString:
     """The label's inline editor: Save, and Forget when there is a label to forget."""
     if item["errors"]:
         described = format_html(' aria-invalid="true" aria-describedby="alias-err-{}"', item["dom"])
@@ -119,22 +121,22 @@ def _editor_cell(item: dict[str, Any], viewer_id: str, csrf: str) -> SafeString:
             'data-confirm="Forget the label \u201c{}\u201d that {} uses for {}? Lines about '
             'them will use a description again.">Forget</button>',
             item["label"],
-            viewer_id,
-            item["target"],
+            viewer_name,
+            item["person"],
         )
     return format_html(
         '\n          <form class="alias-form" method="post" action="{url}" hx-post="{url}" '
         'hx-target="#aliases-panel" hx-swap="outerHTML">{csrf}\n'
-        '            <label class="visually-hidden" for="label-{dom}">Label {viewer_id} uses for '
-        "{target}</label>\n"
+        '            <label class="visually-hidden" for="label-{dom}">Label {viewer_name} uses for '
+        "{person}</label>\n"
         '            <input id="label-{dom}" name="label" value="{value}" '
         'placeholder="{shown_as}"{described}>\n'
         "            {set}\n            {forget}\n          </form>",
         url=item["edit_url"],
         csrf=csrf,
         dom=item["dom"],
-        viewer_id=viewer_id,
-        target=item["target"],
+        viewer_name=viewer_name,
+        person=item["person"],
         value=item["value"],
         shown_as=item["shown_as"],
         described=described,
