@@ -237,7 +237,7 @@ OLD_ROW_LOOP = """    {% for item in aliases.rows %}
             {% if item.label is not None %}<button type="submit" name="action" value="delete" class="secondary" data-confirm="Forget the label “{{ item.label }}” that {{ viewer.name }} uses for {{ item.person }}? Lines about them will use a description again.">Forget</button>{% endif %}
           </form>{% else %}<span class="state-{{ item.state }}">{{ item.shown_as }}</span>{% endif %}
           {% if item.errors %}<ul class="error" id="alias-err-{{ item.dom }}" role="alert">{% for e in item.errors %}<li>{{ e }}</li>{% endfor %}{% if item.rejected is not None %}<li class="muted">Not saved; {{ viewer.name }} still calls them “{{ item.shown_as }}”.</li>{% endif %}</ul>{% endif %}
-          {% if item.warnings %}<ul class="warning" id="alias-warn-{{ item.dom }}" role="status">{% for w in item.warnings %}<li>Saved, but: {{ w }}</li>{% endfor %}</ul>{% endif %}
+          {% if item.warnings %}<ul class="warning" id="alias-warn-{{ item.dom }}" role="status">{% for w in item.warnings %}<li>Saved, but: {{ w }}</li>{% endfor %}</ul>{% endif %}{% if item.suspicions %}<ul class="warning suspicious" id="alias-check-{{ item.dom }}">{% for c in item.suspicions %}<li>Check: {{ c }}</li>{% endfor %}</ul>{% endif %}
           <span class="suggestion small muted">suggested: {{ item.suggestion }}{% if item.offer %}
             <form class="alias-suggest" method="post" action="{{ item.edit_url }}" hx-post="{{ item.edit_url }}" hx-target="#aliases-panel" hx-swap="outerHTML">{{ aliases.csrf_input }}<button type="submit" name="action" value="suggest" class="secondary" aria-label="Use “{{ item.suggestion }}” as the label for {{ item.person }}">Use</button></form>{% endif %}</span>
         </td>
@@ -263,6 +263,7 @@ def _items():
         "rejected": None,
         "errors": [],
         "warnings": [],
+        "suspicions": (),
         "dom": "bob",
         "edit_url": "/viewers/alice/aliases/bob/",
         "uses_url": "/viewers/alice/buffer/?uses=bob&x=1",
@@ -281,6 +282,7 @@ def _items():
     yield {**base, "errors": ["too long", hostile], "rejected": hostile, "value": hostile}
     yield {**base, "errors": ["refused"], "rejected": None}
     yield {**base, "warnings": ["shadows a name", hostile]}
+    yield {**base, "suspicions": ("empty label", hostile), "label": " ", "shown_as": "[no label]"}
     yield {key: hostile if isinstance(v, str) else v for key, v in base.items()}
 
 

@@ -20,6 +20,7 @@ ALIASES_SHOWN = 100
 # viewer who knows 300 people made a 0.8 MB panel that cost 60-80 ms of every viewer page.
 LABELS_SHOWN = 25
 ALIASES_FROM = "aliases_from"
+NO_LABEL = "[no label]"
 
 
 # Strangers (targets the viewer has no label for) are alike: "unknown", "an unfamiliar figure",
@@ -54,7 +55,9 @@ def _alias_item(
         "in_world": r.in_world,
         "state": r.state,
         "label": r.label,
-        "shown_as": r.shown_as,
+        # A blank label is what omnia prints; the panel marks it so the row is not blank.
+        "shown_as": NO_LABEL if r.label is not None and not r.label.strip() else r.shown_as,
+        "suspicions": r.suspicions,
         "suggestion": r.suggestion,
         # An editor gets one click to take the suggestion, unless it is already the label.
         "offer": can_edit and bool(r.suggestion) and r.suggestion != r.label,

@@ -68,6 +68,14 @@ def alias_row(item: dict[str, Any], viewer_name: str, can_edit: bool, csrf: str)
             item["dom"],
             format_html_join("", "<li>Saved, but: {}</li>", ((m,) for m in item["warnings"])),
         )
+    suspicious = _EMPTY
+    if item["suspicions"]:
+        # Stored already (an import, the game): said, never hidden or changed.
+        suspicious = format_html(
+            '<ul class="warning suspicious" id="alias-check-{}">{}</ul>',
+            item["dom"],
+            format_html_join("", "<li>Check: {}</li>", ((m,) for m in item["suspicions"])),
+        )
     if item["offer"]:
         offer = format_html(
             '\n            <form class="alias-suggest" method="post" action="{url}" '
@@ -86,7 +94,7 @@ def alias_row(item: dict[str, Any], viewer_name: str, can_edit: bool, csrf: str)
         '          <a class="uses-link small" href="{uses}" hx-get="{uses}" '
         'hx-target="#buffer-panel" hx-swap="outerHTML" hx-push-url="true" '
         'aria-label="Buffer lines naming {name}">lines</a></th>\n        <td>{cell}\n'
-        "          {errors}\n          {warnings}\n"
+        "          {errors}\n          {warnings}{suspicious}\n"
         '          <span class="suggestion small muted">suggested: {suggestion}{offer}</span>\n'
         '        </td>\n        <td><span class="badge state-{state}">{state}</span></td>\n'
         "      </tr>",
@@ -100,6 +108,7 @@ def alias_row(item: dict[str, Any], viewer_name: str, can_edit: bool, csrf: str)
         cell=cell,
         errors=errors,
         warnings=warnings,
+        suspicious=suspicious,
         suggestion=item["suggestion"],
         offer=offer,
         state=item["state"],
@@ -179,14 +188,7 @@ def matrix_row(viewer_id: str, viewer_name: str, url: str, cells) -> SafeString:
         else _EMPTY
     )
     tds = [
-        format_html(
-            '<td class="state-{state}" data-viewer="{viewer}" data-target="{target}" '
-            'title="{state}">{label}</td>',
-            state=cell.state,
-            viewer=viewer_id,
-            target=target.id,
-            label="—" if cell.label is None else cell.label,
-        )
+        (_checked_cell if cell.suspicions else _cell)(viewer_id, target.id, cell)
         if cell
         else _SELF_CELL
         for target, cell in cells
@@ -197,4 +199,31 @@ def matrix_row(viewer_id: str, viewer_name: str, url: str, cells) -> SafeString:
         viewer_name,
         hint,
         mark_safe("\n        ".join(tds)),
+    )
+
+
+def _cell(viewer_id: str, target_id: str, cell) -> SafeString:
+    return format_html(
+        '<td class="state-{state}" data-viewer="{viewer}" data-target="{target}" '
+        'title="{state}">{label}</td>',
+        state=cell.state,
+        viewer=viewer_id,
+        target=target_id,
+        label="—" if cell.label is None else cell.label,
+    )
+
+
+def _checked_cell(viewer_id: str, target_id: str, cell) -> SafeString:
+    """A cell whose stored label is suspicious: marked and said (a blank label shows as
+    [no label]), its label still as omnia prints it."""
+    reasons = "; ".join(cell.suspicions)
+    return format_html(
+        '<td class="state-{state} suspicious" data-viewer="{viewer}" data-target="{target}" '
+        'title="{state}; check: {reasons}"><span aria-hidden="true">⚠ </span>{label}'
+        '<span class="visually-hidden"> (check: {reasons})</span></td>',
+        state=cell.state,
+        viewer=viewer_id,
+        target=target_id,
+        reasons=reasons,
+        label=cell.label if cell.label.strip() else "[no label]",
     )
