@@ -11,7 +11,7 @@ from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
-from django.db.models import OuterRef, Subquery, Value
+from django.db.models import Exists, OuterRef, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.forms import formset_factory
 from django.http import HttpRequest, HttpResponseRedirect
@@ -118,10 +118,14 @@ class EntityAdmin(EverySaveAdmin):
         found, may_have_duplicates = super().get_search_results(request, queryset, search_term)
         term = search_term.strip()
         if term:
+            # The name in the row's own save (ids repeat across saves).
             named = Attribute.every_save.filter(
-                name__in=true_name_attributes(), value__icontains=term
-            ).values("object_id")
-            found = found | queryset.filter(id__in=named)
+                object_id=OuterRef("id"),
+                game_save_id=OuterRef("game_save_id"),
+                name__in=true_name_attributes(),
+                value__icontains=term,
+            )
+            found = found | queryset.filter(Exists(named))
         return found, may_have_duplicates
 
     @admin.display(description="name", ordering="true_name")
