@@ -231,6 +231,8 @@ WHITENOISE_USE_FINDERS = DEBUG or TESTING
 
 # Django's ModelBackend, plus the roles an account holds by its flags (memory/roles.py).
 LOGIN_URL = "login"
+# A write the CSRF check refuses: a styled page that says how to get the change back.
+CSRF_FAILURE_VIEW = "memory.web.error_pages.csrf_failure"
 LOGIN_REDIRECT_URL = "memory:overview"
 LOGOUT_REDIRECT_URL = "login"
 

@@ -73,7 +73,8 @@ def test_the_marker_and_the_live_regions_are_on_the_pages(reader_client, tmp_pat
     game.run(10, 0)
     Follower(tmp_path / "game.sqlite").tick()
     viewer = reader_client.get("/saves/game/viewers/mara/").content.decode()
-    assert 'data-live-url="/live/"' in viewer and "memory/js/live.js" in viewer
+    assert 'data-live-url="/live/?save=game" data-live-save hidden>' in viewer
+    assert "memory/js/live.js" in viewer
     for panel in ("buffer-panel", "sessions-panel", "aliases-panel"):
         start = viewer.index(f'id="{panel}"')
         assert "data-live-refresh" in viewer[start : viewer.index(">", start)]
@@ -82,4 +83,22 @@ def test_the_marker_and_the_live_regions_are_on_the_pages(reader_client, tmp_pat
     assert 'hx-trigger="live-changed"' in leaks[start : leaks.index(">", start)]
     overview = reader_client.get("/saves/game/").content.decode()
     assert 'id="leak-counts"' in overview and 'id="projection-panel"' in overview
+    game.close()
+
+
+@pytest.mark.django_db
+def test_live_version_of_one_save_and_the_marker_only_there(reader_client, tmp_path):
+    game = StandIn(tmp_path / "game.sqlite", seed=5)
+    game.run(10, 0)
+    Follower(tmp_path / "game.sqlite").tick()
+    mine = reader_client.get("/live/?save=game").json()
+    assert (mine["follows"], mine["live"], mine["version"]) == (1, True, "1.2")
+    other = reader_client.get("/live/?save=nobody-follows-this").json()
+    assert other == {
+        "follows": 0, "live": False, "version": "0.0", "updated_at": None,
+        "heartbeat_at": None, "age_s": None,
+    }  # fmt: skip
+    # Pages over every save poll everything and show no marker (no data-live-save).
+    overview = reader_client.get("/").content.decode()
+    assert '<div class="live-marker" data-live-url="/live/" hidden>' in overview
     game.close()

@@ -28,7 +28,7 @@ def crowd(cast):
 
 
 def test_matrix_window_pages_rows_and_columns(crowd, django_assert_num_queries):
-    with django_assert_num_queries(5):  # two counts, two windows, the targets' true names
+    with django_assert_num_queries(6):  # counts, windows, names, labels-as-names
         window = matrix_window(crowd.world)
     assert (window.entities, window.viewer_total, window.target_total) == (63, 63, 63)
     assert [v.id for v in window.viewers] == ["alice", "bob", "charlie"] + [
@@ -86,7 +86,13 @@ OLD_MATRIX_ROW = (
     '        <th scope="row"><a href="{{ url }}">{{ viewer_name }}</a>{% if viewer_name != '
     'viewer_id %} <code class="id-hint">{{ viewer_id }}</code>{% endif %}</th>\n'
     "        {% for target, cell in cells %}\n"
-    "          {% if cell %}\n"
+    "          {% if cell.suspicions %}\n"
+    '          <td class="state-{{ cell.state }} suspicious" data-viewer="{{ viewer_id }}" '
+    'data-target="{{ target.id }}" title="{{ cell.state }}; check: {{ cell.suspicions|join:"; " }}">'
+    '<span aria-hidden="true">⚠ </span>{% if cell.label.strip %}{{ cell.label }}{% else %}'
+    '[no label]{% endif %}<span class="visually-hidden"> (check: '
+    '{{ cell.suspicions|join:"; " }})</span></td>\n'
+    "          {% elif cell %}\n"
     '          <td class="state-{{ cell.state }}" data-viewer="{{ viewer_id }}" '
     'data-target="{{ target.id }}" title="{{ cell.state }}">{% if cell.label is not None %}'
     "{{ cell.label }}{% else %}—{% endif %}</td>\n"
@@ -117,6 +123,11 @@ def test_matrix_row_html_prints_what_the_template_printed(named) -> None:
         (SimpleNamespace(id=viewer_id), None),
         (SimpleNamespace(id=hostile), MatrixCell(label=hostile, state="known")),
         (SimpleNamespace(id="dora"), MatrixCell(label=None, state="unknown")),
+        (SimpleNamespace(id="eve"), MatrixCell(label=" ", state="descriptor", suspicions=("a",))),
+        (
+            SimpleNamespace(id="fay"),
+            MatrixCell(label=hostile, state="descriptor", suspicions=("b", hostile)),
+        ),
     ]
     context = {
         "url": "/saves/s/viewers/v%3Cb%3E/?a=1&b=2",
@@ -133,4 +144,4 @@ def test_matrix_row_html_prints_what_the_template_printed(named) -> None:
         return re.sub(r">\s+<", "><", html)
 
     assert tags(after) == tags(before)
-    assert after.count("<td") == 4 and "&lt;b&gt;" in after
+    assert after.count("<td") == 6 and after.count(" suspicious") == 2 and "&lt;b&gt;" in after

@@ -221,7 +221,8 @@ def _chain(node: ast.AST) -> list[str]:
 
 def _correlated(value: ast.AST) -> bool:
     """`game_save_id=OuterRef("game_save_id")`: a subquery matched to its outer row's save
-    (the leak triage queue reads every save at once), which is no save chosen by hand."""
+    (the leak triage queue, the admin's true-name column over every save), which is no save
+    chosen by hand."""
     return (
         isinstance(value, ast.Call)
         and isinstance(value.func, ast.Name)

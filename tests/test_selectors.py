@@ -65,7 +65,9 @@ QUERIES = {
     "buffer_page": 3,  # the page, then "is there an older / a newer one"
     "get_entry": 1,
     "alias_history": 1,
-    "sessions_panel": 12,
+    # 12, then where the shown sessions happened: the conversations' last members' places,
+    # the places' names (session_places)
+    "sessions_panel": 14,
     "faces_view": 3,
     "face_maps": 3,
     "prompt_view": 14,  # 12 for a fresh scan, 2 to see the stored findings are behind
@@ -335,6 +337,7 @@ def test_sessions_panel_on_the_cast(story, django_assert_max_num_queries):
         for e in panel.episodes.items
     ] == [(1, "m-chest", "m-hi", 2, True)]
     assert panel.summaries == {"c1": (None, False), "scene:tavern-main": (None, False)}
+    assert panel.places == {"c1": "an unfamiliar place", "scene:tavern-main": "an unfamiliar place"}
 
 
 def test_sessions_panel_on_the_demo_world(demo, django_assert_max_num_queries):
@@ -353,6 +356,15 @@ def test_sessions_panel_on_the_demo_world(demo, django_assert_max_num_queries):
     ]
     assert len(panel.digest.lines) == 4
     assert set(panel.summaries) == {s.session_key for s in panel.sessions.items}
+    # By where they happened, as Tobiah calls each place (its description), never loc-….
+    tavern = "a low-beamed tavern with fishing nets hung from the rafters"
+    quay = "a fish-scented stone quay where the night boats tie up"
+    assert panel.places == {
+        "scene:loc-quay": quay,
+        "conv-standoff": quay,
+        "conv-breakfast": tavern,
+        "scene:loc-drowned-lantern": tavern,
+    }
 
 
 # --- long-term faces and entries --------------------------------------------------------------

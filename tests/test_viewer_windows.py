@@ -228,18 +228,18 @@ def test_viewer_window_ids_is_the_slice_of_every_viewer_id(
 OLD_ROW_LOOP = """    {% for item in aliases.rows %}
       <tr id="alias-{{ item.dom }}" data-target="{{ item.target }}"{% if item.selected %} class="selected" aria-current="true"{% endif %}>
         <th scope="row">{% if item.named %}<span class="qa-info" title="true name: QA information, never shown to the viewer">{{ item.name }}</span> <code class="id-hint">{{ item.target }}</code>{% else %}{{ item.target }}{% endif %}{% if not item.in_world %} <span class="muted">(not in world)</span>{% endif %}
-          <a class="uses-link small" href="{{ item.uses_url }}" hx-get="{{ item.uses_url }}" hx-target="#buffer-panel" hx-swap="outerHTML" hx-push-url="true" aria-label="Buffer lines naming {{ item.name }}">lines</a>{% if item.pair_url %}<br><a class="pair-link small" href="{{ item.pair_url }}">what {{ viewer_name }} remembers of {{ item.name }}</a>{% endif %}</th>
+          <a class="uses-link small" href="{{ item.uses_url }}" hx-get="{{ item.uses_url }}" hx-target="#buffer-panel" hx-swap="outerHTML" hx-push-url="true" aria-label="Buffer lines naming {{ item.name }}">lines</a>{% if item.pair_url %}<br><a class="pair-link small" href="{{ item.pair_url }}">what {{ viewer_name }} remembers of {{ item.person }}</a>{% endif %}</th>
         <td>{% if can_edit %}
           <form class="alias-form" method="post" action="{{ item.edit_url }}" hx-post="{{ item.edit_url }}" hx-target="#aliases-panel" hx-swap="outerHTML">{{ aliases.csrf_input }}
-            <label class="visually-hidden" for="label-{{ item.dom }}">Label {{ viewer.id }} uses for {{ item.target }}</label>
+            <label class="visually-hidden" for="label-{{ item.dom }}">Label {{ viewer.name }} uses for {{ item.person }}</label>
             <input id="label-{{ item.dom }}" name="label" value="{{ item.value }}" placeholder="{{ item.shown_as }}"{% if item.errors %} aria-invalid="true" aria-describedby="alias-err-{{ item.dom }}"{% elif item.warnings %} aria-describedby="alias-warn-{{ item.dom }}"{% endif %}>
             <button type="submit" name="action" value="set">Save</button>
-            {% if item.label is not None %}<button type="submit" name="action" value="delete" class="secondary" data-confirm="Forget the label “{{ item.label }}” that {{ viewer.id }} uses for {{ item.target }}? Lines about them will use a description again.">Forget</button>{% endif %}
+            {% if item.label is not None %}<button type="submit" name="action" value="delete" class="secondary" data-confirm="Forget the label “{{ item.label }}” that {{ viewer.name }} uses for {{ item.person }}? Lines about them will use a description again.">Forget</button>{% endif %}
           </form>{% else %}<span class="state-{{ item.state }}">{{ item.shown_as }}</span>{% endif %}
-          {% if item.errors %}<ul class="error" id="alias-err-{{ item.dom }}" role="alert">{% for e in item.errors %}<li>{{ e }}</li>{% endfor %}{% if item.rejected is not None %}<li class="muted">Not saved; {{ viewer.id }} still calls them “{{ item.shown_as }}”.</li>{% endif %}</ul>{% endif %}
-          {% if item.warnings %}<ul class="warning" id="alias-warn-{{ item.dom }}" role="status">{% for w in item.warnings %}<li>Saved, but: {{ w }}</li>{% endfor %}</ul>{% endif %}
+          {% if item.errors %}<ul class="error" id="alias-err-{{ item.dom }}" role="alert">{% for e in item.errors %}<li>{{ e }}</li>{% endfor %}{% if item.rejected is not None %}<li class="muted">Not saved; {{ viewer.name }} still calls them “{{ item.shown_as }}”.</li>{% endif %}</ul>{% endif %}
+          {% if item.warnings %}<ul class="warning" id="alias-warn-{{ item.dom }}" role="status">{% for w in item.warnings %}<li>Saved, but: {{ w }}</li>{% endfor %}</ul>{% endif %}{% if item.suspicions %}<ul class="warning suspicious" id="alias-check-{{ item.dom }}">{% for c in item.suspicions %}<li>Check: {{ c }}</li>{% endfor %}</ul>{% endif %}
           <span class="suggestion small muted">suggested: {{ item.suggestion }}{% if item.offer %}
-            <form class="alias-suggest" method="post" action="{{ item.edit_url }}" hx-post="{{ item.edit_url }}" hx-target="#aliases-panel" hx-swap="outerHTML">{{ aliases.csrf_input }}<button type="submit" name="action" value="suggest" class="secondary" aria-label="Use “{{ item.suggestion }}” as the label for {{ item.target }}">Use</button></form>{% endif %}</span>
+            <form class="alias-suggest" method="post" action="{{ item.edit_url }}" hx-post="{{ item.edit_url }}" hx-target="#aliases-panel" hx-swap="outerHTML">{{ aliases.csrf_input }}<button type="submit" name="action" value="suggest" class="secondary" aria-label="Use “{{ item.suggestion }}” as the label for {{ item.person }}">Use</button></form>{% endif %}</span>
         </td>
         <td><span class="badge state-{{ item.state }}">{{ item.state }}</span></td>
       </tr>
@@ -251,6 +251,7 @@ def _items():
     base = {
         "target": "bob",
         "name": "Gareth",
+        "person": "Gareth",
         "named": True,
         "in_world": True,
         "state": "descriptor",
@@ -262,6 +263,7 @@ def _items():
         "rejected": None,
         "errors": [],
         "warnings": [],
+        "suspicions": (),
         "dom": "bob",
         "edit_url": "/viewers/alice/aliases/bob/",
         "uses_url": "/viewers/alice/buffer/?uses=bob&x=1",
@@ -273,6 +275,7 @@ def _items():
         **base,
         "named": False,
         "name": "bob",
+        "person": "the tall man",
         "in_world": False,
         "selected": True,
         "pair_url": "",
@@ -281,6 +284,7 @@ def _items():
     yield {**base, "errors": ["too long", hostile], "rejected": hostile, "value": hostile}
     yield {**base, "errors": ["refused"], "rejected": None}
     yield {**base, "warnings": ["shadows a name", hostile]}
+    yield {**base, "suspicions": ("empty label", hostile), "label": " ", "shown_as": "[no label]"}
     yield {key: hostile if isinstance(v, str) else v for key, v in base.items()}
 
 
@@ -298,15 +302,12 @@ def test_alias_row_html_prints_what_the_template_printed(can_edit) -> None:
         else ""
     )
     items = list(_items())
-    viewer_id = "al<i>ce"
     viewer_name = "Al<i>ce & co"
-    context = {"aliases": {"rows": items, "csrf_input": csrf}, "viewer": {"id": viewer_id}}
+    context = {"aliases": {"rows": items, "csrf_input": csrf}, "viewer": {"name": viewer_name}}
     context["can_edit"] = can_edit
     context["viewer_name"] = viewer_name
     before = Template(OLD_ROW_LOOP).render(Context(context))
-    rows = [
-        {"html": mark_safe(alias_row(i, viewer_id, can_edit, csrf, viewer_name))} for i in items
-    ]
+    rows = [{"html": mark_safe(alias_row(i, viewer_name, can_edit, csrf))} for i in items]
     loop = "    {% for item in aliases.rows %}\n      {{ item.html }}\n    {% endfor %}"
     after = Template(loop).render(Context({"aliases": {"rows": rows}}))
     assert after == before

@@ -5,6 +5,8 @@ editable table), `records` (buffer rows, alias history, audit log, accepted leak
 
 from __future__ import annotations
 
+from django.contrib import admin
+
 from memory.admin.entities import EntityAdmin
 from memory.admin.records import (
     AliasChangeAdmin,
@@ -13,6 +15,11 @@ from memory.admin.records import (
     LeakAcceptanceAdmin,
 )
 from memory.admin.tokens import ApiTokenAdmin
+
+# The site is named for this product, not "Django administration".
+admin.site.site_header = "Omnia Memory Inspector — admin"
+admin.site.site_title = "Omnia Memory Inspector admin"
+admin.site.index_title = "People, memories and records"
 
 __all__ = [
     "AliasChangeAdmin",

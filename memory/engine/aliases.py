@@ -138,6 +138,34 @@ def alias_state(label: str | None, true_name: str | None) -> AliasState:
     return "descriptor"
 
 
+# --- suspicious labels (stored already: called out, never hidden) -----------------------------
+
+# Past this a label reads as a sentence, not a name: omnia prints it whole in every line.
+MAX_LABEL_CHARS = 80
+
+
+def label_suspicions(
+    label: str | None, target_id: str, name_owners: Mapping[str, Collection[str]]
+) -> tuple[str, ...]:
+    """What a person checking a stored label should look at, in words: an empty or blank
+    label (omnia prints a blank where the person goes), one longer than MAX_LABEL_CHARS, one
+    that is another entity's true name (the viewer would mistake one person for another).
+    `name_owners` maps a true name, stripped, to the ids of the entities it names. Nothing
+    is refused or changed here: the line still reads as omnia writes it."""
+    if label is None:
+        return ()
+    found: list[str] = []
+    stripped = label.strip()
+    if not stripped:
+        found.append("empty label: lines print a blank where this person goes")
+    if len(label) > MAX_LABEL_CHARS:
+        found.append(f"label is {len(label)} characters long (over {MAX_LABEL_CHARS})")
+    others = sorted(o for o in name_owners.get(stripped, ()) if o != target_id)
+    if others:
+        found.append(f"label is the true name of another entity ({', '.join(others)})")
+    return tuple(found)
+
+
 # --- validation at the alias door ----------------------------------------------------------
 
 GENERATED_ID = re.compile(

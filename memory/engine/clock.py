@@ -149,8 +149,11 @@ def short_date(moment: datetime) -> str:
     return f"{moment:%b} {moment.day}"
 
 
-def said_at(moment: datetime) -> str:
-    """ "Jul 6, 9:36 AM": how the inspector says a time to people (ISO goes in a tooltip)."""
+def said_at(moment: datetime, *, year: bool = False) -> str:
+    """ "Jul 6, 9:36 AM": how the inspector says a time to people (ISO goes in a tooltip);
+    with `year`, "Dec 31, 2026, 11:59 PM" (a span that crosses a year says it)."""
+    if year:
+        return f"{short_date(moment)}, {moment.year}, {time_of_day(moment)}"
     return f"{short_date(moment)}, {time_of_day(moment)}"
 
 

@@ -84,6 +84,21 @@ def true_names(object_ids: list[str]) -> dict[str, str]:
     return {object_id: value for object_id, (_rank, value) in found.items()}
 
 
+def name_owners(labels: Iterable[str]) -> dict[str, set[str]]:
+    """Which objects carry each of these labels (stripped) as a true name, in one query per
+    500 labels: a label equal to another entity's name is suspicious (aliases.label_suspicions).
+    The match is exact, as omnia's lines would print the two alike."""
+    wanted = sorted({label.strip() for label in labels if label and label.strip()})
+    owners: dict[str, set[str]] = {}
+    for start in range(0, len(wanted), 500):
+        rows = Attribute.objects.filter(
+            name__in=true_name_attributes(), value__in=wanted[start : start + 500]
+        ).values_list("value", "object_id")
+        for value, object_id in rows:
+            owners.setdefault(value, set()).add(object_id)
+    return owners
+
+
 @dataclass
 class WorldKnowledge:
     """One world's objects, attributes and ACLs, loaded in three queries."""

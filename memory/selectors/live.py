@@ -40,8 +40,13 @@ def _iso(moment: datetime | None) -> str | None:
     return wall_iso(moment) if moment is not None else None
 
 
-def live_status() -> LiveStatus:
-    found = LiveFollow.every_save.aggregate(
+def live_status(save_name: str | None = None) -> LiveStatus:
+    """Over every save, or over one save's follow (a page of that save: its marker is about
+    that save alone, and a save nobody follows has none)."""
+    follows = LiveFollow.every_save.all()
+    if save_name is not None:
+        follows = follows.filter(game_save__name=save_name)
+    found = follows.aggregate(
         n=Count("pk"), version=Sum("version"), applied=Max("applied_at"), beat=Max("heartbeat_at")
     )
     beat, applied, now = found["beat"], found["applied"], timezone.now()

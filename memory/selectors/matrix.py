@@ -5,8 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memory.engine.aliases import alias_state
-from memory.engine.knowledge import AGENTS, true_names, viewer_of, world_knowledge
+from memory.engine.aliases import alias_state, label_suspicions
+from memory.engine.knowledge import (
+    AGENTS,
+    name_owners,
+    true_names,
+    viewer_of,
+    world_knowledge,
+)
 from memory.models import WorldObject
 from memory.selectors.viewers import search_entities, world_entities
 
@@ -15,12 +21,17 @@ from memory.selectors.viewers import search_entities, world_entities
 class MatrixCell:
     label: str | None
     state: str
+    suspicions: tuple[str, ...] = ()  # aliases.label_suspicions of the label, in words
 
 
 def knowledge_matrix(world_id: str) -> tuple[list[WorldObject], dict[str, dict[str, MatrixCell]]]:
     """Viewers × targets: the label each viewer uses for each other entity."""
     knowledge = world_knowledge(world_id)
     entities = knowledge.entities
+    owners: dict[str, set[str]] = {}
+    for obj in entities:
+        if name := knowledge.true_name(obj.id):
+            owners.setdefault(name.strip(), set()).add(obj.id)
     matrix: dict[str, dict[str, MatrixCell]] = {}
     for viewer_obj in entities:
         viewer = viewer_of(viewer_obj)
@@ -30,7 +41,9 @@ def knowledge_matrix(world_id: str) -> tuple[list[WorldObject], dict[str, dict[s
                 continue
             label = viewer.aliases.get(target.id)
             row[target.id] = MatrixCell(
-                label=label, state=alias_state(label, knowledge.true_name(target.id))
+                label=label,
+                state=alias_state(label, knowledge.true_name(target.id)),
+                suspicions=label_suspicions(label, target.id, owners),
             )
         matrix[viewer.id] = row
     return entities, matrix
@@ -114,11 +127,17 @@ def matrix_window(
     targets = list(targets_qs[col_start : col_start + MATRIX_COLS])
     # One query names both axes: the true names decide the cells' states and the headers.
     names = true_names(list({o.id: None for o in (*viewers, *targets)}))
+    shown = [viewer_of(v) for v in viewers]
+    # One more read: which of the window's labels are some entity's true name.
+    owners = name_owners(v.aliases[t.id] for v in shown for t in targets if t.id in v.aliases)
     cells: dict[str, dict[str, MatrixCell]] = {}
-    for viewer_obj in viewers:
-        viewer = viewer_of(viewer_obj)
+    for viewer in shown:
         cells[viewer.id] = {
-            t.id: MatrixCell(label=label, state=alias_state(label, names.get(t.id)))
+            t.id: MatrixCell(
+                label=label,
+                state=alias_state(label, names.get(t.id)),
+                suspicions=label_suspicions(label, t.id, owners),
+            )
             for t in targets
             if t.id != viewer.id
             for label in (viewer.aliases.get(t.id),)

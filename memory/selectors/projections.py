@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from memory.engine.clock import time_key
 from memory.engine.knowledge import Viewer
-from memory.engine.projections.doors import Digest, Page, digest
+from memory.engine.projections.doors import Digest, Page, digest, session_places
 from memory.engine.projections.doors import episodes as door_episodes
 from memory.engine.projections.doors import sessions as door_sessions
 from memory.engine.projections.summaries import summaries_for
@@ -21,6 +21,7 @@ class SessionsPanel:
     digest: Digest
     episodes: Page
     summaries: dict[str, tuple[str | None, bool]]  # session key -> (summary, stale)
+    places: dict[str, str]  # session key -> where it happened, as the viewer calls the place
 
     # The doors answer newest first (what an API pager wants); the page reads oldest first,
     # like the buffer and the timeline beside them.
@@ -58,6 +59,7 @@ def sessions_panel(viewer: str | Viewer, *, limit: int = 20) -> SessionsPanel:
         digest=digest(viewer),
         episodes=door_episodes(viewer, limit=limit),
         summaries=summaries,
+        places=session_places(viewer_id, sessions.items),
     )
 
 

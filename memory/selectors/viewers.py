@@ -9,7 +9,13 @@ from dataclasses import dataclass
 from django.db.models import Count, Q
 
 from memory.active_save import SAVE, scoped_cursor
-from memory.engine.aliases import UNFAMILIAR, alias_state
+from memory.engine.aliases import (
+    UNFAMILIAR,
+    AliasesJsonError,
+    alias_state,
+    label_suspicions,
+    parse_aliases_json,
+)
 from memory.engine.descriptors import KnownIds, derive_descriptor, descriptor_words
 from memory.engine.knowledge import (
     AGENTS,
@@ -17,6 +23,7 @@ from memory.engine.knowledge import (
     WorldKnowledge,
     known_ids_among,
     load_attributes,
+    name_owners,
     true_names,
     world_knowledge,
     world_objects,
@@ -147,6 +154,8 @@ class AliasRow:
     shown_as: str  # what the viewer's memories print for this target
     suggestion: str  # a descriptor derived from what the viewer can see
     in_world: bool
+    # What to check about the stored label (aliases.label_suspicions), in words.
+    suspicions: tuple[str, ...] = ()
 
 
 def alias_targets(viewer: Viewer, knowledge: WorldKnowledge) -> list[str]:
@@ -170,8 +179,16 @@ def alias_rows(
     """
     knowledge = knowledge or world_knowledge(viewer.obj.world_id)
     rows = []
-    known = KnownIds.of(knowledge.objects) if known is None else known
-    for target_id in alias_targets(viewer, knowledge) if targets is None else targets:
+    targets = alias_targets(viewer, knowledge) if targets is None else targets
+    if known is None:  # the knowledge holds the whole world: its true names are all here
+        known = KnownIds.of(knowledge.objects)
+        owners: dict[str, set[str]] = {}
+        for object_id in knowledge.objects:
+            if name := knowledge.true_name(object_id):
+                owners.setdefault(name.strip(), set()).add(object_id)
+    else:  # one read for the shown labels that are some entity's true name
+        owners = name_owners(viewer.aliases[t] for t in targets if t in viewer.aliases)
+    for target_id in targets:
         label = viewer.aliases.get(target_id)
         true_name = knowledge.true_name(target_id)
         rows.append(
@@ -185,6 +202,7 @@ def alias_rows(
                     knowledge.visible_attributes(viewer.id, target_id), known
                 ),
                 in_world=target_id in knowledge.objects,
+                suspicions=label_suspicions(label, target_id, owners),
             )
         )
     return rows
@@ -326,6 +344,43 @@ def _rows_shown(viewer: Viewer, shown_world: list[str], outside: list[str]) -> l
     )
     known = known_ids_among(world_id, words)
     return alias_rows(viewer, knowledge, targets=shown, known=known)
+
+
+@dataclass(frozen=True)
+class SuspiciousLabel:
+    viewer_id: str
+    target_id: str
+    label: str
+    reasons: tuple[str, ...]  # aliases.label_suspicions, in words
+
+
+def suspicious_labels() -> list[SuspiciousLabel]:
+    """Every stored label of the active save worth a second look (empty, over-long, another
+    entity's true name), by viewer then target: the entities' alias maps in one read, the
+    labels that are names in one more per 500. A corrupt alias map is the aliases panel's to
+    report, not counted here."""
+    maps: list[tuple[str, dict[str, str]]] = []
+    rows = (
+        WorldObject.objects.filter(type=ObjectType.ENTITY)
+        .exclude(aliases_json__isnull=True)
+        .exclude(aliases_json__in=("", "[]", "{}"))
+        .order_by("id")
+        .values_list("id", "aliases_json")
+    )
+    for viewer_id, text in rows:
+        try:
+            maps.append((viewer_id, parse_aliases_json(text)))
+        except AliasesJsonError:
+            continue
+    owners = name_owners(label for _v, aliases in maps for label in aliases.values())
+    return [
+        SuspiciousLabel(viewer_id, target_id, label, reasons)
+        for viewer_id, aliases in maps
+        for target_id, label in aliases.items()
+        if target_id != viewer_id
+        for reasons in (label_suspicions(label, target_id, owners),)
+        if reasons
+    ]
 
 
 def alias_history(viewer_id: str, *, target_id: str | None = None, limit: int = 50) -> list:

@@ -45,21 +45,26 @@ def moment(value: object, empty: str = "—") -> str:
 
 @register.simple_tag
 def span(first: object, last: object) -> str:
-    """Two times as one span: "Jul 6, 9:36 AM – 9:55 AM" (the day said once when shared)."""
+    """Two times as one span: "Jul 6, 9:36 AM – 9:55 AM" (the day said once when shared; the
+    year said at both ends when the span crosses one)."""
     a, a_iso = _moment(first)
     b, b_iso = _moment(last)
     if a is None or b is None:
         return format_html("{} – {}", moment(first), moment(last))
     if a_iso == b_iso:
         return moment(first)
+    if a.year != b.year:  # "Dec 31, 11:59 PM – Jan 1, 12:00 AM" would hide a year going by
+        return format_html(
+            '<span class="span">{} – {}</span>',
+            _time(a_iso, said_at(a, year=True)),
+            _time(b_iso, said_at(b, year=True)),
+        )
     second = time_of_day(b) if short_date(a) == short_date(b) else said_at(b)
-    return format_html(
-        '<span class="span">{} – <time class="moment" datetime="{}" title="{}">{}</time></span>',
-        moment(first),
-        b_iso,
-        b_iso,
-        second,
-    )
+    return format_html('<span class="span">{} – {}</span>', moment(first), _time(b_iso, second))
+
+
+def _time(iso: str, words: str) -> str:
+    return format_html('<time class="moment" datetime="{}" title="{}">{}</time>', iso, iso, words)
 
 
 @register.filter

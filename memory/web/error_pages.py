@@ -10,15 +10,19 @@ no input reaches a 500.
 from __future__ import annotations
 
 import logging
+from urllib.parse import urlencode, urlsplit
 
+from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import render
+from django.shortcuts import render, resolve_url
 from django.urls import Resolver404
 from django.utils.cache import patch_vary_headers
 from django.utils.html import escape
+from django.utils.http import url_has_allowed_host_and_scheme
 
 from memory.web.api.errors import CODES, error_body
+from memory.web.htmx_login import mark_reauth
 
 logger = logging.getLogger(__name__)
 
@@ -122,3 +126,58 @@ def page_not_found(request: HttpRequest, exception: BaseException | None = None)
 
 def server_error(request: HttpRequest) -> HttpResponse:
     return error_response(request, 500)
+
+
+# --- the CSRF check's refusal (settings.CSRF_FAILURE_VIEW) --------------------------------------
+
+CSRF_TITLE = "Your change was not saved"
+CSRF_MESSAGE = (
+    "This page's security token no longer matches your browser's: you signed out or in "
+    "again in another tab, your cookies were cleared, or the page was open a very long time. "
+    "Nothing was changed."
+)
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """A write the CSRF check refused, said in words with the way to get the change back.
+
+    htmx writes get a 403 that swaps nothing (the form keeps what was typed) and the page
+    offers to send it again with a fresh token (htmx_login.py, htmx-hardening.js); the API its
+    one JSON shape; a plain form post a styled page. Django's `reason` names the failed check
+    (no cookie, wrong token, bad referer): Django logs it (django.security.csrf); a person is
+    told what it means instead."""
+    if wants_json(request):
+        detail = f"{CSRF_TITLE}: the CSRF token is missing or stale. {CSRF_MESSAGE}"
+        return JsonResponse(error_body(detail, "csrf_failed"), status=403)
+    if request.headers.get("HX-Request") == "true":
+        refused = HttpResponse(
+            f"{CSRF_MESSAGE} Send it again to save it.",
+            status=403,
+            content_type="text/plain; charset=utf-8",
+        )
+        patch_vary_headers(refused, ("HX-Request", "Accept"))
+        return mark_reauth(refused, request, "csrf")
+    back = _same_site_referer(request)
+    # Signing in comes back to the page the form was on (the post's own address may be a
+    # write-only URL that a GET would refuse).
+    next_page = urlsplit(back).path if back else resolve_url("memory:overview")
+    context = {
+        "status": 403,
+        "title": CSRF_TITLE,
+        "message": CSRF_MESSAGE,
+        "back": back,
+        "login_url": f"{resolve_url(settings.LOGIN_URL)}?{urlencode({'next': next_page})}",
+    }
+    response = render(request, "403_csrf.html", context, status=403)
+    patch_vary_headers(response, ("HX-Request", "Accept"))
+    return response
+
+
+def _same_site_referer(request: HttpRequest) -> str | None:
+    """The page the form was on, when it is this site's (never another site's address)."""
+    referer = request.headers.get("Referer", "")
+    if referer and url_has_allowed_host_and_scheme(
+        referer, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return referer
+    return None

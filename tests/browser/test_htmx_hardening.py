@@ -124,7 +124,7 @@ def test_forget_asks_first_and_undo_brings_the_label_back(login, page, context, 
     page.evaluate("() => new Promise((done) => setTimeout(done, 0))")
     assert sent == []
     assert page.dialogs == [
-        f"Forget the label “{before}” that npc-pip uses for npc-sable? Lines about them will "
+        f"Forget the label “{before}” that Pip Dunn uses for Sable Quint? Lines about them will "
         "use a description again."
     ]
     assert label_of("npc-pip", "npc-sable") == before
@@ -155,7 +155,9 @@ def test_use_suggestion_in_one_click(login, page, demo) -> None:
         0
     )
     label = label_of("npc-pip", target)
-    assert suggestion == f"Use “{label}” as the label for {target}"
+    # Named in words (the true name), not by the id.
+    assert target == "5b0e6c1a-3f2d-4e8b-9a71-c4d2e8f90a13"
+    assert suggestion == f"Use “{label}” as the label for Isolde Varga"
 
 
 def test_faces_explained_in_place_and_entry_pages(login, page, demo, screenshots) -> None:

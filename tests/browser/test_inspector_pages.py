@@ -303,6 +303,8 @@ def test_times_read_one_way_with_iso_beside_and_one_direction(login, page, demo)
     ):
         if path:
             page.goto(path)
+        # The save's provenance is folded (issue 28 item 7): opened to be read.
+        page.evaluate("document.querySelectorAll('details').forEach(d => { d.open = true; })")
         times = page.locator(selector)
         assert times.count() >= 1, selector
         for t in times.all():

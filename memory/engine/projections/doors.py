@@ -232,6 +232,53 @@ def _place_names_of_each(
     return out
 
 
+UNKNOWN_PLACE = "an unknown place"  # a session whose place was never written
+UNFAMILIAR_PLACE = "an unfamiliar place"  # a place the viewer may not see the name of
+
+
+def _session_places_of_each(
+    wanted: dict[str, list[tuple[str, str]]],
+) -> dict[str, tuple[dict[str, str], int]]:
+    """Where each viewer's sessions ((session key, last member id) pairs) happened, as that
+    viewer calls the place, and the rows read: a scene's place is in its key, a
+    conversation's is where its last memory was written (one query per chunk of them)."""
+    members = {
+        v: {last for key, last in pairs if _kind(key) == "conversation"}
+        for v, pairs in wanted.items()
+    }
+    member_places: dict[str, str | None] = {}
+    for chunk in chunks(sorted(set().union(set(), *members.values())), _IDS_PER_QUERY):
+        member_places.update(
+            BufferEntry.objects.filter(id__in=chunk).values_list("id", "location_id")
+        )
+    places = {
+        v: {
+            key: (key.removeprefix("scene:") or None)
+            if _kind(key) == "scene"
+            else member_places.get(last)
+            for key, last in pairs
+        }
+        for v, pairs in wanted.items()
+    }
+    names = _place_names_of_each({v: {p for p in at.values() if p} for v, at in places.items()})
+    out = {}
+    for viewer_id, at in places.items():
+        place_names, read = names[viewer_id]
+        named = {
+            key: UNKNOWN_PLACE if loc is None else place_names.get(loc, UNFAMILIAR_PLACE)
+            for key, loc in at.items()
+        }
+        out[viewer_id] = (named, len(members[viewer_id] & member_places.keys()) + read)
+    return out
+
+
+def session_places(viewer_id: str, sessions: Sequence[SessionItem]) -> dict[str, str]:
+    """Each of these sessions of one viewer by where it happened, as the viewer calls the
+    place (its name, else its description): "the Drowned Lantern", never "loc-…"."""
+    pairs = [(s.session_key, s.last_member_id) for s in sessions]
+    return _session_places_of_each({viewer_id: pairs})[viewer_id][0]
+
+
 def _clock(timestamp: str) -> tuple[str, str]:
     """("Jul 6", "12:38 PM") in UTC; an unparseable stamp is shown as written."""
     moment = parse_timestamp(timestamp)
@@ -329,35 +376,17 @@ def digest_at(viewer_id: str, at_key: str, *, limit: int = DIGEST_SESSIONS) -> D
 def _digests_of(pages: dict[str, list[tuple]], read_rows: dict[str, int]) -> dict[str, Digest]:
     """Each viewer's digest lines from its page of sessions (oldest first, as _DIGEST_COLUMNS),
     the places named as the viewer knows them; `read_rows`: rows each viewer's page took."""
-    members = {
-        v: {row[5] for row in page if _kind(row[0]) == "conversation"} for v, page in pages.items()
-    }
-    member_places: dict[str, str | None] = {}
-    for chunk in chunks(sorted(set().union(*members.values())), _IDS_PER_QUERY):
-        member_places.update(
-            BufferEntry.objects.filter(id__in=chunk).values_list("id", "location_id")
-        )
-    places: dict[str, dict[str, str | None]] = {}
-    for viewer_id, page in pages.items():
-        places[viewer_id] = {
-            key: (key.removeprefix("scene:") or None)
-            if _kind(key) == "scene"
-            else member_places.get(last_member)
-            for key, _first, _last, _count, _spoken, last_member, _lkey in page
-        }
-    names = _place_names_of_each({v: {p for p in at.values() if p} for v, at in places.items()})
+    places = _session_places_of_each(
+        {v: [(row[0], row[5]) for row in page] for v, page in pages.items()}
+    )
     out = {}
     for viewer_id, page in pages.items():
-        place_names, read = names[viewer_id]
-        lines = []
-        for key, first_at, last_at, count, spoken, _member, _lkey in page:
-            location = places[viewer_id][key]
-            if location is None:
-                place = "an unknown place"
-            else:
-                place = place_names.get(location, "an unfamiliar place")
-            lines.append(digest_line(_kind(key), place, first_at, last_at, int(count), int(spoken)))
-        visited = read_rows[viewer_id] + len(members[viewer_id] & member_places.keys()) + read
+        place_of, read = places[viewer_id]
+        lines = [
+            digest_line(_kind(key), place_of[key], first_at, last_at, int(count), int(spoken))
+            for key, first_at, last_at, count, spoken, _member, _lkey in page
+        ]
+        visited = read_rows[viewer_id] + read
         digest_hash = hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
         out[viewer_id] = Digest(
             lines=lines, hash=digest_hash, unchanged=False, rows_visited=visited

@@ -3,6 +3,7 @@ from __future__ import annotations
 import csv
 import json
 
+from memory.engine.aliases import MAX_LABEL_CHARS
 from memory.engine.errors import NotFound
 from memory.engine.leaks import stored
 from memory.engine.leaks.accepted import acceptances, split
@@ -16,6 +17,7 @@ from memory.engine.leaks.world_scan import (
 )
 from memory.engine.spreadsheet import safe_row
 from memory.management.commands._base import OmniaCommand, progress_bar, refuse
+from memory.selectors.viewers import suspicious_labels
 
 
 class Command(OmniaCommand):
@@ -67,8 +69,24 @@ class Command(OmniaCommand):
             # Said where a person reads it, and on stderr for json/csv so stdout stays data.
             line = f"ignored {len(ignored)} accepted finding(s)"
             (self.stdout if format == "text" else self.stderr).write(line)
+        self._suspicious(viewer_id, format)
         if fail_on_leak and open_:
             raise SystemExit(1)
+
+    def _suspicious(self, viewer_id: str | None, format: str) -> None:
+        """Stored labels worth a second look (not leaks: nothing the prompt gives away), counted
+        beside the report, where a person reads it (stderr for json/csv, as above)."""
+        found = [s for s in suspicious_labels() if viewer_id is None or s.viewer_id == viewer_id]
+        if not found:
+            return
+        out = self.stdout if format == "text" else self.stderr
+        out.write(
+            f"suspicious labels: {len(found)} (empty, over {MAX_LABEL_CHARS} characters, or "
+            "another entity's true name)"
+        )
+        if format == "text":
+            for s in found:
+                out.write(f"  {s.viewer_id} -> {s.target_id} {s.label!r}: {'; '.join(s.reasons)}")
 
     def _stored(self, world_id: str | None, viewer_id: str | None) -> tuple[list[ScanFinding], int]:
         try:

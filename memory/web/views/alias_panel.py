@@ -20,6 +20,7 @@ ALIASES_SHOWN = 100
 # viewer who knows 300 people made a 0.8 MB panel that cost 60-80 ms of every viewer page.
 LABELS_SHOWN = 25
 ALIASES_FROM = "aliases_from"
+NO_LABEL = "[no label]"
 
 
 # Strangers (targets the viewer has no label for) are alike: "unknown", "an unfamiliar figure",
@@ -49,10 +50,15 @@ def _alias_item(
         "target": r.target_id,
         "name": name,
         "named": name != r.target_id,
+        # Who the row is about, in words, for what a person reads (a screen reader's label,
+        # the Forget question): the true name, else what the viewer can see of them.
+        "person": r.true_name or r.suggestion or r.target_id,
         "in_world": r.in_world,
         "state": r.state,
         "label": r.label,
-        "shown_as": r.shown_as,
+        # A blank label is what omnia prints; the panel marks it so the row is not blank.
+        "shown_as": NO_LABEL if r.label is not None and not r.label.strip() else r.shown_as,
+        "suspicions": r.suspicions,
         "suggestion": r.suggestion,
         # An editor gets one click to take the suggestion, unless it is already the label.
         "offer": can_edit and bool(r.suggestion) and r.suggestion != r.label,
@@ -119,9 +125,12 @@ def aliases_context(
         for r in window.rows
     ]
     csrf_input = markup.csrf_input(csrf_token) if can_edit else ""
-    viewer_name = viewer_reads.display_names([viewer.id])[viewer.id]
+    history = viewer_reads.alias_history(viewer.id)
+    # The viewer and every person the history names, in words, in one read.
+    names = viewer_reads.display_names([viewer.id, *(c.target_id for c in history)])
+    viewer_name = names[viewer.id]
     for item in rows:
-        item["html"] = markup.alias_row(item, viewer.id, can_edit, csrf_input, viewer_name)
+        item["html"] = markup.alias_row(item, viewer_name, can_edit, csrf_input)
     shown = {item["target"] for item in rows}
     strangers_shown = sum(1 for r in window.rows if r.label is None)
     return {
@@ -131,7 +140,7 @@ def aliases_context(
         "all_url": panel_url + "?all_aliases=1",
         "here": here,
         "other_errors": [(t, errs) for t, errs in errors.items() if t not in shown],
-        "history": viewer_reads.alias_history(viewer.id),
+        "history": [(c, names[c.target_id]) for c in history],
         "errors": errors,
         "warnings": warnings,
         "aliases_error": viewer.aliases_error,

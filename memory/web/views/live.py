@@ -14,7 +14,8 @@ from memory.selectors.live import live_status
 @require_GET
 @login_required
 def live_version(request: HttpRequest) -> HttpResponse:
-    status = live_status()
+    # ?save=<name>: a page of that save asks about that save alone.
+    status = live_status(request.GET.get("save") or None)
     # The liveness is part of the tag: a follower that stops or starts is news to the marker.
     etag = f'"{status.version}.{int(status.live)}"'
     if request.headers.get("If-None-Match") == etag:

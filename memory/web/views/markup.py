@@ -29,13 +29,14 @@ _EMPTY = mark_safe("")
 _CURRENT = mark_safe(' aria-current="page"')
 
 
-def alias_row(
-    item: dict[str, Any], viewer_id: str, can_edit: bool, csrf: str, viewer_name: str = ""
-) -> SafeString:
+def alias_row(item: dict[str, Any], viewer_name: str, can_edit: bool, csrf: str) -> SafeString:
     """One alias row's <tr>: the label cell is the inline editor for editors (a refused label
     stays in the input with the reason beside it; Forget asks first), the label for readers;
     then the suggested descriptor and, for editors, one click to use it; beside who it is,
-    the lines naming them and what the viewer remembers of them over time."""
+    the lines naming them and what the viewer remembers of them over time. What a person
+    reads (screen-reader labels, the Forget question, the pair link) names the viewer and the
+    target in words: `viewer_name`, and the item's `person` (true name, else what the viewer
+    can see)."""
     if item["named"]:
         who = format_html(
             '<span class="qa-info" title="true name: QA information, never shown to the '
@@ -46,7 +47,7 @@ def alias_row(
     else:
         who = item["target"]
     if can_edit:
-        cell = _editor_cell(item, viewer_id, csrf)
+        cell = _editor_cell(item, viewer_name, csrf)
     else:
         cell = format_html('<span class="state-{}">{}</span>', item["state"], item["shown_as"])
     errors = warnings = offer = _EMPTY
@@ -59,7 +60,7 @@ def alias_row(
             if item["rejected"] is None
             else format_html(
                 '<li class="muted">Not saved; {} still calls them \u201c{}\u201d.</li>',
-                viewer_id,
+                viewer_name,
                 item["shown_as"],
             ),
         )
@@ -68,6 +69,14 @@ def alias_row(
             '<ul class="warning" id="alias-warn-{}" role="status">{}</ul>',
             item["dom"],
             format_html_join("", "<li>Saved, but: {}</li>", ((m,) for m in item["warnings"])),
+        )
+    suspicious = _EMPTY
+    if item["suspicions"]:
+        # Stored already (an import, the game): said, never hidden or changed.
+        suspicious = format_html(
+            '<ul class="warning suspicious" id="alias-check-{}">{}</ul>',
+            item["dom"],
+            format_html_join("", "<li>Check: {}</li>", ((m,) for m in item["suspicions"])),
         )
     if item["offer"]:
         offer = format_html(
@@ -79,15 +88,15 @@ def alias_row(
             url=item["edit_url"],
             csrf=csrf,
             suggestion=item["suggestion"],
-            target=item["target"],
+            target=item["person"],
         )
     pair = _EMPTY
     if item["pair_url"]:
         pair = format_html(
             '<br><a class="pair-link small" href="{}">what {} remembers of {}</a>',
             item["pair_url"],
-            viewer_name or viewer_id,
-            item["name"],
+            viewer_name,
+            item["person"],
         )
     return format_html(
         '<tr id="alias-{dom}" data-target="{target}"{selected}>\n        <th scope="row">'
@@ -95,7 +104,7 @@ def alias_row(
         '          <a class="uses-link small" href="{uses}" hx-get="{uses}" '
         'hx-target="#buffer-panel" hx-swap="outerHTML" hx-push-url="true" '
         'aria-label="Buffer lines naming {name}">lines</a>{pair}</th>\n        <td>{cell}\n'
-        "          {errors}\n          {warnings}\n"
+        "          {errors}\n          {warnings}{suspicious}\n"
         '          <span class="suggestion small muted">suggested: {suggestion}{offer}</span>\n'
         '        </td>\n        <td><span class="badge state-{state}">{state}</span></td>\n'
         "      </tr>",
@@ -110,13 +119,14 @@ def alias_row(
         cell=cell,
         errors=errors,
         warnings=warnings,
+        suspicious=suspicious,
         suggestion=item["suggestion"],
         offer=offer,
         state=item["state"],
     )
 
 
-def _editor_cell(item: dict[str, Any], viewer_id: str, csrf: str) -> SafeString:
+def _editor_cell(item: dict[str, Any], viewer_name: str, csrf: str) -> SafeString:
     """The label's inline editor: Save, and Forget when there is a label to forget."""
     if item["errors"]:
         described = format_html(' aria-invalid="true" aria-describedby="alias-err-{}"', item["dom"])
@@ -131,22 +141,22 @@ def _editor_cell(item: dict[str, Any], viewer_id: str, csrf: str) -> SafeString:
             'data-confirm="Forget the label \u201c{}\u201d that {} uses for {}? Lines about '
             'them will use a description again.">Forget</button>',
             item["label"],
-            viewer_id,
-            item["target"],
+            viewer_name,
+            item["person"],
         )
     return format_html(
         '\n          <form class="alias-form" method="post" action="{url}" hx-post="{url}" '
         'hx-target="#aliases-panel" hx-swap="outerHTML">{csrf}\n'
-        '            <label class="visually-hidden" for="label-{dom}">Label {viewer_id} uses for '
-        "{target}</label>\n"
+        '            <label class="visually-hidden" for="label-{dom}">Label {viewer_name} uses for '
+        "{person}</label>\n"
         '            <input id="label-{dom}" name="label" value="{value}" '
         'placeholder="{shown_as}"{described}>\n'
         "            {set}\n            {forget}\n          </form>",
         url=item["edit_url"],
         csrf=csrf,
         dom=item["dom"],
-        viewer_id=viewer_id,
-        target=item["target"],
+        viewer_name=viewer_name,
+        person=item["person"],
         value=item["value"],
         shown_as=item["shown_as"],
         described=described,
@@ -189,14 +199,7 @@ def matrix_row(viewer_id: str, viewer_name: str, url: str, cells) -> SafeString:
         else _EMPTY
     )
     tds = [
-        format_html(
-            '<td class="state-{state}" data-viewer="{viewer}" data-target="{target}" '
-            'title="{state}">{label}</td>',
-            state=cell.state,
-            viewer=viewer_id,
-            target=target.id,
-            label="—" if cell.label is None else cell.label,
-        )
+        (_checked_cell if cell.suspicions else _cell)(viewer_id, target.id, cell)
         if cell
         else _SELF_CELL
         for target, cell in cells
@@ -207,4 +210,31 @@ def matrix_row(viewer_id: str, viewer_name: str, url: str, cells) -> SafeString:
         viewer_name,
         hint,
         mark_safe("\n        ".join(tds)),
+    )
+
+
+def _cell(viewer_id: str, target_id: str, cell) -> SafeString:
+    return format_html(
+        '<td class="state-{state}" data-viewer="{viewer}" data-target="{target}" '
+        'title="{state}">{label}</td>',
+        state=cell.state,
+        viewer=viewer_id,
+        target=target_id,
+        label="—" if cell.label is None else cell.label,
+    )
+
+
+def _checked_cell(viewer_id: str, target_id: str, cell) -> SafeString:
+    """A cell whose stored label is suspicious: marked and said (a blank label shows as
+    [no label]), its label still as omnia prints it."""
+    reasons = "; ".join(cell.suspicions)
+    return format_html(
+        '<td class="state-{state} suspicious" data-viewer="{viewer}" data-target="{target}" '
+        'title="{state}; check: {reasons}"><span aria-hidden="true">⚠ </span>{label}'
+        '<span class="visually-hidden"> (check: {reasons})</span></td>',
+        state=cell.state,
+        viewer=viewer_id,
+        target=target_id,
+        reasons=reasons,
+        label=cell.label if cell.label.strip() else "[no label]",
     )

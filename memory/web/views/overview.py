@@ -60,6 +60,12 @@ def overview(request: HttpRequest) -> HttpResponse:
 
 # The overview lists this many viewers (search narrows the rest) and this many leak rows.
 VIEWERS_LISTED = 50
+# The leak scanner's kinds as the save page's column heads say them.
+LEAK_KIND_HEADS = {
+    "system_id": "system ids",
+    "unknown_name": "names not known",
+    "private_attribute": "private values",
+}
 LEAK_ROWS_LISTED = 50
 PROBLEMS_LISTED = 20
 # Past this many viewers the leak table lists only those with findings (a crowd of zeros
@@ -133,8 +139,8 @@ def projection_context(request: HttpRequest) -> dict[str, Any]:
     names = viewer_reads.display_names(r[0] for r in listed)
     return {
         "leak_kinds": kinds,
-        # A kind's words, for a header that may break between them (a phone-wide panel).
-        "leak_kind_heads": [k.split("_") for k in kinds],
+        # A kind in words for a column head (the scanner's names are for machines).
+        "leak_kind_heads": [LEAK_KIND_HEADS.get(k, k.replace("_", " ")) for k in kinds],
         # names first: (id, name, counts per kind, total)
         "leak_rows": [(v, names[v], per_kind, total) for v, per_kind, total in listed],
         "leak_viewers": tally.known,

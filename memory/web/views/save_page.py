@@ -43,8 +43,33 @@ def save_page(request: HttpRequest) -> HttpResponse:
         "worlds": [matrix(request, world) for world in viewer_reads.list_worlds()],
         "json_twin": saves.reverse("api:entities") + (f"?{urlencode({'q': q})}" if q else ""),
         "can_delete": request.user.has_perm(ADMIN_PERMISSION),
+        "suspicious": _suspicious(),
     }
     return render_page(request, "memory/save.html", "viewer-list", context)
+
+
+SUSPICIOUS_LISTED = 20
+
+
+def _suspicious() -> dict:
+    """The save's suspicious labels, the first SUSPICIOUS_LISTED by viewer, each viewer and
+    target by name."""
+    found = viewer_reads.suspicious_labels()
+    shown = found[:SUSPICIOUS_LISTED]
+    names = viewer_reads.display_names([i for s in shown for i in (s.viewer_id, s.target_id)])
+    return {
+        "total": len(found),
+        "rows": [
+            {
+                "viewer_id": s.viewer_id,
+                "viewer": names[s.viewer_id],
+                "target": names[s.target_id],
+                "label": s.label,
+                "reasons": s.reasons,
+            }
+            for s in shown
+        ],
+    }
 
 
 @require_http_methods(["GET", "POST"])

@@ -138,7 +138,9 @@ def _buffer_context(viewer: Viewer, state: BufferState) -> dict[str, Any]:
     }
 
 
-def _sessions_context(viewer: Viewer, links: buffer_reads.LineLinks | None) -> dict[str, Any]:
+def _sessions_context(
+    viewer: Viewer, links: buffer_reads.LineLinks | None, qa: bool = False
+) -> dict[str, Any]:
     panel = projection_reads.sessions_panel(viewer)
     selected_session = links.session_key if links else None
     selected_episode = panel.episode_at(links.entry.timestamp) if links else None
@@ -146,6 +148,7 @@ def _sessions_context(viewer: Viewer, links: buffer_reads.LineLinks | None) -> d
         {
             "s": s,
             "summary": panel.summaries.get(s.session_key),
+            "place": panel.places.get(s.session_key),
             "dom": f"session-{slugify(s.session_key)}",
             "selected": s.session_key == selected_session,
         }
@@ -157,6 +160,7 @@ def _sessions_context(viewer: Viewer, links: buffer_reads.LineLinks | None) -> d
         "digest": panel.digest,
         "episodes": [{"e": e, "selected": e.ordinal == selected_episode} for e in episodes],
         "timeline": _timeline(episodes, selected_episode),
+        "qa": qa,  # the session keys shown beside the places (QA asked for ids)
     }
 
 
@@ -261,7 +265,7 @@ def viewer_context(
             )
         ),
         "buffer": SimpleLazyObject(lambda: _buffer_context(viewer, state)),
-        "sessions": SimpleLazyObject(lambda: _sessions_context(viewer, links)),
+        "sessions": SimpleLazyObject(lambda: _sessions_context(viewer, links, state.qa)),
         "faces": SimpleLazyObject(lambda: _faces_context(request, viewer)),
         "can_edit": can_edit,
         "json_twin": reverse("api:buffer", args=[viewer.id]),

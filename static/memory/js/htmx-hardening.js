@@ -1,6 +1,8 @@
 // htmx, hardened: every request shows it is busy, a failed one says so in the panel it was
 // for (with a Retry), an inline edit gives focus back to its row, a [data-confirm] button asks
-// first. The expired-session redirect is the server's (HX-Redirect, memory/web/htmx_login.py).
+// first. The expired-session redirect is the server's (HX-Redirect, memory/web/htmx_login.py);
+// a write refused for an ended session or a stale CSRF token keeps what was typed and offers
+// to sign in (here or in a new tab) and send it again.
 // No inline script anywhere (the CSP forbids it).
 (function () {
   "use strict";
@@ -100,6 +102,8 @@
 
   document.addEventListener("htmx:responseError", function (event) {
     var xhr = event.detail.xhr;
+    var reauth = xhr.getResponseHeader("X-Omnia-Reauth");
+    if (reauth) { showReauth(event.detail, reauth, xhr.getResponseHeader("X-Omnia-Login") || "/accounts/login/"); return; }
     var reason = shortReason(xhr);
     showError(event.detail, "That request failed (" + xhr.status + (xhr.statusText ? " " + xhr.statusText : "") + ")" + (reason ? ": " + reason : "") + ".");
   });
@@ -111,6 +115,164 @@
   document.addEventListener("htmx:timeout", function (event) {
     showError(event.detail, "The server took too long to answer.");
   });
+
+  // --- expiry: nothing typed is lost --------------------------------------------------------------
+  // The server swapped nothing (401 for an ended session, 403 for a stale token), so the form
+  // still holds what was typed. The person signs in in a new tab and comes back to "Send it
+  // again", or signs in here: the edit waits in sessionStorage (this tab only) and is put back
+  // into its form when the page comes back, to be sent with one click.
+  var PENDING = "omnia-pending-edit";
+  var CSRF_COOKIE = "csrftoken";  // Django's default name; settings.py keeps it
+
+  function readCookie(name) {
+    var found = null;
+    document.cookie.split(";").forEach(function (part) {
+      var eq = part.indexOf("=");
+      if (part.slice(0, eq).trim() === name) found = decodeURIComponent(part.slice(eq + 1).trim());
+    });
+    return found;
+  }
+
+  // The token the server will accept now (signing in elsewhere rotates it; a cleared cookie is
+  // set again by any page read), written where htmx and the forms send it from.
+  function refreshToken() {
+    var have = readCookie(CSRF_COOKIE);
+    var ready = have ? Promise.resolve(have) : fetch(window.location.href, { credentials: "same-origin" }).then(function () { return readCookie(CSRF_COOKIE); });
+    return ready.then(function (token) {
+      if (!token) return;
+      document.body.setAttribute("hx-headers", JSON.stringify({ "X-CSRFToken": token }));
+      // A form's own field wins over the header on the server, so it is renewed too.
+      document.querySelectorAll("input[name=csrfmiddlewaretoken]").forEach(function (input) { input.value = token; });
+    });
+  }
+
+  function formOf(elt) {
+    if (!elt) return null;
+    return elt.tagName === "FORM" ? elt : (elt.form || (elt.closest && elt.closest("form")));
+  }
+
+  function typedIn(form) {
+    var fields = {};
+    if (!form) return fields;
+    Array.prototype.forEach.call(form.elements, function (field) {
+      if (field.id && (field.tagName === "TEXTAREA" || /^(text|search)$/.test(field.type))) fields[field.id] = field.value;
+    });
+    return fields;
+  }
+
+  function submitterValues(config) {
+    var submitter = config && config.triggeringEvent && config.triggeringEvent.submitter;
+    var values = {};
+    if (submitter && submitter.name) values[submitter.name] = submitter.value;
+    return values;
+  }
+
+  function replay(edit, source, target, box) {
+    refreshToken().then(function () {
+      if (box) box.remove();
+      htmx.ajax(edit.verb, edit.path, { source: source, target: target, values: edit.values });
+    });
+  }
+
+  function reauthBox(panel) {
+    var box = panel.querySelector(":scope > .reauth");
+    if (!box) {
+      box = document.createElement("div");
+      box.className = ERROR_CLASS + " reauth";
+      box.setAttribute("role", "alert");
+      var heading = panel.querySelector(":scope > h2, :scope > h1");
+      panel.insertBefore(box, heading ? heading.nextSibling : panel.firstChild);
+    }
+    box.textContent = "";
+    return box;
+  }
+
+  function addButton(box, text, onClick) {
+    var button = document.createElement("button");
+    button.type = "button";
+    button.textContent = text;
+    button.addEventListener("click", onClick);
+    box.appendChild(button);
+    return button;
+  }
+
+  function showReauth(detail, reason, loginUrl) {
+    var panel = panelOf(detail);
+    if (!panel) return;
+    var config = detail.requestConfig || {};
+    var source = detail.elt;
+    var form = formOf(source);
+    var edit = {
+      page: window.location.pathname + window.location.search,
+      verb: config.verb || "post",
+      path: config.path || detail.pathInfo.requestPath,
+      target: detail.target && detail.target.id,
+      values: submitterValues(config),
+      fields: typedIn(form),
+    };
+    var box = reauthBox(panel);
+    var text = document.createElement("p");
+    text.textContent = (reason === "csrf"
+      ? "This page's security token went stale (you signed in or out in another tab, or cookies were cleared), so your change was not saved."
+      : "Your session has ended, so your change was not saved.") + " What you typed is kept here.";
+    box.appendChild(text);
+    var elsewhere = document.createElement("a");
+    elsewhere.href = loginUrl;
+    elsewhere.target = "_blank";
+    elsewhere.rel = "noopener";
+    elsewhere.textContent = "Sign in in a new tab";
+    box.appendChild(elsewhere);
+    box.appendChild(document.createTextNode(", then "));
+    addButton(box, "Send it again", function () { replay(edit, source, detail.target, box); });
+    box.appendChild(document.createTextNode(" · or "));
+    var here = document.createElement("a");
+    here.href = loginUrl;
+    here.textContent = "sign in here";
+    here.addEventListener("click", function () {
+      try { window.sessionStorage.setItem(PENDING, JSON.stringify(edit)); } catch (e) { /* private mode: the new tab still works */ }
+    });
+    box.appendChild(here);
+    box.appendChild(document.createTextNode(" (your change comes back with you)."));
+    elsewhere.focus();
+  }
+
+  // Back from signing in here: the typed text goes back into its form, to be sent again.
+  function restorePending() {
+    var raw = null;
+    try { raw = window.sessionStorage.getItem(PENDING); } catch (e) { return; }
+    if (!raw) return;
+    var edit;
+    try { edit = JSON.parse(raw); } catch (e) { window.sessionStorage.removeItem(PENDING); return; }
+    if (!edit || edit.page !== window.location.pathname + window.location.search) return;
+    window.sessionStorage.removeItem(PENDING);
+    var form = null;
+    Object.keys(edit.fields || {}).forEach(function (id) {
+      var field = document.getElementById(id);
+      if (!field) return;
+      field.value = edit.fields[id];
+      form = form || formOf(field);
+    });
+    var target = edit.target && document.getElementById(edit.target);
+    if (!form || !target) return;
+    var panel = target.closest(".panel, section, main") || target;
+    var box = reauthBox(panel);
+    box.classList.add("restored");
+    var text = document.createElement("p");
+    text.textContent = "You are signed in again. What you typed before is back in its field and not saved yet.";
+    box.appendChild(text);
+    var send = addButton(box, "Save it now", function () { replay(edit, form, target, box); });
+    box.appendChild(document.createTextNode(" "));
+    addButton(box, "Discard", function () {
+      Object.keys(edit.fields || {}).forEach(function (id) {
+        var field = document.getElementById(id);
+        if (field) field.value = field.defaultValue;
+      });
+      box.remove();
+    });
+    send.focus();
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", restorePending);
+  else restorePending();
 
   // --- focus: back to the row that was edited, not to <body> ------------------------------------
   document.addEventListener("htmx:afterSettle", function (event) {

@@ -111,4 +111,41 @@
     var copy = event.target.closest("[data-copy]");
     if (copy) copyFrom(copy);
   });
+  // --- wide tables on a narrow screen say that they scroll --------------------------------------
+  // A table wider than its scroller (the matrix at 390 px shows 3 of 6 columns) gets a hint
+  // above it, and its scroller a tab stop so the keyboard can scroll it too; both go away when
+  // the table fits again. Checked on load, on resize and after each swap.
+  function scrollerOf(table) {
+    for (var node = table.parentElement; node && node !== document.body; node = node.parentElement) {
+      var overflow = window.getComputedStyle(node).overflowX;
+      if (overflow === "auto" || overflow === "scroll") return node;
+    }
+    return null;
+  }
+  function markWideTables(root) {
+    (root.querySelectorAll ? root : document).querySelectorAll("table").forEach(function (table) {
+      var scroller = scrollerOf(table);
+      if (!scroller) return;
+      var hint = table.previousElementSibling;
+      var hinted = hint && hint.classList.contains("scroll-hint");
+      var wide = table.scrollWidth > scroller.clientWidth + 1;
+      if (wide && !hinted) {
+        hint = document.createElement("p");
+        hint.className = "scroll-hint small";
+        hint.textContent = "Scroll sideways for more columns →";
+        table.parentElement.insertBefore(hint, table);
+        if (!scroller.hasAttribute("tabindex")) { scroller.setAttribute("tabindex", "0"); scroller.setAttribute("data-scroll-stop", ""); }
+      } else if (!wide && hinted) {
+        hint.remove();
+        if (scroller.hasAttribute("data-scroll-stop")) { scroller.removeAttribute("tabindex"); scroller.removeAttribute("data-scroll-stop"); }
+      }
+    });
+  }
+  var resizeTimer = null;
+  window.addEventListener("resize", function () {
+    clearTimeout(resizeTimer);
+    resizeTimer = setTimeout(function () { markWideTables(document); }, 100);
+  });
+  document.addEventListener("DOMContentLoaded", function () { markWideTables(document); });
+  document.addEventListener("htmx:afterSettle", function () { markWideTables(document); });
 })();

@@ -28,11 +28,13 @@
   }
 
   function render() {
-    if (!state || !state.follows) { marker.hidden = true; return; }
+    // Only a page of a followed save shows the marker; pages over every save just refresh.
+    if (!state || !state.follows || !marker.hasAttribute("data-live-save")) { marker.hidden = true; return; }
     marker.hidden = false;
     var age = state.age_s === null ? null : state.age_s + (Date.now() - receivedAt) / 1000;
-    var when = age === null ? "nothing applied yet" : "updated " + ago(age);
-    var word = paused ? "paused" : (state.live ? "live" : "not live");
+    var when = age === null ? "nothing applied yet" : (state.live || paused ? "updated " : "last update ") + ago(age);
+    // The follower beats every 2 s; silent for longer than the server allows, it has stopped.
+    var word = paused ? "paused" : (state.live ? "live" : "stopped");
     text.textContent = word + " · " + when;
     marker.classList.toggle("is-live", state.live && !paused);
     marker.classList.toggle("is-paused", paused);
