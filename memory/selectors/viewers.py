@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from django.db.models import Count, Q
 
-from memory.active_save import SAVE, scoped_cursor
+from memory.active_save import scoped_cursor
 from memory.engine.aliases import (
     UNFAMILIAR,
     AliasesJsonError,
@@ -313,7 +313,7 @@ def _kinds(world_id: str | None, ids: list[str]) -> dict[str, str]:
     with scoped_cursor() as cursor:
         cursor.execute(
             "SELECT id, type, world_id FROM objects "
-            f"WHERE game_save_id = {SAVE} AND id IN ({marks}) ORDER BY id",
+            f"WHERE game_save_id = %(save)s AND id IN ({marks}) ORDER BY id",
             list(ids),
         )
         rows = cursor.fetchall()

@@ -65,6 +65,8 @@ LEAK_KIND_HEADS = {
     "system_id": "system ids",
     "unknown_name": "names not known",
     "private_attribute": "private values",
+    "raw_tag": "raw tags",
+    "unresolved_tag": "unresolved tags",
 }
 LEAK_ROWS_LISTED = 50
 PROBLEMS_LISTED = 20
