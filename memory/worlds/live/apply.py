@@ -34,14 +34,61 @@ from memory.models import (
 from memory.worlds import bulk
 from memory.worlds.live.changes import (
     BUCKET_SIZE,
+    COLUMNS,
     REWIND_ROWS,
     BatchResult,
     Changes,
     Ours,
+    content,
 )
 from memory.worlds.report import WorldImportError
 
 BULK_WORDS = 1000  # new buffer rows in one batch past which their words go in at once
+MODELS = {"buffer_entries": BufferEntry, "ledger_entries": LedgerEntry}
+
+
+class SaveGone(Exception):
+    """The save the follower feeds was replaced or deleted under it (nothing was written)."""
+
+    def __init__(self, name: str, save_id: int, *, replaced: bool) -> None:
+        self.name, self.save_id, self.replaced = name, save_id, replaced
+        if replaced:
+            said = (
+                f"save {name!r} was replaced by another import under the follower: follower "
+                "stopped, nothing written to the retired save; follow into a save of its own "
+                "with --as NEW-NAME"
+            )
+        else:
+            said = (
+                f"save {name!r} was deleted under the follower: follower stopped, nothing "
+                "written after; follow again to read the game from its first row"
+            )
+        super().__init__(said)
+
+
+def claim_live(save: Save, name: str) -> None:
+    """The transaction's first statement: holds the save row (PostgreSQL: its row lock, which
+    a replace's retire and a delete wait for; SQLite: the write lock, taken at once, so no
+    replace or delete commits between this look and our rows) and says whether the save is
+    still live; SaveGone when it was retired or deleted. The follower is bound to the save's
+    identity, never its name: no row goes into a retired save (issue 29, 30 rows lost)."""
+    if Save.objects.filter(pk=save.pk, retired_at__isnull=True).update(retired_at=F("retired_at")):
+        return
+    raise SaveGone(name, save.pk, replaced=Save.objects.filter(pk=save.pk).exists())
+
+
+def content_of(save: Save, table: str, ids: list[str]) -> dict[str, tuple]:
+    """Our rows' content by id, as the file's rows carry it (changes.COLUMNS)."""
+    model, columns = MODELS[table], COLUMNS[table]
+    found: dict[str, tuple] = {}
+    for start in range(0, len(ids), 500):
+        for row in (
+            model.objects.in_save(save)
+            .filter(id__in=ids[start : start + 500])
+            .values_list(*columns)
+        ):
+            found[row[0]] = content(row)
+    return found
 
 
 def held(save: Save | None, table: str, mark: int) -> Ours:
@@ -131,6 +178,11 @@ def write_batch(
                 ).delete()
         if tc.rewound_to is not None:
             LiveRow.objects.filter(table_name=table, rowid__gt=tc.rewound_to).delete()
+        if tc.rewritten:
+            owners = _rewrite(model, table, tc.rewritten)
+            deleted_owners.update(owners)  # refolded with the new content
+            LeakScan.objects.mark_stale(owners)
+            result.rewritten[table] = len(tc.rewritten)
     shards = shard_count()
     buffer_rows = [
         (
@@ -200,6 +252,18 @@ def write_batch(
     )
     notify_written()
     return result
+
+
+def _rewrite(model, table: str, rows: list[tuple]) -> set[str]:
+    """The game's new content of rows it rewrote in place (same id), written over ours; the
+    owners before and after, whose projections are folded again."""
+    columns = COLUMNS[table][1:]
+    ids = [row[1] for row in rows]
+    owners = set(model.objects.filter(id__in=ids).values_list("owner_id", flat=True))
+    for row in rows:
+        model.objects.filter(id=row[1]).update(**dict(zip(columns, row[2:], strict=True)))
+        owners.add(row[2])
+    return {o for o in owners if o}
 
 
 def _check_owners(source: str, table: str, model, rows: list[tuple]) -> None:
