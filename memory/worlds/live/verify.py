@@ -61,7 +61,7 @@ def _rows(game: GameFile, save: Save, table: str, found: Verified) -> None:
         rows = game.rows_between(table, after, 2**63 - 1, SWEEP_ROWS)
         if not rows:
             break
-        ours = apply.content_of(save, table, [row[1] for row in rows])
+        ours = apply.content_between(save, table, after, rows[-1][0])
         held += len(ours)
         for row in rows:
             if row[1] not in ours:
