@@ -342,3 +342,56 @@ def test_a_big_field_through_the_running_follower_is_refused_and_the_follow_goes
     assert wait_until(lambda: caught_up(path, database), seconds=60)
     assert "holds the file, content for content" in verified(path, env)
     stopped_cleanly(following)
+
+
+@pytest.mark.django_db
+def test_the_sweep_applies_rewrites_of_buffer_and_ledger_rows_on_this_backend(tmp_path) -> None:
+    # In-process, on the test run's backend (PostgreSQL hands BLOBs back as memoryview: a
+    # ledger embedding must compare equal to the file's bytes, never as a rewrite).
+    from memory.active_save import use
+    from memory.models import BufferEntry, LedgerEntry
+    from memory.worlds.live import Follower, verify
+
+    path = tmp_path / "game.sqlite"
+    game = StandIn(path, seed=11, delete_every=0, alias_every=0, ledger_every=2)
+    game.run(60, 0)
+    follower = Follower(path)
+    results = [follower.tick()]
+    while (result := follower.tick()) is not None:  # the racily-clean looks, the sweep
+        results.append(result)
+    assert all(not r.rewritten for r in results)
+    buffer_id = game.conn.execute("SELECT id FROM buffer_entries LIMIT 1 OFFSET 5").fetchone()[0]
+    ledger_id, embedding = game.conn.execute(
+        "SELECT id, embedding FROM ledger_entries LIMIT 1"
+    ).fetchone()
+    if embedding is None:  # the stand-in writes none: give this row one, then follow it
+        embedding = bytes(range(16))
+        game.conn.execute(
+            "UPDATE ledger_entries SET embedding = ? WHERE id = ?", [embedding, ledger_id]
+        )
+        assert follower.tick().rewritten == {"ledger_entries": 1}
+        assert follower.tick() is None  # the same bytes again: no rewrite
+    intent = json.dumps({"type": "thought", "content": "Rewritten.", "actorId": "x"})
+    game.conn.execute("UPDATE buffer_entries SET intent_json = ? WHERE id = ?", [intent, buffer_id])
+    game.conn.execute(
+        "UPDATE ledger_entries SET content = 'Rewritten too.', importance = 9 WHERE id = ?",
+        [ledger_id],
+    )
+    result = follower.tick()
+    assert result.rewritten == {"buffer_entries": 1, "ledger_entries": 1}
+    assert result.added == {"buffer_entries": 0, "ledger_entries": 0, "ledger_involved_entities": 0}
+    assert result.summary() == (
+        "1 buffer_entries rewritten in place, 1 ledger_entries rewritten in place"
+    )
+    with use(follower.save):
+        assert BufferEntry.objects.get(id=buffer_id).intent_json == intent
+        entry = LedgerEntry.objects.get(id=ledger_id)
+        assert (entry.content, entry.importance, bytes(entry.embedding)) == (
+            "Rewritten too.",
+            9,
+            embedding,
+        )
+    found = verify(path, follower.save)
+    assert found.clean and found.examples == []
+    assert found.compared["buffer_entries"] == len(game_ids(path))
+    game.close()
