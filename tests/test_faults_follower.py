@@ -395,3 +395,42 @@ def test_the_sweep_applies_rewrites_of_buffer_and_ledger_rows_on_this_backend(tm
     assert found.clean and found.examples == []
     assert found.compared["buffer_entries"] == len(game_ids(path))
     game.close()
+
+
+@pytest.mark.django_db
+def test_a_follow_up_whose_cycle_fails_is_the_saves_problem_and_the_follow_goes_on(
+    tmp_path, monkeypatch
+) -> None:
+    # Issue 29: a helper of the projection cycle raising on a save's data took the process
+    # down; the follower's follow-up runs that cycle after every batch.
+    from memory.active_save import use
+    from memory.models import BufferEntry, ProjectionProblem
+    from memory.worlds.live import Follower
+    from memory.worlds.live import apply as live_apply
+
+    path = tmp_path / "game.sqlite"
+    game = StandIn(path, seed=12, delete_every=0, alias_every=0)
+    game.run(20, 0)
+    real = live_apply.run_upkeep
+
+    def dies(*args, **kwargs):
+        raise MemoryError("the scanner died on <script>x</script>")
+
+    monkeypatch.setattr(live_apply, "run_upkeep", dies)
+    follower = Follower(path)
+    result = follower.tick()
+    reason = "the projection cycle failed: MemoryError: the scanner died on <script>x</script>"
+    assert result.cycle_failed == reason and result.summary().endswith(f"objects synced, {reason}")
+    with use(follower.save):
+        assert set(BufferEntry.objects.values_list("id", flat=True)) == game_ids(path)
+        assert list(ProjectionProblem.objects.values_list("table_name", "reason")) == [
+            ("upkeep", reason)
+        ]
+    game.run(game.report.rows_written + 5, 0)
+    monkeypatch.setattr(live_apply, "run_upkeep", real)
+    assert follower.tick().cycle_failed == ""
+    assert follower.follow_up_due is False
+    with use(follower.save):
+        assert set(BufferEntry.objects.values_list("id", flat=True)) == game_ids(path)
+        assert not ProjectionProblem.objects.exists()
+    game.close()

@@ -19,6 +19,7 @@ from django.utils import timezone
 from memory.active_save import current_id, use
 from memory.engine import text_index
 from memory.engine.clock import is_untimed
+from memory.engine.projections import problems
 from memory.engine.projections.refold import refold_owners
 from memory.engine.scopes import home_scope
 from memory.engine.shards import bump_generations, notify_written, shard_count, shard_of
@@ -296,6 +297,7 @@ def derive(save: Save, follow: int, pending: list[str]) -> int:
         if pending:
             refolded = refold_owners(pending)
         run_upkeep()
+        problems.cycle_passed()
         LiveFollow.objects.filter(pk=follow).update(
             pending_refold="[]", version=F("version") + 1, heartbeat_at=timezone.now()
         )

@@ -125,6 +125,7 @@ class BatchResult:
     objects_synced: bool = False
     replaced: str | None = None
     refolded: int = 0
+    cycle_failed: str = ""  # the follow-up's projection cycle raised: why (the save's problem)
     lag_s: float = 0.0
     version: int = 0
 
@@ -136,6 +137,8 @@ class BatchResult:
             parts.append("objects synced")
         if self.replaced:
             parts.insert(0, f"replaced ({self.replaced})")
+        if self.cycle_failed:
+            parts.append(self.cycle_failed)
         return ", ".join(parts) or "nothing new"
 
 

@@ -20,11 +20,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from django.db import transaction
+from django.db import DatabaseError, transaction
 
 from memory.active_save import current_id, use
 from memory.engine.errors import Conflict
 from memory.engine.planner import WORLD_TABLES, Growth, refresh_statistics
+from memory.engine.projections import problems
 from memory.engine.saves import check_name, default_name
 from memory.models import BufferEntry, LiveFollow, Save
 from memory.worlds.live import apply, checks
@@ -75,6 +76,7 @@ class Follower:
         self.sweep_at: dict[str, int | None] = {"buffer_entries": None, "ledger_entries": None}
         self.sweep_due: dict[str, bool] = {"buffer_entries": True, "ledger_entries": True}
         self._sweep_started: set[str] = set()
+        self.follow_up_due = False  # the last follow-up failed: tried again at the next tick
         self._load()
 
     @property
@@ -261,9 +263,21 @@ class Follower:
         """The derived rows, current in the same cycle (apply.derive); then the version."""
         result = result or BatchResult()
         pending = json.loads(self.state.pending_refold)
-        with transaction.atomic():
-            apply.claim_live(self.save, self.name)  # derived rows go into a live save only
-            result.refolded = apply.derive(self.save, self.state.pk, pending)
+        try:
+            with transaction.atomic():
+                apply.claim_live(self.save, self.name)  # derived rows go into a live save only
+                result.refolded = apply.derive(self.save, self.state.pk, pending)
+        except (SaveGone, DatabaseError):
+            raise
+        except Exception as exc:
+            # A helper of the cycle raised on this save's data: the rows stay applied, the
+            # failure is the save's problem row (its page says it), the next tick tries the
+            # follow-up again; the follower goes on (issue 29).
+            with use(self.save):
+                result.cycle_failed = problems.cycle_failed(exc)
+            self.follow_up_due = True
+        else:
+            self.follow_up_due = False
         self._refresh()
         result.version = self.state.version
         return result
@@ -290,8 +304,8 @@ class Follower:
             self.file.close()
 
     def _tick(self) -> BatchResult | None:
-        if self.save is not None and json.loads(self.state.pending_refold):
-            self.follow_up()  # a follower stopped before its follow-up: finish that first
+        if self.save is not None and (self.follow_up_due or json.loads(self.state.pending_refold)):
+            self.follow_up()  # a follower stopped before its follow-up (or it failed): again
         if not self.changed():
             self.heartbeat()
             return None
