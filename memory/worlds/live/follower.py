@@ -40,7 +40,7 @@ from memory.worlds.live.changes import (
     TableChanges,
     content,
 )
-from memory.worlds.live.source import GameFile, patiently
+from memory.worlds.live.source import GameFile, NotWhole, patiently
 from memory.worlds.report import ImportReport, WorldImportError
 from memory.worlds.save_door import Arrival, land
 
@@ -350,7 +350,9 @@ def waiting_for(exc: Exception) -> str | None:
     """One line for a file we cannot take now (the game holds a lock; its schema changed; it
     is damaged or half written; a row we refuse), or None when the error is not the file's."""
     if isinstance(exc, WorldImportError):
-        return f"{exc}; waiting for the file to change"
+        if isinstance(exc, NotWhole):  # a table or column gone, damage
+            return f"{exc}; waiting for it to be whole again"
+        return f"{exc}; waiting for the file to change"  # one row refused
     if isinstance(exc, sqlite3.DatabaseError):
         text = str(exc)
         if "locked" in text or "busy" in text:

@@ -48,8 +48,14 @@ from memory.worlds.live.changes import (
     hash_rows,
 )
 from memory.worlds.omnia_import import FileLocked, _open_omnia
+from memory.worlds.report import WorldImportError
 
 T = TypeVar("T")
+
+
+class NotWhole(WorldImportError):
+    """The file as a whole is not an omnia world now (a table or column gone, damage): a
+    follower waits for it to be whole again, where a row refused waits for the game."""
 
 
 RACY_S = 1.0  # a stat this recent may hide a second commit made in the same timestamp tick
@@ -111,6 +117,8 @@ class GameFile:
             # The game holds its file (an exclusive lock, a long commit): a wait, not a
             # refusal (issue 29 reported a game's lock as "not an omnia SQLite world").
             raise sqlite3.OperationalError("database is locked") from None
+        except WorldImportError as exc:
+            raise NotWhole(exc.source, exc.table, exc.row, exc.problem) from None
 
     def close(self) -> None:
         if self.conn is not None:
