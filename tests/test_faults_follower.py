@@ -201,12 +201,18 @@ def test_the_game_switches_journal_mode_and_checkpoints_while_followed(followed)
     # `PRAGMA journal_mode=DELETE` out of WAL failed "database is locked" 5 in 5.
     game, following, path, env, database = followed
     answers = []
+
+    def pragma(sql: str) -> None:
+        # As the stand-in takes every lock: asked again every millisecond while busy, for
+        # up to its busy timeout (5 s, better-sqlite3's), then "database is locked".
+        game._locked(lambda: answers.append(game.conn.execute(sql).fetchone()[0]))
+
     for _round in range(5):
-        answers.append(game.conn.execute("PRAGMA journal_mode=WAL").fetchone()[0])
+        pragma("PRAGMA journal_mode=WAL")
         game.run(game.report.rows_written + 6, 0)
         assert wait_until(lambda: caught_up(path, database), seconds=60)
-        answers.append(game.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0])
-        answers.append(game.conn.execute("PRAGMA journal_mode=DELETE").fetchone()[0])
+        pragma("PRAGMA wal_checkpoint(TRUNCATE)")
+        pragma("PRAGMA journal_mode=DELETE")
         game.run(game.report.rows_written + 6, 0)
         assert wait_until(lambda: caught_up(path, database), seconds=60)
     assert answers == ["wal", 0, "delete"] * 5  # 0: the checkpoint was not blocked
