@@ -7,6 +7,7 @@ a SIGSEGV fails the test instead of taking pytest down with it.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -619,3 +620,65 @@ def test_a_save_whose_upkeep_fails_is_named_and_the_others_are_updated(monkeypat
         assert MemorySession.objects.exists()
     with use(get_save("a-broken")):
         assert not MemorySession.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_save_whose_cycle_failed_is_a_problem_on_its_pages_and_healthz_is_degraded(
+    monkeypatch, reader_client, client
+) -> None:
+    # Issue 29: the scanner crashing stopped the cycle and nothing said which save; /healthz
+    # said ok while the findings were stale.
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    from memory.active_save import use
+    from memory.engine import upkeep
+    from memory.engine.saves import current_save_name, get_save
+    from memory.models import ProjectionProblem
+    from memory.worlds.scenario import load_world
+
+    doc = json.loads(SCENARIO.read_text(encoding="utf-8"))
+    load_world(doc, as_name="a-broken")
+    load_world({**doc, "name": "Second"}, as_name="b-fine")
+    real = upkeep.stored.refresh
+
+    def scanner_dies_on_one(*args, **kwargs):
+        if current_save_name() == "a-broken":
+            raise MemoryError("the scanner died on this data")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(upkeep.stored, "refresh", scanner_dies_on_one)
+    with pytest.raises(CommandError):
+        call_command("run_projections", stdout=io.StringIO())
+    reason = "the projection cycle failed: MemoryError: the scanner died on this data"
+    with use(get_save("a-broken")):
+        assert list(ProjectionProblem.objects.values_list("table_name", "row_ref", "reason")) == [
+            ("upkeep", "projection cycle", reason)
+        ]
+    with use(get_save("b-fine")):
+        assert not ProjectionProblem.objects.exists()
+    overview = reader_client.get("/").content.decode()
+    broken = overview[overview.index('data-save="a-broken"') : overview.index('data-save="b-fine"')]
+    assert f'<dd class="cycle-failure" role="status"><strong>{reason}</strong>' in broken
+    assert "cycle-failure" not in overview[overview.index('data-save="b-fine"') :]
+    page = reader_client.get("/saves/a-broken/").content.decode()
+    assert f'<li class="cycle-failure"><strong>{reason}</strong>' in page
+    health = client.get("/healthz").json()
+    assert (health["status"], health["problems"], health["projection_lag_rows"]) == (
+        "degraded",
+        1,
+        0,
+    )
+    # Folded, not rescanned: a-broken's viewers' findings are stale.
+    with use(get_save("a-broken")):
+        from memory.engine.leaks.standing import standing
+
+        behind = len(standing().behind)
+    assert behind > 0 and health["leak_viewers_stale"] == behind
+    monkeypatch.setattr(upkeep.stored, "refresh", real)
+    call_command("run_projections", stdout=io.StringIO())
+    with use(get_save("a-broken")):
+        assert not ProjectionProblem.objects.exists()
+    health = client.get("/healthz").json()
+    assert (health["status"], health["problems"], health["leak_viewers_stale"]) == ("ok", 0, 0)
+    assert "cycle-failure" not in reader_client.get("/").content.decode()

@@ -17,6 +17,7 @@ from typing import TypeVar
 
 from django.apps import apps
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from memory.active_save import current_id, scoped_cursor, use
@@ -173,6 +174,10 @@ class Deleted:
 def delete_save(name: str, *, actor=None) -> Deleted:
     """Remove a save and every row under it, in one transaction, with one audit row."""
     with transaction.atomic():
+        # A write first: on SQLite it takes the write lock waiting its turn (a read first
+        # fails "database is locked" at once when a follower commits in between); on
+        # PostgreSQL it matches no row and takes nothing.
+        Save.objects.filter(pk=-1).update(retired_at=F("retired_at"))
         save = Save.objects.select_for_update().filter(name=name, retired_at__isnull=True).first()
         if save is None:
             get_save(name)  # NotFound with the list of saves

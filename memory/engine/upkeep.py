@@ -19,6 +19,7 @@ from memory.engine.projections import (
     CycleResult,
     RebuildResult,
     VerifyResult,
+    problems,
     rebuild,
     run_cycle,
     verify,
@@ -56,11 +57,14 @@ def run_upkeep_every_save(shards: Iterable[int] | None = None, **cycle_options) 
         try:
             with use(save):
                 result = run_upkeep(shards, **cycle_options)
+                problems.cycle_passed()
         except DatabaseError:
             raise
         except Exception as exc:
             logger.exception("upkeep of save %r failed; the other saves go on", save.name)
             total.failed_saves.append(f"{save.name}: {type(exc).__name__}: {exc}"[:300])
+            with use(save):
+                problems.cycle_failed(exc)  # a problem row of that save: its page says so
             continue
         total.add(result)
     return total

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memory.engine.clock import wall_iso
+from memory.engine.projections.problems import CYCLE_TABLE
 from memory.models import ProjectionProblem
 
 
@@ -17,6 +18,7 @@ class ProblemRow:
     row: str  # the row's id, or "rowid N" when its id is NULL
     reason: str
     first_seen: str
+    cycle: bool = False  # no row: the save's projection cycle itself failed
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,7 @@ def problem_list(*, limit: int = 50, world_id: str | None = None) -> ProblemList
             row=p.row_ref,
             reason=p.reason,
             first_seen=wall_iso(p.first_seen),
+            cycle=p.table_name == CYCLE_TABLE,
         )
         for p in rows.order_by("first_seen", "id")[:limit]
     ]

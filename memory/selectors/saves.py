@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memory.active_save import use
+from memory.engine.projections import problems
 from memory.engine.saves import live_saves
 from memory.models import ObjectType, Save, WorldObject
 from memory.selectors import leaks as leak_reads
@@ -50,6 +51,7 @@ class SaveSummary:
     leak_pending: int = 0
     lag_rows: int = 0
     worlds: list[str] = field(default_factory=list)
+    cycle_failure: str = ""  # why the save's last projection cycle failed ("" when it did not)
 
 
 def summary(save: Save) -> SaveSummary:
@@ -64,6 +66,7 @@ def summary(save: Save) -> SaveSummary:
             leak_viewers=len(tally.counts),
             leak_pending=len(tally.pending),
             lag_rows=projection_reads.projection_status()["lag_rows"],
+            cycle_failure=problems.cycle_failure(),
             worlds=list(
                 WorldObject.objects.filter(type=ObjectType.WORLD)
                 .order_by("id")

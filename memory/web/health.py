@@ -3,8 +3,11 @@
 No login (load balancers and uptime checks call it) and no writes; it reveals only ok /
 degraded / error, counts and lag numbers — never an id (a watermark is an entry id, text from
 the game) and never memory text. "degraded" (still 200: the service answers) when the fold
-has quarantined rows it could not fold, or the shard count changed and no cycle has
-re-partitioned yet. 200 when the database answers, 503 when it does not.
+has quarantined rows it could not fold or a save's projection cycle failed (both problems),
+when any save's stored leak findings are stale (behind its rows although the fold has caught
+up with every row: the cycle that rescans them ran and did not, so the leak pages answer from
+old findings; while rows wait for the fold, findings behind are the cycle's work in hand, not
+a fault), or the shard count changed and no cycle has re-partitioned yet. 200 when the database answers, 503 when it does not.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
+from memory.engine.leaks.standing import standing
 from memory.engine.projections.problems import problem_count
 from memory.engine.projections.worker import projection_status
 from memory.engine.saves import each_save
@@ -55,7 +59,8 @@ def healthz(request: HttpRequest) -> JsonResponse:
     configured = shard_count()
     problems = sum(s["problems"] for s in per_save)
     layouts = {s["layout"] for s in per_save} - {0}
-    degraded = problems > 0 or bool(layouts - {configured})
+    stale = sum(s["leak_viewers_stale"] for s in per_save)
+    degraded = problems > 0 or stale > 0 or bool(layouts - {configured})
     layout = next(iter(layouts - {configured}), 0) if layouts - {configured} else configured
     return JsonResponse(
         {
@@ -67,6 +72,7 @@ def healthz(request: HttpRequest) -> JsonResponse:
             },
             "projection_lag_rows": sum(s["lag_rows"] for s in per_save),
             "problems": problems,
+            "leak_viewers_stale": stale,
             "saves": len(per_save),
             "shard_count": {"configured": configured, "stored": layout or configured},
             "shards": _merged_shards(per_save),
@@ -80,6 +86,7 @@ def _save_status(_save) -> dict:
         "lag_rows": status["lag_rows"],
         "shards": status["shards"],
         "problems": problem_count(),
+        "leak_viewers_stale": 0 if status["lag_rows"] else len(standing().behind),
         "layout": stored_layout(),
     }
 

@@ -48,6 +48,10 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+class FileLocked(WorldImportError):
+    """The file could not be read because another connection holds a lock on it."""
+
+
 def _open_omnia(path: Path) -> sqlite3.Connection:
     source = str(path)
     if not path.is_file():
@@ -58,6 +62,11 @@ def _open_omnia(path: Path) -> sqlite3.Connection:
             row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
         }
     except sqlite3.DatabaseError as exc:
+        if "locked" in str(exc) or "busy" in str(exc):
+            # A game mid-commit (or holding an exclusive lock): the file may be a fine world.
+            raise FileLocked(
+                source, "-", "-", "the game holds a lock on the file; try again when it lets go"
+            ) from None
         raise WorldImportError(source, "-", "-", f"not an omnia SQLite world ({exc})") from None
     missing = {"objects", "attributes", "attribute_acl", "buffer_entries"} - tables
     if "ledger_entries" in tables:

@@ -55,3 +55,33 @@ def test_the_overview_lists_a_quarantined_row_with_its_reason(login, page, poiso
     page.goto("/saves/cast/viewers/bob/")
     assert page.locator("h1").count() >= 1
     assert page.console_errors == []
+
+
+@pytest.fixture
+def cycle_failed(cast):
+    """The cast save's projection cycle failed (issue 29: a helper raised on its data), with
+    hostile text in the error's message."""
+    from memory.engine.projections.problems import cycle_failed
+
+    cycle_failed(MemoryError("the scanner died on <script>alert(1)</script> data"))
+
+
+FAILED_CYCLE = (
+    "the projection cycle failed: MemoryError: the scanner died on <script>alert(1)</script> data"
+)
+
+
+def test_a_failed_cycle_is_said_on_the_overview_and_the_save_page(
+    login, page, cycle_failed, screenshots
+):
+    login(page, "/")
+    said = page.locator('[data-save="cast"] .cycle-failure')
+    assert said.locator("strong").inner_text() == FAILED_CYCLE
+    assert page.locator("script:has-text('alert(1)')").count() == 0
+    screenshots("overview-cycle-failure")
+    said.locator("a").click()
+    page.wait_for_url("**/saves/cast/#problems-panel")
+    item = page.locator("#problems-panel li.cycle-failure")
+    assert item.locator("strong").inner_text() == FAILED_CYCLE
+    screenshots("save-cycle-failure")
+    assert page.console_errors == []

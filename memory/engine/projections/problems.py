@@ -24,6 +24,12 @@ from memory.engine.projections.rows import FoldRow
 from memory.models import ProjectionProblem, WorldObject
 
 TABLE = "buffer_entries"
+# A problem that names no row: the projection cycle itself failed on this save (a helper
+# raised on its data). Recorded by the every-save cycle, cleared by its next good pass; the
+# save's page and the overview say it, /healthz counts it (issue 29: one save's crash had
+# stopped the cycle for all, and nothing said which).
+CYCLE_TABLE = "upkeep"
+CYCLE_REF = "projection cycle"
 
 
 @dataclass(frozen=True)
@@ -186,3 +192,30 @@ def replace_all(problems: Iterable[Problem]) -> int:
 
 def problem_count() -> int:
     return ProjectionProblem.objects.count()
+
+
+def cycle_failed(exc: BaseException) -> str:
+    """Record, in the active save, that its projection cycle raised `exc`; the reason."""
+    message = str(exc).splitlines()[0] if str(exc) else ""
+    reason = f"the projection cycle failed: {exc.__class__.__name__}: {message}"[:300]
+    ProjectionProblem.objects.update_or_create(
+        table_name=CYCLE_TABLE, row_ref=CYCLE_REF, defaults={"reason": reason}
+    )
+    return reason
+
+
+def cycle_passed() -> None:
+    """The active save's cycle ran through: a failure recorded before is over."""
+    failed = ProjectionProblem.objects.filter(table_name=CYCLE_TABLE)
+    if failed.exists():  # a read first: a good cycle writes nothing here
+        failed.delete()
+
+
+def cycle_failure() -> str:
+    """Why the active save's last cycle failed, or "" when it did not."""
+    return (
+        ProjectionProblem.objects.filter(table_name=CYCLE_TABLE)
+        .values_list("reason", flat=True)
+        .first()
+        or ""
+    )

@@ -1,15 +1,16 @@
 from __future__ import annotations
 
-import os
 import signal
+import sqlite3
 import sys
 import time
-import traceback
+
+from django.core.management.base import CommandError
 
 from memory.engine import audit
 from memory.engine.errors import Conflict, InvalidInput
 from memory.management.commands._base import OmniaCommand, command_line, refuse
-from memory.worlds.live import Follower, follow
+from memory.worlds.live import Follower, SaveGone, follow, verify, waiting_for
 from memory.worlds.report import WorldImportError
 
 
@@ -19,6 +20,7 @@ class Command(OmniaCommand):
         "var/live.sqlite",
         "var/live.sqlite --as tuesday-playtest --interval 0.5",
         "var/live.sqlite --once",
+        "var/live.sqlite --verify",
     )
 
     def add_arguments(self, parser) -> None:
@@ -43,6 +45,12 @@ class Command(OmniaCommand):
         parser.add_argument(
             "--once", action="store_true", help="apply what is there now, then stop"
         )
+        parser.add_argument(
+            "--verify",
+            action="store_true",
+            help="compare the save with the file row by row, content and counts (writes "
+            "nothing); exit 1 when they differ",
+        )
 
     def handle(self, *args, path: str, **options) -> None:
         interval = options["interval"]
@@ -65,9 +73,25 @@ class Command(OmniaCommand):
                 actor=audit.cli_actor(),
                 command=command_line(),
             )
-            follower.open()  # refuses a file that is missing or no omnia world, up front
         except (WorldImportError, InvalidInput, Conflict) as exc:
             raise refuse(f"refused: {exc}") from None
+        try:
+            follower.open()  # refuses a file that is missing or no omnia world, up front
+        except WorldImportError as exc:
+            raise refuse(f"refused: {exc}") from None
+        except sqlite3.DatabaseError as exc:
+            # The game holding its file past our patience: the loop waits and says so; a
+            # single look (--once, --verify) says so and stops.
+            line = waiting_for(exc)
+            if line is None:
+                raise
+            if options["once"] or options["verify"] or "lock" not in line:
+                raise refuse(f"refused: {line.split('; waiting')[0]}") from None
+        finally:
+            follower.close()  # open again inside each look (nothing held between looks)
+        if options["verify"]:
+            self._verify(follower)
+            return
         started = time.monotonic()
         totals = {"batches": 0, "rows": 0}
 
@@ -81,10 +105,9 @@ class Command(OmniaCommand):
             )
             sys.stderr.flush()
 
-        def on_error(exc) -> None:
-            sys.stderr.write(f"waiting: {exc}\n")
-            if os.environ.get("OMNIA_LIVE_TRACE"):
-                traceback.print_exception(exc, file=sys.stderr)
+        def on_wait(line: str) -> None:
+            sys.stderr.write(f"[{time.monotonic() - started:7.1f}s] {line}\n")
+            sys.stderr.flush()
 
         try:
             if options["once"]:
@@ -98,13 +121,46 @@ class Command(OmniaCommand):
                     interval=interval,
                     should_stop=lambda: bool(stop),
                     report=report,
-                    on_error=on_error,
+                    on_wait=on_wait,
                 )
+        except SaveGone as exc:
+            if exc.applied is not None:
+                report(exc.applied)
+            raise refuse(f"stopped: {exc}") from None
         except (WorldImportError, Conflict) as exc:
             raise refuse(f"refused: {exc}") from None
+        except sqlite3.DatabaseError as exc:  # --once: the file cannot be read now
+            if (line := waiting_for(exc)) is None:
+                raise
+            raise refuse(f"refused: {line.split('; waiting')[0]}") from None
         finally:
             follower.close()
         self.stdout.write(
             f"{path}: save {follower.name!r}, {totals['rows']} rows in {totals['batches']} "
             f"batches; follow state kept (version {follower.state.version})"
+        )
+
+    def _verify(self, follower: Follower) -> None:
+        if follower.save is None:
+            raise refuse(f"refused: save {follower.name!r} does not follow this file yet")
+        try:
+            found = verify(follower.path, follower.save)
+        except sqlite3.DatabaseError as exc:
+            raise refuse(f"refused: {waiting_for(exc)}") from None
+        finally:
+            follower.close()
+        compared = ", ".join(f"{n} {table}" for table, n in found.compared.items())
+        if found.clean:
+            self.stdout.write(
+                f"{follower.path}: save {follower.name!r} holds the file, content for content "
+                f"({compared})"
+            )
+            return
+        differing = ", ".join(f"{n} {table}" for table, n in found.differences.items())
+        for line in found.examples:
+            self.stdout.write(line)
+        raise CommandError(
+            f"{follower.path}: save {follower.name!r} differs from the file: {differing} "
+            f"(compared {compared})",
+            returncode=1,
         )

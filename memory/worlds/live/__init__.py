@@ -7,7 +7,18 @@ ties them; `changes` is the plain data passed between them.
 
 from __future__ import annotations
 
+from memory.worlds.live.apply import SaveGone
 from memory.worlds.live.changes import BatchResult, Replaced
-from memory.worlds.live.follower import Follower, FollowRefused, follow
+from memory.worlds.live.follower import Follower, FollowRefused, follow, waiting_for
+from memory.worlds.live.verify import verify
 
-__all__ = ["BatchResult", "FollowRefused", "Follower", "Replaced", "follow"]
+__all__ = [
+    "BatchResult",
+    "FollowRefused",
+    "Follower",
+    "Replaced",
+    "SaveGone",
+    "follow",
+    "verify",
+    "waiting_for",
+]

@@ -11,10 +11,44 @@ BATCH_ROWS = 5000  # new rows read per table per batch: bounds one batch's trans
 BUCKET_SHIFT = 10  # rowid buckets of 1,024 when looking for deleted rows
 BUCKET_SIZE = 1 << BUCKET_SHIFT
 REWIND_ROWS = 1024  # a tail that disagrees further back than this is another game
+# Rows at or before the watermark compared with ours per look after a change (rewrites in
+# place). Measured on a 100,000-row followed file (SQLite store): the whole sweep costs about
+# 4.2 s (the file's rows 0.65 s, ours 2.9 s, the comparison 0.66 s), so a look carries
+# about 83 ms of it and a rewrite anywhere in 100,000 rows is found within 51 looks.
+SWEEP_ROWS = 2000
+
+# The columns a batch reads of each table, after the rowid: what a row's content is.
+COLUMNS = {
+    "buffer_entries": (
+        "id",
+        "owner_id",
+        "timestamp",
+        "location_id",
+        "intent_json",
+        "outcome_json",
+        "pinned",
+    ),
+    "ledger_entries": (
+        "id",
+        "owner_id",
+        "timestamp",
+        "location_id",
+        "content",
+        "quotes_json",
+        "importance",
+        "embedding",
+    ),
+}
 
 
 class Replaced(Exception):
     """The file at the path is not the game we were following any more."""
+
+
+def content(row: tuple | list) -> tuple:
+    """A row's columns as comparable values on both sides (PostgreSQL hands a BLOB back as a
+    memoryview, SQLite as bytes)."""
+    return tuple(bytes(v) if isinstance(v, memoryview) else v for v in row)
 
 
 class Marks(Protocol):
@@ -46,6 +80,8 @@ class TableChanges:
     mark: int = 0
     mark_id: str = ""
     more: bool = False  # the batch limit left rows for the next batch
+    rewritten: list[tuple] = field(default_factory=list)  # (rowid, *columns): same id, new content
+    sweep_next: int | None = None  # where the rewrite sweep goes on; None: it has seen every row
 
 
 @dataclass
@@ -70,6 +106,8 @@ class Changes:
             or self.ledger.new
             or self.ledger.deleted
             or self.involved
+            or self.buffer.rewritten
+            or self.ledger.rewritten
             or self.buffer.rewound_to is not None
             or self.ledger.rewound_to is not None
         )
@@ -83,19 +121,24 @@ class Changes:
 class BatchResult:
     added: dict[str, int] = field(default_factory=dict)
     deleted: dict[str, int] = field(default_factory=dict)
+    rewritten: dict[str, int] = field(default_factory=dict)
     objects_synced: bool = False
     replaced: str | None = None
     refolded: int = 0
+    cycle_failed: str = ""  # the follow-up's projection cycle raised: why (the save's problem)
     lag_s: float = 0.0
     version: int = 0
 
     def summary(self) -> str:
         parts = [f"+{n} {t}" for t, n in self.added.items() if n]
         parts += [f"-{n} {t}" for t, n in self.deleted.items() if n]
+        parts += [f"{n} {t} rewritten in place" for t, n in self.rewritten.items() if n]
         if self.objects_synced:
             parts.append("objects synced")
         if self.replaced:
             parts.insert(0, f"replaced ({self.replaced})")
+        if self.cycle_failed:
+            parts.append(self.cycle_failed)
         return ", ".join(parts) or "nothing new"
 
 

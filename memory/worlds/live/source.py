@@ -1,9 +1,13 @@
-"""The game's save file, read: opened read-only and kept open. `PRAGMA data_version` on that
-connection moves only when another connection committed, so an idle game costs one pragma
-per tick. A change is read one statement at a time, each run to its end at once, so the
-SHARED lock a rollback-journal writer's COMMIT waits for is held for one statement (a
-millisecond), and each statement is tried again every millisecond while the game commits; it
-is read incrementally:
+"""The game's save file, read: opened read-only for one look and closed after it, so between
+looks the follower holds nothing on the file (an idle read-only connection to a WAL file
+keeps the game's `PRAGMA journal_mode=DELETE` failing "database is locked", issue 29). Whether
+there is anything to look at is the file's and its -wal's stat (device, inode, size, mtime),
+so an idle game costs two stat calls per tick; a stat whose mtime is within RACY_S of the look
+is not trusted (git's racily-clean rule: a second commit in the same timestamp tick would
+leave it unchanged) and is looked at again. A change is read one statement at a time, each run
+to its end at once, so the SHARED lock a rollback-journal writer's COMMIT waits for is held for
+one statement (a millisecond), and each statement is tried again every millisecond while the
+game commits; it is read incrementally:
 
 - buffer_entries and ledger_entries are append-only but for deletes: rows past the rowid
   watermark are new; a count of the table says whether rows at or before it went away, and
@@ -13,7 +17,10 @@ is read incrementally:
   agrees;
 - ledger_involved_entities is append-only by rowid (its rows go with their ledger entry);
 - objects, attributes and attribute_acl are small: read whole and compared by a content
-  hash; when it moved they are synced as an import syncs them.
+  hash; when it moved they are synced as an import syncs them;
+- a row the game rewrites in place (same rowid and id, new content) moves no count and no
+  watermark: after every change a sweep compares the rows at or before the watermark with
+  ours, `SWEEP_ROWS` per look (changes.SWEEP_ROWS), until it has seen them all.
 
 Nothing here knows Django: what the inspector holds comes in as plain data (changes.Ours,
 the follow's marks).
@@ -31,6 +38,7 @@ from typing import TypeVar
 from memory.worlds.live.changes import (
     BATCH_ROWS,
     BUCKET_SHIFT,
+    COLUMNS,
     REWIND_ROWS,
     Changes,
     Marks,
@@ -39,14 +47,42 @@ from memory.worlds.live.changes import (
     TableChanges,
     hash_rows,
 )
-from memory.worlds.omnia_import import _open_omnia
+from memory.worlds.omnia_import import FileLocked, _open_omnia
+from memory.worlds.report import WorldImportError
 
 T = TypeVar("T")
+
+
+class NotWhole(WorldImportError):
+    """The file as a whole is not an omnia world now (a table or column gone, damage): a
+    follower waits for it to be whole again, where a row refused waits for the game."""
+
+
+SWEEP_STATEMENT_ROWS = 200  # rows of the sweep read per statement
+RACY_S = 1.0  # a stat this recent may hide a second commit made in the same timestamp tick
 
 
 def identity(path: Path) -> tuple[int, int]:
     st = os.stat(path)
     return st.st_dev, st.st_ino
+
+
+def signature(path: Path) -> tuple:
+    """The file's and its -wal's (device, inode, size, mtime): a commit moves one of them."""
+    marks: list[tuple | None] = []
+    for each in (path, path.with_name(path.name + "-wal")):
+        try:
+            st = os.stat(each)
+        except FileNotFoundError:
+            marks.append(None)
+            continue
+        marks.append((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns))
+    return tuple(marks)
+
+
+def racy(marks: tuple) -> bool:
+    newest = max((m[3] for m in marks if m is not None), default=0)
+    return time.time_ns() - newest < RACY_S * 1e9
 
 
 class GameFile:
@@ -56,7 +92,7 @@ class GameFile:
         self.path = path
         self.batch_rows = batch_rows
         self.conn: Patient | None = None
-        self.seen_version: int | None = None
+        self.seen_version: tuple | None = None  # the stat signature at the last look
         self.identity: tuple[int, int] = (0, 0)  # (device, inode) of the file held open
         self._schema_cache: dict[str, object] | None = None
 
@@ -64,7 +100,7 @@ class GameFile:
         """The open connection, opened now if need be: refuses (WorldImportError) a file that
         is missing or no omnia save."""
         if self.conn is None:
-            conn = _open_omnia(self.path)  # read-only; refuses a file that is no omnia world
+            conn = patiently(self._open_read_only)  # refuses a file that is no omnia world
             conn.isolation_level = None  # autocommit: each statement its own short read
             # No busy handler: its growing sleeps (up to 100 ms) keep missing the short gaps
             # between a busy game's commits; patiently retries every millisecond instead.
@@ -75,22 +111,30 @@ class GameFile:
             self.identity = identity(self.path)
         return self.conn
 
+    def _open_read_only(self) -> sqlite3.Connection:
+        try:
+            return _open_omnia(self.path)
+        except FileLocked:
+            # The game holds its file (an exclusive lock, a long commit): a wait, not a
+            # refusal (issue 29 reported a game's lock as "not an omnia SQLite world").
+            raise sqlite3.OperationalError("database is locked") from None
+        except WorldImportError as exc:
+            raise NotWhole(exc.source, exc.table, exc.row, exc.problem) from None
+
     def close(self) -> None:
         if self.conn is not None:
             self.conn.close()
             self.conn = None
 
     def changed(self) -> bool:
-        """Whether the file may hold something we have not applied: a new file at the path,
-        a commit since we last looked, or a previous batch that stopped at its limit."""
+        """Whether the file may hold something we have not applied: its stat moved (a commit,
+        a new file at the path), its stat is too recent to trust, or a previous batch stopped
+        at its limit (seen_version None). Opens nothing."""
         if not self.path.is_file():
             return False
-        if self.conn is not None and identity(self.path) != self.identity:
-            self.close()  # a new file at the path: read it, not the one we hold open
-        conn = self.open()
-        version = patiently(lambda: conn.execute("PRAGMA data_version").fetchone()[0])
-        moved = version != self.seen_version
-        self.seen_version = version
+        marks = signature(self.path)
+        moved = marks != self.seen_version or racy(marks)
+        self.seen_version = marks
         return moved
 
     def snapshot(self, marks: Marks, ours: dict[str, Ours]) -> Changes:
@@ -141,6 +185,33 @@ class GameFile:
             }
         return self._schema_cache
 
+    def columns(self, table: str) -> str:
+        """The columns a batch reads of `table` (a v1 file has no `pinned`: 0)."""
+        pinned = str(self.schema()["pinned"])
+        return ", ".join(pinned if c == "pinned" else c for c in COLUMNS[table])
+
+    def rows_between(self, table: str, after: int, upto: int, limit: int) -> list[tuple]:
+        """The rows after rowid `after` up to `upto`, at most `limit`, with a batch's columns:
+        one window of the rewrite sweep, read SWEEP_STATEMENT_ROWS a statement (each holds the
+        game's commit back only for itself: a window in one statement of 2,000 rows made the
+        stand-in's commit wait 77 ms on a loaded machine)."""
+        conn = self.open()
+        rows: list[tuple] = []
+        while len(rows) < limit:
+            step = conn.execute(
+                f"SELECT rowid, {self.columns(table)} FROM {table} "
+                "WHERE rowid > ? AND rowid <= ? ORDER BY rowid LIMIT ?",
+                [
+                    rows[-1][0] if rows else after,
+                    upto,
+                    min(SWEEP_STATEMENT_ROWS, limit - len(rows)),
+                ],
+            ).fetchall()
+            rows.extend(step)
+            if len(step) < SWEEP_STATEMENT_ROWS:
+                break
+        return rows
+
     def _read(self, conn: Patient, marks: Marks, ours: dict[str, Ours]) -> Changes:
         """The append-only tables' new rows past the marks (and the involved rows of the
         ledger entries among them)."""
@@ -148,8 +219,7 @@ class GameFile:
         buffer = self._table(
             conn,
             "buffer_entries",
-            "id, owner_id, timestamp, location_id, intent_json, outcome_json, "
-            + str(schema["pinned"]),
+            self.columns("buffer_entries"),
             marks.buffer_mark,
             marks.buffer_mark_id,
             ours["buffer_entries"],
@@ -167,7 +237,7 @@ class GameFile:
             changes.ledger = self._table(
                 conn,
                 "ledger_entries",
-                "id, owner_id, timestamp, location_id, content, quotes_json, importance, embedding",
+                self.columns("ledger_entries"),
                 marks.ledger_mark,
                 marks.ledger_mark_id,
                 ours["ledger_entries"],
@@ -287,9 +357,13 @@ class Rows(list):
         return self[0] if self else None
 
 
-def patiently(step: Callable[[], T], timeout: float = 10.0) -> T:
+LOCK_PATIENCE_S = 2.0  # a commit is milliseconds; a lock held longer is said, then waited on
+
+
+def patiently(step: Callable[[], T], timeout: float = LOCK_PATIENCE_S) -> T:
     """`step()`, tried again every millisecond while the game holds its file (a commit);
-    sqlite3.OperationalError "locked" after `timeout` seconds of that."""
+    sqlite3.OperationalError "locked" after `timeout` seconds of that (the follow loop says
+    "the game holds a lock; waiting" and looks again)."""
     started = time.monotonic()
     while True:
         try:
