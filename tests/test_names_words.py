@@ -13,6 +13,5 @@ def test_save_page_leak_heads_are_words(demo, editor_client) -> None:
     assert head == (
         '<table class="leak-counts">\n    <thead><tr><th scope="col">viewer</th>'
         '<th scope="col">system ids</th><th scope="col">names not known</th>'
-        '<th scope="col">private values</th><th scope="col">raw tags</th>'
-        '<th scope="col">unresolved tags</th><th scope="col">total</th></tr>'
+        '<th scope="col">private values</th><th scope="col">total</th></tr>'
     )

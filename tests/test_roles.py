@@ -88,7 +88,8 @@ def concrete(route: str, entry_id: str) -> str:
     values = {"viewer_id": "alice", "target_id": "bob", "entry_id": entry_id, "action": "cycle"}
 
     def fill(match: re.Match) -> str:
-        return values.get(match.group(2), "x")
+        # An int converter matches digits only: "x" would be no route at all (a 404).
+        return values.get(match.group(2), "1" if match.group(1) == "int" else "x")
 
     return "/" + re.sub(r"<(?:(\w+):)?(\w+)>", fill, route)
 

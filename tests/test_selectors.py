@@ -79,8 +79,10 @@ QUERIES = {
 }
 # The demo world has layers of shared lore: one more query for the layers a viewer reads.
 # faces_view names what the listing leaves out (shadowed, withheld, rollups: one query) and the
-# layers in words (one query); a prompt with findings reads their acceptances: one more.
-DEMO_QUERIES = {**QUERIES, "faces_view": 6, "face_maps": 4, "prompt_view": 16}
+# layers in words (one query); a prompt with findings reads their acceptances: one more, and
+# finds the first moment each is in the prompt (issue 27): the rows holding its words, then
+# the prompt as it stood at the moment tried (a bounded number of moments, 12 at most).
+DEMO_QUERIES = {**QUERIES, "faces_view": 6, "face_maps": 4, "prompt_view": 28}
 # The leak scan reads each world's knowledge once, then builds every viewer's prompt.
 CAST_LEAK_QUERIES = 24
 # The report adds three reads whatever the size: acceptances, names, which ids are entities.
@@ -484,6 +486,12 @@ def test_prompt_view_marks_the_planted_leak(demo, django_assert_max_num_queries)
         for k, v in PIP_REPORTED.items()
         if k not in ("viewer_name", "entity_name", "can_alias")
     }
+    # and the first moment it is in the prompt, from the line it is read from (issue 27)
+    prompt_leak["first_at"] = "2026-07-06T08:24:00.000Z"
+    prompt_leak["first_line"] = (
+        "The sailor with the eye patch whispers 'Run and tell Sable Quint the boat is in. "
+        "Quick now.' to me"
+    )
     assert view.findings == [prompt_leak]
     marked = [astuple(s) for s in view.segments if s.finding is not None]
     assert marked == [("Sable Quint", prompt_leak, 1, 1967)]

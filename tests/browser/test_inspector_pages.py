@@ -241,7 +241,9 @@ def test_an_alias_row_shows_the_lines_that_use_it(login, page, demo) -> None:
     page.wait_for_selector("#buffer-panel .uses-filter")
     assert page.evaluate("window.__noReload") == 1
     expect(page.locator("#buffer-panel")).to_be_focused()  # the panel it opened, in focus
-    lines = page.locator("#buffer-panel .buffer-line .line").all_inner_texts()
+    # omnia's reading, as the twin's `line` (a line omnia renders wrongly also carries the
+    # corrected one, hidden until the reading toggle asks for it: issue 30)
+    lines = page.locator("#buffer-panel .buffer-line .line:not(.line-corrected)").all_inner_texts()
     assert 0 < len(lines) < every
     assert all("the tall one in grey" in t.casefold() for t in lines)
     assert "Lines naming Sable Quint" in page.locator("#buffer-panel .uses-filter").inner_text()

@@ -68,6 +68,8 @@ LEAK_KIND_HEADS = {
     "raw_tag": "raw tags",
     "unresolved_tag": "unresolved tags",
 }
+# Raw and unresolved tags in omnia's own lines (issue 30): a column only where there are some.
+TAG_KINDS = ("raw_tag", "unresolved_tag")
 LEAK_ROWS_LISTED = 50
 PROBLEMS_LISTED = 20
 # Past this many viewers the leak table lists only those with findings (a crowd of zeros
@@ -124,9 +126,14 @@ def matrix(request: HttpRequest, world) -> dict[str, Any]:
 def projection_context(request: HttpRequest) -> dict[str, Any]:
     """The overview's leak counts and projection panel (also re-rendered after an action)."""
     tally = leak_reads.leak_tally()
-    # Every kind a known viewer could have, then any other the store holds.
+    # Every kind a known viewer could have, then any other the store holds; omnia's tag kinds
+    # only where a prompt holds one (most saves never do: a column of zeros on a phone).
     seen = {k for per_kind in tally.counts.values() for k in per_kind}
-    known = list(leak_reads.leak_kinds()) if tally.known else []
+    known = (
+        [k for k in leak_reads.leak_kinds() if k not in TAG_KINDS or k in seen]
+        if tally.known
+        else []
+    )
     kinds = known + sorted(seen - set(known))
     # A crowd: only the viewers with findings, most first; the clean ones are summed up.
     crowd = tally.known > LEAK_ALL_ROWS_UPTO
