@@ -243,8 +243,7 @@ def _has_match(
     raise AssertionError("chunks() never ends")
 
 
-# More rows than this that may hold the words, and they are dense enough among the viewer's
-# that reading in order fills a page sooner than fetching them all would.
+# More rows than this may hold the words: reading in order fills a page sooner than fetching.
 INDEXED_ROWS = 3_000
 
 
@@ -350,9 +349,8 @@ def buffer_page(
         found, read = _has_match(rows, _key(edge), forward, viewer, check, deadline)
         page.rows_visited += read
         ahead = _cursor_of(edge) if found else None
-    # The link back, toward where the page started: from the row nearest that side. A page
-    # read from an end of the buffer (no cursor: the newest page) has nothing behind it that
-    # its own scan did not read, so it asks nothing.
+    # The link back, from the row nearest where the page started (none for a page read from
+    # the buffer's end: its own scan read everything behind it).
     behind: str | None = None
     if picked and start is not None:
         edge = picked[0] if forward else picked[-1]

@@ -20,12 +20,13 @@ is not counted.
 from __future__ import annotations
 
 from memory.engine.projections.cycle import CycleResult, run_cycle
-from memory.engine.projections.rebuild import RebuildResult, VerifyResult, rebuild, verify
+from memory.engine.projections.rebuild import RebuildResult, rebuild
 from memory.engine.projections.registry import (
     MEMORY_PROJECTION_NAMES,
     MEMORY_PROJECTIONS,
     Projection,
 )
+from memory.engine.projections.verify import VerifyResult, verify
 
 __all__ = [
     "MEMORY_PROJECTIONS",

@@ -17,9 +17,10 @@ from django.db import connection, transaction
 from django.db.models import F
 
 from memory.engine.projections import episodes, problems
-from memory.engine.projections.rebuild import _folded, fold_checked
+from memory.engine.projections.rebuild import fold_checked
 from memory.engine.projections.rows import owner_rows
 from memory.engine.projections.sessions import insert_sessions
+from memory.engine.projections.verify import _folded
 from memory.engine.shards import ensure_shards, shard_of
 from memory.models import Episode, LeakScan, MemorySession, ProjectionProblem, ProjectionShard
 
