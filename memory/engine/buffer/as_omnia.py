@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from memory.engine.aliases import UNFAMILIAR, AliasHolder
-from memory.engine.buffer.entry import Undeliverable
+from memory.engine.buffer.entry import v2_parts
 
 _UNDEFINED = object()  # a key JavaScript reads as `undefined`
 
@@ -224,14 +224,7 @@ def render_v2_as_omnia(intent: dict[str, Any], outcome: object, viewer: AliasHol
     """omnia HEAD's `serializeSubjectiveBufferEntry` for a v2 intent. Rows the corrected
     reading refuses (no such type, no actor, no string content) are refused alike, so both
     readings of a row are shown or neither is."""
-    kind = intent.get("type")
-    if kind not in ("dialogue", "action", "monologue", "thought"):
-        raise Undeliverable(f"unknown v2 intent type {kind!r}")
-    if type(intent.get("actorId")) is not str:
-        raise Undeliverable("intent has no string actorId")
-    content = intent["content"]
-    if type(content) is not str:
-        raise Undeliverable("v2 intent content is not a string")
+    kind, _actor, content = v2_parts(intent)
     line = _upper_first(hydrate_as_omnia(content, viewer).strip(_JS_SPACE))
     if kind == "action" and _truthy(outcome):
         if isinstance(outcome, dict) and _truthy(outcome.get("isValid")):

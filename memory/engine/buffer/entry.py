@@ -39,3 +39,18 @@ def outcome_suffix(outcome: object) -> str:
     if valid is not False or type(reason) is not str:
         raise Undeliverable("outcome needs a boolean isValid and a string reason")
     return f" (Outcome: Failed - {reason})"
+
+
+def v2_parts(intent: dict) -> tuple[str, str, str]:
+    """(type, actorId, content) of a later-era intent, or Undeliverable: what both readings
+    of a v2 row refuse alike, so both are shown or neither is."""
+    kind = intent.get("type")
+    if kind not in ("dialogue", "action", "monologue", "thought"):
+        raise Undeliverable(f"unknown v2 intent type {kind!r}")
+    actor = intent.get("actorId")
+    if type(actor) is not str:
+        raise Undeliverable("intent has no string actorId")
+    content = intent["content"]
+    if type(content) is not str:
+        raise Undeliverable("v2 intent content is not a string")
+    return kind, actor, content

@@ -12,7 +12,7 @@ from functools import lru_cache
 from typing import Any
 
 from memory.engine.aliases import UNFAMILIAR, AliasHolder
-from memory.engine.buffer.entry import Undeliverable, outcome_suffix
+from memory.engine.buffer.entry import outcome_suffix, v2_parts
 from memory.engine.buffer.first_person import tag_untagged_first_person
 from memory.engine.buffer.grammar import forms_around_tags
 from memory.engine.buffer.tags import Tag, find_tags, plain_words
@@ -92,15 +92,8 @@ def hydrate(content: str, viewer: AliasHolder, actor: str | None = None) -> str:
 
 
 def render_v2(intent: dict[str, Any], outcome: object, viewer: AliasHolder) -> str:
-    kind = intent.get("type")
-    if kind not in ("dialogue", "action", "monologue", "thought"):
-        raise Undeliverable(f"unknown v2 intent type {kind!r}")
-    if type(intent.get("actorId")) is not str:
-        raise Undeliverable("intent has no string actorId")
-    content = intent["content"]
-    if type(content) is not str:
-        raise Undeliverable("v2 intent content is not a string")
-    line = hydrate(content, viewer, intent["actorId"])
+    kind, actor, content = v2_parts(intent)
+    line = hydrate(content, viewer, actor)
     if kind == "dialogue":
         return line
     return line + outcome_suffix(outcome)
