@@ -14,7 +14,7 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 from django.test import override_settings
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from memory.active_save import current_id, use
@@ -169,6 +169,9 @@ def _every_prefix_is_found(viewer: str, intent: dict, outcome: dict | None) -> N
     kind=st.sampled_from(["action", "dialogue", "thought", "v1-action", "v1-dialogue"]),
     failed=st.booleans(),
 )
+# omnia's reading prints a third-person pronoun as written and glues the text after the tag
+# to it: "Herentity@bob[" holds "heren", which no stored word begins (found by this test in CI).
+@example(viewer="alice", actor="alice", pieces=["entity@bob[", "her", "]", "entity@bob["], kind="action", failed=False)  # fmt: skip
 @settings(max_examples=400, deadline=None)
 def test_the_index_never_leaves_out_a_line_that_holds_the_words(
     viewer, actor, pieces, kind, failed

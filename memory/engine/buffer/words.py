@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from memory.engine.aliases import SELF, UNFAMILIAR
+from memory.engine.buffer.as_omnia import THIRD_PERSON
 from memory.engine.buffer.grammar import WRITTEN_WORDS
 from memory.engine.buffer.jsdate import INVALID_DATE
 
@@ -83,8 +84,9 @@ RENDERER_WORDS = WRITTEN_WORDS | frozenset(
     )
 )
 # The last word of what a tag prints, to which the text after the tag may be joined
-# ("entity@bob[Bob]ish" reads "Garethish"): beside the aliases, these.
-_TAG_TAILS = WRITTEN_WORDS | frozenset(words_of(UNFAMILIAR))
+# ("entity@bob[Bob]ish" reads "Garethish"): beside the aliases, these, and the third-person
+# pronouns omnia's reading prints as written ("entity@bob[her]ish" reads "Herish").
+_TAG_TAILS = WRITTEN_WORDS | THIRD_PERSON | frozenset(words_of(UNFAMILIAR))
 _MENTION = "entity"  # what a tag's words start with in the stored text ("xentity@bob[…]")
 
 
