@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.core.checks import WARNING, run_checks
 from django.core.management import call_command, get_commands, load_command_class
 from django.core.management.base import CommandError
 
@@ -125,6 +126,21 @@ def test_a_reader_that_reads_everything_sees_exit_0(long_world) -> None:
 def _venv_path(env: dict[str, str]) -> str:
     """PATH with this interpreter's directory first, so `python` in a shell line is ours."""
     return f"{Path(sys.executable).parent}:{env.get('PATH', '')}"
+
+
+def test_the_checks_our_commands_leave_to_manage_py_check_are_clean() -> None:
+    """Our commands check only the models (start-up: the URL checks import the whole web);
+    every other check, the URLconf and templates included, is run here and must be clean."""
+    assert {
+        tuple(load_command_class("memory", n).requires_system_checks) for n in OUR_COMMANDS
+    } == {("models",)}
+    found = [
+        f"{issue.id}: {issue.msg}"
+        for issue in run_checks(include_deployment_checks=False)
+        # pytest-django's fail-on-invalid-variable object stands in string_if_invalid here.
+        if issue.id != "templates.E002" and issue.level >= WARNING
+    ]
+    assert found == []
 
 
 @pytest.mark.parametrize("name", OUR_COMMANDS)
