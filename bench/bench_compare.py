@@ -55,7 +55,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=300_000)
     parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args()
-    rows = 5_000 if args.smoke else args.rows
+    rows = 1_000 if args.smoke else args.rows
     with tempfile.TemporaryDirectory() as tmp:
         env = store_env(f"sqlite:///{tmp}/store.sqlite3")
         manage(env, "migrate", "-v", "0")

@@ -5,7 +5,7 @@ count statement alone, its plan, the event page and its twin, and the search acr
 
     .venv/bin/python bench/bench_events.py                       # 1M rows, SQLite
     .venv/bin/python bench/bench_events.py --database postgres   # the same on PostgreSQL
-    .venv/bin/python bench/bench_events.py --smoke               # 10,000 rows (CI)
+    .venv/bin/python bench/bench_events.py --smoke               # 3,000 rows (CI)
 
 The store is made on the user's path (`generate_omnia_world` → `migrate` → `import_omnia`),
 nothing tuned by hand. Timings are the Django test client's, in-process (no server), median
@@ -119,10 +119,10 @@ def main() -> None:
     parser.add_argument("--hot-rows", type=int, default=100_000, help="the busy viewer's rows")
     parser.add_argument("--database", choices=("sqlite", "postgres"), default="sqlite")
     parser.add_argument("--repeat", type=int, default=21)
-    parser.add_argument("--smoke", action="store_true", help="10,000 rows: proves it runs")
+    parser.add_argument("--smoke", action="store_true", help="3,000 rows: proves it runs")
     args = parser.parse_args()
     if args.smoke:
-        args.rows, args.entities, args.hot_rows, args.repeat = 10_000, 100, 1_000, 3
+        args.rows, args.entities, args.hot_rows, args.repeat = 3_000, 60, 300, 1
     shape = Shape.named("uuid-head", rows=args.rows, entities=args.entities, hot_rows=args.hot_rows)
     workdir = Path(tempfile.mkdtemp(prefix="bench_events_"))
     world_file = workdir / "harbour.sqlite"

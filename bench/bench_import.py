@@ -240,7 +240,7 @@ def main() -> None:
         print(json.dumps(result))
         return
     if args.smoke:
-        args.rows, args.saves = 20_000, 2
+        args.rows, args.saves = 4_000, 2
     if args.saves:
         with tempfile.TemporaryDirectory(prefix="omnia-bench-") as tmp:
             result = measure_saves(args.rows, Path(tmp), args.database_url, args.saves)
@@ -254,7 +254,7 @@ def main() -> None:
         )
         if not args.smoke:
             return
-    sizes = [2_000, 20_000] if args.smoke else [args.rows // 10, args.rows]
+    sizes = [1_000, 4_000] if args.smoke else [args.rows // 10, args.rows]
     with tempfile.TemporaryDirectory(prefix="omnia-bench-") as tmp:
         results = [measure(n, Path(tmp), args.database_url) for n in sizes]
     for result in results:

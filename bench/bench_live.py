@@ -3,7 +3,7 @@ follower's CPU share, with the game stand-in writing at a steady rate.
 
     .venv/bin/python bench/bench_live.py                    # 100 rows/s for 60 s
     .venv/bin/python bench/bench_live.py --rate 200 --seconds 30
-    .venv/bin/python bench/bench_live.py --smoke            # 40 rows/s for 5 s
+    .venv/bin/python bench/bench_live.py --smoke            # 40 rows/s for 2 s
 
 A fresh inspector database (SQLite in a temporary folder, or DATABASE_URL when set) is
 migrated; `manage.py follow_omnia` runs as a real process (--interval 0.1) on a save the
@@ -51,7 +51,7 @@ def main() -> None:
     )
     parser.add_argument("--rate", type=float, default=100.0, help="buffer rows a second")
     parser.add_argument("--seconds", type=float, default=60.0, help="how long the game writes")
-    parser.add_argument("--smoke", action="store_true", help="40 rows/s for 5 s")
+    parser.add_argument("--smoke", action="store_true", help="40 rows/s for 2 s")
     parser.add_argument("--json", action="store_true", help="the figures as one JSON line")
     parser.add_argument("--writer", metavar="OUT", help=argparse.SUPPRESS)  # the game process
     parser.add_argument("--save-file", help=argparse.SUPPRESS)
@@ -59,7 +59,7 @@ def main() -> None:
     if args.writer:
         write_game(Path(args.save_file), args.rate, args.seconds, Path(args.writer))
         return
-    rate, seconds = (40.0, 5.0) if args.smoke else (args.rate, args.seconds)
+    rate, seconds = (40.0, 2.0) if args.smoke else (args.rate, args.seconds)
 
     work = Path(tempfile.mkdtemp(prefix="bench-live-"))
     save = work / "game.sqlite"

@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/bench_load.py                       # 10 s warm-up + 60 s measured
     .venv/bin/python bench/bench_load.py --think 0.05,0.2      # readers as fast as they can
-    .venv/bin/python bench/bench_load.py --smoke               # 2 s + 5 s, 4 readers
+    .venv/bin/python bench/bench_load.py --smoke               # 1 s + 2 s, 2 readers
     PG_ADMIN_URL=postgres://postgres@127.0.0.1:5432/postgres (default)
 
 What it does, all on loopback and bounded in time:
@@ -316,10 +316,10 @@ def main() -> None:
     parser.add_argument("--projection-workers", type=int, default=2)
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--db", default="omnia_load")
-    parser.add_argument("--smoke", action="store_true", help="5 s, 4 readers")
+    parser.add_argument("--smoke", action="store_true", help="2 s, 2 readers, 2 web workers")
     args = parser.parse_args()
     if args.smoke:
-        args.seconds, args.readers, args.warmup = 5, 4, 2
+        args.seconds, args.readers, args.warmup, args.web_workers = 2, 2, 1, 2
 
     url = reset_database(args.db)
     work = Path(tempfile.mkdtemp(prefix="omnia-load-"))

@@ -4,7 +4,7 @@ one run.
     .venv/bin/python bench/bench_projections.py                       # SQLite: 10,000 and 1M rows
     .venv/bin/python bench/bench_projections.py --database postgres   # the same on PostgreSQL
     .venv/bin/python bench/bench_projections.py --shape readable-v1   # another world shape
-    .venv/bin/python bench/bench_projections.py --smoke               # 2,000 and 20,000 rows (CI)
+    .venv/bin/python bench/bench_projections.py --smoke               # 1,000 and 4,000 rows (CI)
 
 Two stores, --small rows then --rows (2,000 entities, one viewer with a tenth of the rows),
 each brought in as README tells a user, every step a `manage.py` command in its own process:
@@ -149,12 +149,12 @@ def main() -> None:
     parser.add_argument("--entities", type=int, default=2_000)
     parser.add_argument("--shape", default="uuid-head", help="uuid-head or readable-v1")
     parser.add_argument("--database", choices=("sqlite", "postgres"), default="sqlite")
-    parser.add_argument("--smoke", action="store_true", help="2,000 and 20,000 rows: a quick check")
+    parser.add_argument("--smoke", action="store_true", help="1,000 and 4,000 rows: proves it runs")
     args = parser.parse_args()
     small, big, entities = (args.small, args.rows, args.entities)
     cycles, new_rows = 9, 1000
     if args.smoke:
-        small, big, entities, cycles, new_rows = 2_000, 20_000, 100, 3, 200
+        small, big, entities, cycles, new_rows = 1_000, 4_000, 50, 2, 100
     workdir = Path(tempfile.mkdtemp(prefix="bench_projections_"))
     made: list[str] = []
     figures: dict = {"database": args.database, "shape": args.shape}

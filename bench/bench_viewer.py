@@ -5,7 +5,7 @@ measured in one run.
     .venv/bin/python bench/bench_viewer.py --shape readable-v1     # another world shape
     .venv/bin/python bench/bench_viewer.py --database postgres     # the same on PostgreSQL
     .venv/bin/python bench/bench_viewer.py --saves 3               # then 2 more saves of it
-    .venv/bin/python bench/bench_viewer.py --smoke                 # 10,000 rows, < 1 min (CI)
+    .venv/bin/python bench/bench_viewer.py --smoke                 # 3,000 rows (CI)
 
 The path, each step a `manage.py` command in its own process, exactly as README tells a user:
 an omnia save is generated (`memory/worlds/synthetic.py`: uuid or readable ids, one viewer
@@ -118,11 +118,11 @@ def main() -> None:
     parser.add_argument("--database", choices=("sqlite", "postgres"), default="sqlite")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--saves", type=int, default=1, help="then import N-1 more copies")
-    parser.add_argument("--smoke", action="store_true", help="10,000 rows: proves it runs")
+    parser.add_argument("--smoke", action="store_true", help="3,000 rows: proves it runs")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
     if args.smoke:
-        args.rows, args.entities, args.hot_rows, args.repeat = 10_000, 100, 1_000, 1
+        args.rows, args.entities, args.hot_rows, args.repeat = 3_000, 60, 300, 1
     args.shape = args.shape or ("readable-v1" if args.smoke else "uuid-head")
     shape = Shape.named(args.shape, rows=args.rows, entities=args.entities, hot_rows=args.hot_rows)
     workdir = Path(tempfile.mkdtemp(prefix="bench_viewer_"))

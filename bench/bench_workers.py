@@ -2,7 +2,7 @@
 folding the same backlog.
 
     .venv/bin/python bench/bench_workers.py                 # 60,000-row backlog, 4 shards
-    .venv/bin/python bench/bench_workers.py --smoke         # 10,000 rows, < 1 min
+    .venv/bin/python bench/bench_workers.py --smoke         # 5,000 rows (CI)
     OMNIA_BENCH_PG=postgres://postgres@127.0.0.1:5432/test (default; bench/_harness.py)
 
 A dedicated database (--db, default omnia_workers) is dropped and created and the backlog
@@ -58,11 +58,11 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--rows", type=int, default=60_000, help="backlog size")
-    parser.add_argument("--smoke", action="store_true", help="10,000 rows")
+    parser.add_argument("--smoke", action="store_true", help="5,000 rows")
     parser.add_argument("--db", default="omnia_workers", help="database to (re)create")
     parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
     args = parser.parse_args()
-    rows = 10_000 if args.smoke else args.rows
+    rows = 5_000 if args.smoke else args.rows
 
     url = reset_pg_database(args.db)
     work = Path(tempfile.mkdtemp(prefix="omnia-workers-"))

@@ -139,6 +139,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "memory.roles.role_context",
+                "memory.web.context.world_clock",
             ],
         },
     },

@@ -440,3 +440,45 @@ def test_a_follow_up_whose_cycle_fails_is_the_saves_problem_and_the_follow_goes_
         assert set(BufferEntry.objects.values_list("id", flat=True)) == game_ids(path)
         assert not ProjectionProblem.objects.exists()
     game.close()
+
+
+# --- one follower a save ---------------------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_second_follower_of_a_save_is_refused_and_a_killed_one_leaves_no_lock(tmp_path) -> None:
+    # Issue 29, finding 9: a second follow_omnia of the same file ran beside the first, both
+    # applying the game's changes each from its own marks.
+    from memory.models import BufferEntry, LiveFollow
+
+    path = tmp_path / "game.sqlite"
+    game = StandIn(path, seed=3, delete_every=0, alias_every=0)
+    game.run(20, 0)
+    env = env_for_test_db()
+    first = Following(path, env, tmp_path / "first.log")
+    try:
+        assert wait_until(lambda: first.applied() == len(game_ids(path)), seconds=120)
+        version = LiveFollow.every_save.get().version
+        for name in ("game", "GAME"):  # one save whatever the case of its name
+            second = manage("follow_omnia", str(path), "--as", name, "--once", env=env, check=False)
+            assert second.returncode == 2
+            assert second.stderr.startswith(
+                f"CommandError: refused: save {name!r} is already followed by another "
+                "follow_omnia ("
+            ), second.stderr
+            assert second.stderr.endswith(
+                "); stop that one first, or follow into another save with --as NAME\n"
+            )
+            assert "Traceback" not in second.stderr
+        assert LiveFollow.every_save.get().version == version  # the second wrote nothing
+        # --verify only reads: it runs beside the follower.
+        assert manage("follow_omnia", str(path), "--verify", env=env, check=False).returncode == 0
+        first.kill()  # -9: no chance to let anything go
+        game.run(game.report.rows_written + 10, 0)
+        # The lock went with the process: the next follower starts at once and goes on from
+        # the first one's marks.
+        again = manage("follow_omnia", str(path), "--once", env=env)
+        assert again.returncode == 0 and "+10 buffer_entries" in again.stderr
+        assert BufferEntry.every_save.count() == len(game_ids(path))
+    finally:
+        first.kill()

@@ -66,8 +66,8 @@ QUERIES = {
     "get_entry": 1,
     "alias_history": 1,
     # 12, then where the shown sessions happened: the conversations' last members' places,
-    # the places' names (session_places)
-    "sessions_panel": 14,
+    # the places' names (session_places); who took part: their latest moments (session_people)
+    "sessions_panel": 15,
     "faces_view": 3,
     "face_maps": 3,
     "prompt_view": 14,  # 12 for a fresh scan, 2 to see the stored findings are behind

@@ -148,7 +148,8 @@ def test_buffer_fragment_contains_the_seed_line(staff_client, chest) -> None:
 def test_buffer_qa_toggle_shows_ids_and_raw_intent(staff_client, chest) -> None:
     body = staff_client.get("/saves/cast/viewers/alice/buffer/?qa=1").content.decode()
     assert chest.id in body
-    assert "actor <code>bob</code>" in body
+    # Each id beside the name QA knows it by (issue 28: "actor 5b0e6c1a-…" told nobody who).
+    assert 'actor Gareth <code class="id-hint">bob</code> · targets none' in body
     assert "&quot;description&quot;:&quot;opened the wooden chest&quot;" in body
 
 

@@ -15,6 +15,8 @@ from typing import Literal, Protocol
 from memory.engine.errors import InvalidInput
 
 UNFAMILIAR = "an unfamiliar figure"
+# How a page (never a prompt) shows an empty or blank label, so the person is not hidden.
+NO_LABEL = "[no label]"
 SELF = "you"
 
 AliasState = Literal["known", "descriptor", "unknown"]

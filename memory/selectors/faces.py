@@ -15,7 +15,7 @@ from memory.engine.buffer.rendered import BUFFER_FIELDS, render_entry
 from memory.engine.errors import NotFound
 from memory.engine.knowledge import Viewer, get_viewer
 from memory.engine.longterm.reader import FaceItem, FacesAnswer, get_long_term_entry, viewer_faces
-from memory.engine.longterm.shadowing import EntryHeader, shadow_key_of
+from memory.engine.longterm.shadowing import EntryHeader, heading_of, shadow_key_of
 from memory.models import BufferEntry, Layer, LedgerEntry
 
 HOME_PREFIX = "home:"
@@ -80,14 +80,16 @@ def _layer_titles(scopes: Iterable[str]) -> dict[str, str]:
 
 def _ledger_refs(ids: Iterable[str]) -> dict[str, tuple[str, str]]:
     """id -> (title, scope) for ledger entries, one query; titles are the shadow keys, the name
-    the faces themselves use."""
+    the faces themselves use (an imported row's, its id, as its first words: heading_of)."""
     wanted = set(ids)
     if not wanted:
         return {}
-    rows = LedgerEntry.objects.filter(id__in=wanted).values_list("id", "scope_id", "slug", "name")
+    rows = LedgerEntry.objects.filter(id__in=wanted).values_list(
+        "id", "scope_id", "slug", "name", "content"
+    )
     return {
-        i: (shadow_key_of(EntryHeader(i, scope, slug, name)), scope)
-        for i, scope, slug, name in rows
+        i: (heading_of(shadow_key_of(EntryHeader(i, scope, slug, name)), i, content), scope)
+        for i, scope, slug, name, content in rows
     }
 
 
@@ -108,7 +110,7 @@ def _same_name(rows: list[FaceView], viewer_id: str, titles: dict[str, str]) -> 
             continue
         for row in group:
             row.same_name = [
-                Ref(o.item.id, o.item.title, o.item.scope, o.where, o.item.slug)
+                Ref(o.item.id, o.item.heading, o.item.scope, o.where, o.item.slug)
                 for o in group
                 if o is not row
             ]
@@ -157,21 +159,21 @@ def faces_view(viewer: str | Viewer, *, include_shadowed: bool = False) -> Faces
             continue
         if item_id in views:
             shadow = views[item_id]
-            shadow_ref = Ref(item_id, shadow.item.title, shadow.item.scope, shadow.where)
+            shadow_ref = Ref(item_id, shadow.item.heading, shadow.item.scope, shadow.where)
         else:
             shadow_ref = ref(item_id)
         carrier.replaces.append(shadow_ref)
         if item_id in views:
             # Carriers always live in the viewer's own home (layers never shadow each other).
             views[item_id].reason = (
-                f"Your own note “{carrier.item.title}” replaces the {shadow_ref.where} entry "
+                f"Your own note “{carrier.item.heading}” replaces the {shadow_ref.where} entry "
                 "of the same name."
             )
     for view in views.values():
         if view.superseded_by:
             rollup = views.get(view.superseded_by)
             view.superseded_by_title = (
-                rollup.item.title if rollup is not None else ref(view.superseded_by).title
+                rollup.item.heading if rollup is not None else ref(view.superseded_by).title
             )
             view.reason = f"Rolled up into “{view.superseded_by_title}”."
     for carrier in views.values():

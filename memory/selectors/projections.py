@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
+from memory.engine.aliases import NO_LABEL, resolve_alias
+from memory.engine.buffer.rendered import intent_facts
 from memory.engine.clock import time_key
-from memory.engine.knowledge import Viewer
+from memory.engine.knowledge import Viewer, get_viewer
+from memory.engine.newest import chunks
 from memory.engine.projections.doors import Digest, Page, digest, session_places
 from memory.engine.projections.doors import episodes as door_episodes
 from memory.engine.projections.doors import sessions as door_sessions
 from memory.engine.projections.summaries import summaries_for
 from memory.engine.projections.worker import projection_status as engine_projection_status
-from memory.models import MemorySession
+from memory.models import BufferEntry, MemorySession
 
 
 @dataclass
@@ -22,6 +27,7 @@ class SessionsPanel:
     episodes: Page
     summaries: dict[str, tuple[str | None, bool]]  # session key -> (summary, stale)
     places: dict[str, str]  # session key -> where it happened, as the viewer calls the place
+    people: dict[str, list[str]]  # session key -> who took part, as the viewer calls them
 
     # The doors answer newest first (what an API pager wants); the page reads oldest first,
     # like the buffer and the timeline beside them.
@@ -60,7 +66,29 @@ def sessions_panel(viewer: str | Viewer, *, limit: int = 20) -> SessionsPanel:
         episodes=door_episodes(viewer, limit=limit),
         summaries=summaries,
         places=session_places(viewer_id, sessions.items),
+        people=session_people(viewer, sessions.items),
     )
+
+
+def _shown(label: str) -> str:
+    return label if label.strip() else NO_LABEL
+
+
+def session_people(viewer: str | Viewer, sessions: Sequence[Any]) -> dict[str, list[str]]:
+    """Who took part in each of these sessions, as the viewer calls them ("the bartender"),
+    the viewer itself left out: the actor and targets of its latest moment. The session row
+    keeps no list of people, and reading every row of a long scene on each page would cost
+    more than the whole panel; the latest moment is one row a session, one query in all."""
+    viewer = get_viewer(viewer) if isinstance(viewer, str) else viewer
+    key_of = {s.last_member_id: s.session_key for s in sessions}
+    people: dict[str, list[str]] = {key: [] for key in key_of.values()}
+    for chunk in chunks(list(key_of), 500):
+        rows = BufferEntry.objects.filter(id__in=chunk, owner_id=viewer.id)
+        for entry_id, intent_json in rows.values_list("id", "intent_json"):
+            _type, actor, targets = intent_facts(intent_json)
+            ids = dict.fromkeys(i for i in (actor, *targets) if i and i != viewer.id)
+            people[key_of[entry_id]] = [_shown(resolve_alias(viewer, i)) for i in ids]
+    return people
 
 
 def projection_status() -> dict:

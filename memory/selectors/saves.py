@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from datetime import UTC
 from typing import Any
 
 from memory.active_save import use
+from memory.engine.clock import parse_timestamp
 from memory.engine.projections import problems
 from memory.engine.saves import live_saves
-from memory.models import ObjectType, Save, WorldObject
+from memory.models import BufferEntry, ObjectType, Save, WorldObject
 from memory.selectors import leaks as leak_reads
 from memory.selectors import projections as projection_reads
 
@@ -89,3 +91,23 @@ def live_row_counts() -> dict[str, int]:
         if n:
             counts[model._meta.db_table] = n
     return counts
+
+
+def world_crosses_year(saves: list[Save]) -> bool:
+    """Whether the world stamps of these saves' memories fall in more than one year: then every
+    page of them says the year with each time (issue 28 item 7), so "Dec 31, 11:59 PM" and
+    "Jan 1, 12:00 AM" never read as one night. The first and the last stamp in text order,
+    two probes of the (save, timestamp) index a save."""
+    years = set()
+    for save in saves:
+        rows = BufferEntry.objects.in_save(save).filter(untimed=False)
+        for stamp in (
+            rows.order_by("timestamp").values_list("timestamp", flat=True)[:1],
+            rows.order_by("-timestamp").values_list("timestamp", flat=True)[:1],
+        ):
+            moment = parse_timestamp(next(iter(stamp), ""))
+            if moment is not None:
+                years.add(moment.astimezone(UTC).year)
+        if len(years) > 1:
+            return True
+    return False

@@ -32,35 +32,42 @@ def _moment(value: object) -> tuple[datetime | None, str]:
     return (moment.astimezone(UTC) if moment else None), text
 
 
-@register.simple_tag
-def moment(value: object, empty: str = "—") -> str:
-    """<time datetime="ISO" title="ISO">Jul 6, 9:36 AM</time>; an unparseable stamp as written."""
+def _years(context: object) -> bool:
+    """Whether this page says years (memory.web.context.world_clock): its world crosses one."""
+    return bool(getattr(context, "get", lambda _k: False)("world_years"))
+
+
+@register.simple_tag(takes_context=True)
+def moment(context: object, value: object, empty: str = "—") -> str:
+    """<time datetime="ISO" title="ISO">Jul 6, 9:36 AM</time>; an unparseable stamp as written.
+    On a page whose world crosses a year: "Dec 31, 2026, 11:59 PM"."""
     at, iso = _moment(value)
     if at is None:
         return format_html('<span class="moment">{}</span>', iso or empty)
-    return format_html(
-        '<time class="moment" datetime="{}" title="{}">{}</time>', iso, iso, said_at(at)
-    )
+    return _time(iso, said_at(at, year=_years(context)))
 
 
-@register.simple_tag
-def span(first: object, last: object) -> str:
+@register.simple_tag(takes_context=True)
+def span(context: object, first: object, last: object) -> str:
     """Two times as one span: "Jul 6, 9:36 AM – 9:55 AM" (the day said once when shared; the
-    year said at both ends when the span crosses one)."""
+    year said at both ends when the span or the page's world crosses one)."""
     a, a_iso = _moment(first)
     b, b_iso = _moment(last)
     if a is None or b is None:
-        return format_html("{} – {}", moment(first), moment(last))
+        return format_html("{} – {}", moment(context, first), moment(context, last))
     if a_iso == b_iso:
-        return moment(first)
+        return moment(context, first)
     if a.year != b.year:  # "Dec 31, 11:59 PM – Jan 1, 12:00 AM" would hide a year going by
         return format_html(
             '<span class="span">{} – {}</span>',
             _time(a_iso, said_at(a, year=True)),
             _time(b_iso, said_at(b, year=True)),
         )
-    second = time_of_day(b) if short_date(a) == short_date(b) else said_at(b)
-    return format_html('<span class="span">{} – {}</span>', moment(first), _time(b_iso, second))
+    years = _years(context)
+    second = time_of_day(b) if short_date(a) == short_date(b) else said_at(b, year=years)
+    return format_html(
+        '<span class="span">{} – {}</span>', moment(context, first), _time(b_iso, second)
+    )
 
 
 def _time(iso: str, words: str) -> str:
@@ -68,10 +75,11 @@ def _time(iso: str, words: str) -> str:
 
 
 @register.filter
-def said(value: object) -> str:
-    """The same words as {% moment %}, as plain text (an SVG <title>, an attribute)."""
+def said(value: object, years: object = False) -> str:
+    """The same words as {% moment %}, as plain text (an SVG <title>, an attribute):
+    `value|said:world_years` says the year where the page does."""
     at, iso = _moment(value)
-    return said_at(at) if at is not None else iso
+    return said_at(at, year=bool(years)) if at is not None else iso
 
 
 def _marked(line: str, flaws) -> SafeString:

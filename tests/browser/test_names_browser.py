@@ -1,5 +1,5 @@
-"""Names everywhere a person reads, in Chromium (issue 28 item 4): sessions by the place as
-the viewer calls it, the alias history and the screen-reader labels by name; the session
+"""Names everywhere a person reads, in Chromium (issue 28 item 4): sessions by the place and
+the people as the viewer calls them, the alias history and the screen-reader labels by name; the session
 keys only when QA mode asks for ids."""
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ def test_sessions_history_and_labels_read_names(login, page, demo, screenshots) 
     cells = page.locator("#sessions-panel table.sessions tbody tr td:first-child")
     assert [c.strip() for c in cells.all_inner_texts()] == [
         f"A scene at {TAVERN}",
-        f"A conversation at {TAVERN}",
-        f"A conversation at {QUAY}",
+        f"A conversation at {TAVERN} with the tall one in grey",
+        f"A conversation at {QUAY} with the tall one in grey, the lady with brass buttons and "
+        "the sailor with the eye patch",
         f"A scene at {QUAY}",
     ]
     assert "loc-" not in page.inner_text("#sessions-panel")

@@ -44,7 +44,9 @@ class RenderedEntry:
         return self.line if reading == "omnia" else self.line_corrected
 
 
-def _intent_facts(intent_json: str) -> tuple[str | None, str | None, tuple[str, ...]]:
+def intent_facts(intent_json: str) -> tuple[str | None, str | None, tuple[str, ...]]:
+    """(type, actor id, target ids) of a stored intent, each None or empty where the row does
+    not say it as a string (a poison row is read as saying nothing)."""
     try:
         intent = json.loads(intent_json)
         targets = intent.get("targetIds") or []
@@ -84,7 +86,7 @@ def render_entry(entry: BufferEntry, viewer: Viewer) -> RenderedEntry:
     line, reason = render_line(*args)
     # Only a v2 row (one with a `content`) can read differently; a v1 row is read once.
     corrected = render_line(*args, "corrected")[0] if '"content"' in entry.intent_json else line
-    type_, actor, targets = _intent_facts(entry.intent_json)
+    type_, actor, targets = intent_facts(entry.intent_json)
     return RenderedEntry(
         id=entry.id,
         timestamp=entry.timestamp,

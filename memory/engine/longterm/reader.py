@@ -42,6 +42,7 @@ from memory.engine.longterm.shadowing import (
     MEMORY_SEARCH_SHADOWED_TAG,
     MEMORY_SEARCH_SUPERSEDED_TAG,
     EntryHeader,
+    heading_of,
     shadow_key_of,
 )
 from memory.engine.newest import chunks
@@ -71,6 +72,11 @@ class FaceItem:
     body: str  # hydrated for the viewer; "" when undeliverable (the notes say why)
     tags: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def heading(self) -> str:
+        """How a page names this entry to a person (shadowing.heading_of)."""
+        return heading_of(self.title, self.id, self.body)
 
 
 @dataclass(frozen=True, slots=True)

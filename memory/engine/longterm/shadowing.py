@@ -22,6 +22,7 @@ Pure Python: the DB layer hands in plain headers and edges.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
@@ -135,3 +136,19 @@ def memory_superseded_note(rollup_id: str) -> str:
     return (
         f"{MEMORY_SEARCH_SUPERSEDED_TAG} consolidated into {rollup_id}; delivered by id as evidence"
     )
+
+
+HEADING_WORDS = 8
+_TAG_WORDS = re.compile(r"entity@[A-Za-z0-9_-]+\[([^\]]*)\]")
+
+
+def heading_of(title: str, entry_id: str, text: str) -> str:
+    """How a page names a long-term entry to a person: its title, except where the title is
+    its id (an imported omnia row: no name, a slug made of its id, "ledger-ddd…-1796…"); then
+    the first words of what it says, a tag read as the words it carries."""
+    if title != entry_id:
+        return title
+    words = _TAG_WORDS.sub(r"\1", text).split()
+    if not words:
+        return "an untitled memory"
+    return " ".join(words[:HEADING_WORDS]) + ("…" if len(words) > HEADING_WORDS else "")

@@ -4,13 +4,16 @@ import signal
 import sqlite3
 import sys
 import time
+from pathlib import Path
 
 from django.core.management.base import CommandError
 
 from memory.engine import audit
 from memory.engine.errors import Conflict, InvalidInput
+from memory.engine.saves import check_name, default_name
 from memory.management.commands._base import OmniaCommand, command_line, refuse
 from memory.worlds.live import Follower, SaveGone, follow, verify, waiting_for
+from memory.worlds.live.exclusive import AlreadyFollowed, sole_follower
 from memory.worlds.report import WorldImportError
 
 
@@ -65,16 +68,34 @@ class Command(OmniaCommand):
 
         signal.signal(signal.SIGTERM, request_stop)
         signal.signal(signal.SIGINT, request_stop)
+
+        def follower() -> Follower:
+            try:
+                return Follower(
+                    path,
+                    name=options["name"],
+                    batch_rows=options["batch_rows"],
+                    actor=audit.cli_actor(),
+                    command=command_line(),
+                )
+            except (WorldImportError, InvalidInput, Conflict) as exc:
+                raise refuse(f"refused: {exc}") from None
+
+        if options["verify"]:  # reads only: beside a running follower is fine
+            self._verify(self._open(follower(), options))
+            return
         try:
-            follower = Follower(
-                path,
-                name=options["name"],
-                batch_rows=options["batch_rows"],
-                actor=audit.cli_actor(),
-                command=command_line(),
-            )
-        except (WorldImportError, InvalidInput, Conflict) as exc:
+            name = check_name(options["name"] or default_name(Path(path).resolve()))
+        except InvalidInput as exc:
             raise refuse(f"refused: {exc}") from None
+        try:
+            with sole_follower(name):
+                # Its state read under the lock: what the follower before it left, whole.
+                self._follow(self._open(follower(), options), path, interval, stop, options)
+        except AlreadyFollowed as exc:
+            raise refuse(f"refused: {exc}") from None
+
+    def _open(self, follower: Follower, options: dict) -> Follower:
         try:
             follower.open()  # refuses a file that is missing or no omnia world, up front
         except WorldImportError as exc:
@@ -89,9 +110,9 @@ class Command(OmniaCommand):
                 raise refuse(f"refused: {line.split('; waiting')[0]}") from None
         finally:
             follower.close()  # open again inside each look (nothing held between looks)
-        if options["verify"]:
-            self._verify(follower)
-            return
+        return follower
+
+    def _follow(self, follower: Follower, path: str, interval: float, stop: list, options: dict):
         started = time.monotonic()
         totals = {"batches": 0, "rows": 0}
 

@@ -9,6 +9,7 @@ from urllib.parse import urlencode
 
 from django.utils.text import slugify
 
+from memory.engine.aliases import NO_LABEL
 from memory.engine.knowledge import Viewer
 from memory.selectors import viewers as viewer_reads
 from memory.web.saves import reverse
@@ -20,7 +21,6 @@ ALIASES_SHOWN = 100
 # viewer who knows 300 people made a 0.8 MB panel that cost 60-80 ms of every viewer page.
 LABELS_SHOWN = 25
 ALIASES_FROM = "aliases_from"
-NO_LABEL = "[no label]"
 
 
 # Strangers (targets the viewer has no label for) are alike: "unknown", "an unfamiliar figure",

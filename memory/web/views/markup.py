@@ -21,6 +21,8 @@ from typing import Any
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
+from memory.engine.aliases import NO_LABEL
+
 # Pieces of a row that hold no value, made safe once.
 _SELECTED = mark_safe(' class="selected" aria-current="true"')
 _NOT_IN_WORLD = mark_safe(' <span class="muted">(not in world)</span>')
@@ -236,5 +238,5 @@ def _checked_cell(viewer_id: str, target_id: str, cell) -> SafeString:
         viewer=viewer_id,
         target=target_id,
         reasons=reasons,
-        label=cell.label if cell.label.strip() else "[no label]",
+        label=cell.label if cell.label.strip() else NO_LABEL,
     )

@@ -78,6 +78,14 @@ class BufferState:
         return urlencode(pairs)
 
 
+def _who(names: dict[str, str], entity_id: str | None) -> dict[str, Any] | None:
+    """An id as QA mode shows it: the true name, and the id itself when it differs."""
+    if entity_id is None or not names:
+        return None
+    name = names.get(entity_id, entity_id)
+    return {"id": entity_id, "name": name, "named": name != entity_id}
+
+
 def _buffer_context(viewer: Viewer, state: BufferState) -> dict[str, Any]:
     base = reverse("memory:buffer_panel", args=[viewer.id])
     error = None
@@ -108,6 +116,14 @@ def _buffer_context(viewer: Viewer, state: BufferState) -> dict[str, Any]:
     # The page's witness counts in one statement; the event links with one reverse.
     refs = event_reads.buffer_events(viewer, page.entries)
     event_urls = reverse_each("memory:event", [], [r.event for r in refs.values()])
+    # QA asked for ids: each beside its true name ("actor Gareth bob"), one query a page.
+    named = (
+        viewer_reads.display_names(
+            i for e in page.entries for i in (e.actor_id, *e.target_ids) if i is not None
+        )
+        if state.qa
+        else {}
+    )
     lines = [
         {
             "e": e,
@@ -117,6 +133,8 @@ def _buffer_context(viewer: Viewer, state: BufferState) -> dict[str, Any]:
             f"{urlencode({'line': e.id})}#{dom}",
             "dom": dom,
             "selected": e.id == state.line,
+            "actor": _who(named, e.actor_id),
+            "targets": [_who(named, t) for t in e.target_ids] if state.qa else [],
         }
         for e in page.entries
         for dom in (f"line-{slugify(e.id)}",)
@@ -149,6 +167,7 @@ def _sessions_context(
             "s": s,
             "summary": panel.summaries.get(s.session_key),
             "place": panel.places.get(s.session_key),
+            "people": panel.people.get(s.session_key, []),
             "dom": f"session-{slugify(s.session_key)}",
             "selected": s.session_key == selected_session,
         }
