@@ -61,12 +61,13 @@ migrations: $(VENV)/.installed-test
 	OMNIA_TESTING=1 $(PY) manage.py makemigrations --check --dry-run -v0
 
 # The suite alone: PYTEST_ARGS adds to pytest's command line (a path, -k, -m), WORKERS sets
-# how many processes share the tests. The 30 slowest steps are listed at the end.
+# how many processes share the tests (an idle one takes tests queued for a busy one: the long
+# subprocess tests do not leave a core idle at the end). The 30 slowest steps are listed at the end.
 WORKERS ?= 2
 suite: $(VENV)/.installed-test
 	mkdir -p var test-artifacts
 	rm -rf test-artifacts/failed
-	$(PY) -m pytest -p xdist -n $(WORKERS) --durations=30 $(PYTEST_ARGS)
+	$(PY) -m pytest -p xdist -n $(WORKERS) --dist worksteal --durations=30 $(PYTEST_ARGS)
 
 # Production-like server: DEBUG off, manifest static files, gunicorn.
 serve-prod: $(VENV)/.installed-runtime
