@@ -48,7 +48,7 @@ from tests.helpers import (
 # Tests whose outcome cannot depend on the database backend carry one of these marks (pyproject
 # lists them): tests/browser/ by directory, the rest by module (`pytestmark`) or, in a module
 # that mixes, by test. CI runs them on SQLite only; everything unmarked runs on both.
-ONCE = ("browser", "readme", "terminal", "pure")
+ONCE = ("browser", "readme", "terminal", "pure", "no_test_db")
 _TEST_DATABASE_FIXTURES = {"db", "transactional_db", "live_server", "django_db_setup"}
 _BROWSER = Path(__file__).parent / "browser"
 
@@ -65,6 +65,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if _BROWSER in item.path.parents:
             item.add_marker(pytest.mark.browser)
+        if not _uses_test_database(item):
+            # Asks for no database of the run's backend (pure code, or manage.py children on
+            # SQLite files of their own): on PostgreSQL it would run the very same thing again.
+            item.add_marker(pytest.mark.no_test_db)
         # readme, terminal and pure say "no database of the run's backend": a test so marked
         # that reads the test database would silently skip PostgreSQL in CI. Refuse it.
         once = [m for m in ONCE[1:] if item.get_closest_marker(m)]

@@ -13,7 +13,7 @@ import json
 import re
 from collections import Counter
 from pathlib import Path
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, unquote, urlencode
 
 import django.test.client
 import pytest
@@ -184,7 +184,7 @@ def test_no_route_answers_5xx_to_hostile_input(
     assert len(all_routes) >= 30, all_routes  # the URLconf was walked, API included
     # A read sent twice is the same request (a reversed and a raw path are often the same
     # string): each is sent once. A write is sent again: the second meets the first's effect.
-    reads_sent: set[tuple[str, str]] = set()
+    reads_sent: set[tuple[str, str, str]] = set()
 
     def tally(category: str, method: str, url: str, status: int, **kw) -> None:
         row = table.setdefault(category, Counter())
@@ -199,9 +199,12 @@ def test_no_route_answers_5xx_to_hostile_input(
         category: str, method: str, url: str, body: dict | None = None, form: dict | None = None
     ) -> None:
         if method in ("GET", "HEAD") and body is None and form is None:
-            if (method, url) in reads_sent:
+            # Two spellings of one path (a value the converter and a client escape alike)
+            # reach the site as one: Django decodes the path before anything of ours reads it.
+            path, _, query = url.partition("?")
+            if (method, unquote(path), query) in reads_sent:
                 return
-            reads_sent.add((method, url))
+            reads_sent.add((method, unquote(path), query))
         call = getattr(client, method.lower())
         if form is not None:
             r = call(url, form)

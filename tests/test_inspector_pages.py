@@ -210,14 +210,17 @@ def test_viewer_panels_read_oldest_first_with_people_times(staff_client, demo) -
 
 def test_projection_status_says_the_watermark_as_a_time(staff_client, demo) -> None:
     body = staff_client.get("/saves/demo/").content.decode()
-    watermarks = re.findall(r'<td class="watermark">(.*?)</td>', body)
+    watermarks = re.findall(r'<td class="watermark"( title="[^"]*")?>(.*?)</td>', body)
     assert len(watermarks) == 4
-    for cell in watermarks:
-        assert re.match(
-            r'<time class="moment" datetime="\d{4}-\d\d-\d\dT[\d:.]+\+00:00" title="[^"]+">'
-            r"[A-Z][a-z]{2} \d{1,2}, \d{1,2}:\d\d [AP]M</time>",
+    for title, cell in watermarks:
+        # In words: the time, the memory's id only in the tooltip (issue 28: shards read as
+        # uuids).
+        assert re.fullmatch(
+            r'the memory written at <time class="moment" datetime="\d{4}-\d\d-\d\dT[\d:.]+'
+            r'\+00:00" title="[^"]+">[A-Z][a-z]{2} \d{1,2}, \d{1,2}:\d\d [AP]M</time>',
             cell,
         ), cell
+        assert title.startswith(' title="the memory written then: ')
     assert not re.search(r"<code>\d{13,}/", body)  # no raw microseconds
 
 
