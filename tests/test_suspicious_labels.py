@@ -13,7 +13,7 @@ from django.core.management import call_command
 from memory.engine.aliases import label_suspicions, resolve_alias
 from memory.engine.knowledge import get_viewer
 from memory.models import AliasChange, WorldObject
-from memory.selectors.viewers import SuspiciousLabel, suspicious_labels
+from memory.selectors.labels import SuspiciousLabel, suspicious_labels
 
 HX = {"HX-Request": "true"}
 LONG = "the man who " + "x" * 69 + "!"  # 82 characters

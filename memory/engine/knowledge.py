@@ -84,6 +84,19 @@ def true_names(object_ids: list[str]) -> dict[str, str]:
     return {object_id: value for object_id, (_rank, value) in found.items()}
 
 
+def every_name_owner() -> dict[str, set[str]]:
+    """name_owners of every true name in the save, in one query: what a check of every label
+    at once asks (a 2,000-entity world holds tens of thousands of distinct labels, and a query
+    per 500 of them each read the attributes again)."""
+    owners: dict[str, set[str]] = {}
+    rows = Attribute.objects.filter(name__in=true_name_attributes()).values_list(
+        "value", "object_id"
+    )
+    for value, object_id in rows:
+        owners.setdefault(value, set()).add(object_id)
+    return owners
+
+
 def name_owners(labels: Iterable[str]) -> dict[str, set[str]]:
     """Which objects carry each of these labels (stripped) as a true name, in one query per
     500 labels: a label equal to another entity's name is suspicious (aliases.label_suspicions).

@@ -11,10 +11,8 @@ from django.db.models import Count, Q
 from memory.active_save import scoped_cursor
 from memory.engine.aliases import (
     UNFAMILIAR,
-    AliasesJsonError,
     alias_state,
     label_suspicions,
-    parse_aliases_json,
 )
 from memory.engine.descriptors import KnownIds, derive_descriptor, descriptor_words
 from memory.engine.knowledge import (
@@ -344,43 +342,6 @@ def _rows_shown(viewer: Viewer, shown_world: list[str], outside: list[str]) -> l
     )
     known = known_ids_among(world_id, words)
     return alias_rows(viewer, knowledge, targets=shown, known=known)
-
-
-@dataclass(frozen=True)
-class SuspiciousLabel:
-    viewer_id: str
-    target_id: str
-    label: str
-    reasons: tuple[str, ...]  # aliases.label_suspicions, in words
-
-
-def suspicious_labels() -> list[SuspiciousLabel]:
-    """Every stored label of the active save worth a second look (empty, over-long, another
-    entity's true name), by viewer then target: the entities' alias maps in one read, the
-    labels that are names in one more per 500. A corrupt alias map is the aliases panel's to
-    report, not counted here."""
-    maps: list[tuple[str, dict[str, str]]] = []
-    rows = (
-        WorldObject.objects.filter(type=ObjectType.ENTITY)
-        .exclude(aliases_json__isnull=True)
-        .exclude(aliases_json__in=("", "[]", "{}"))
-        .order_by("id")
-        .values_list("id", "aliases_json")
-    )
-    for viewer_id, text in rows:
-        try:
-            maps.append((viewer_id, parse_aliases_json(text)))
-        except AliasesJsonError:
-            continue
-    owners = name_owners(label for _v, aliases in maps for label in aliases.values())
-    return [
-        SuspiciousLabel(viewer_id, target_id, label, reasons)
-        for viewer_id, aliases in maps
-        for target_id, label in aliases.items()
-        if target_id != viewer_id
-        for reasons in (label_suspicions(label, target_id, owners),)
-        if reasons
-    ]
 
 
 def alias_history(viewer_id: str, *, target_id: str | None = None, limit: int = 50) -> list:

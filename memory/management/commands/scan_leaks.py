@@ -17,7 +17,7 @@ from memory.engine.leaks.world_scan import (
 )
 from memory.engine.spreadsheet import safe_row
 from memory.management.commands._base import OmniaCommand, progress_bar, refuse
-from memory.selectors.viewers import suspicious_labels
+from memory.selectors.labels import suspicious_labels
 
 
 class Command(OmniaCommand):

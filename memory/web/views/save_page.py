@@ -13,6 +13,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from memory.engine import saves as engine_saves
 from memory.roles import ADMIN_PERMISSION, READ_PERMISSION
+from memory.selectors import labels as label_reads
 from memory.selectors import saves as save_reads
 from memory.selectors import viewers as viewer_reads
 from memory.web import saves
@@ -54,7 +55,7 @@ SUSPICIOUS_LISTED = 20
 def _suspicious() -> dict:
     """The save's suspicious labels, the first SUSPICIOUS_LISTED by viewer, each viewer and
     target by name."""
-    found = viewer_reads.suspicious_labels()
+    found = label_reads.suspicious_labels()
     shown = found[:SUSPICIOUS_LISTED]
     names = viewer_reads.display_names([i for s in shown for i in (s.viewer_id, s.target_id)])
     return {
