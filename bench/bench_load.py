@@ -316,10 +316,18 @@ def main() -> None:
     parser.add_argument("--projection-workers", type=int, default=2)
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--db", default="omnia_load")
-    parser.add_argument("--smoke", action="store_true", help="2 s, 2 readers, 2 web workers")
+    parser.add_argument(
+        "--smoke", action="store_true", help="2 s, 2 readers, 2 web workers, 1 projection worker"
+    )
     args = parser.parse_args()
     if args.smoke:
-        args.seconds, args.readers, args.warmup, args.web_workers = 2, 2, 1, 2
+        args.seconds, args.readers, args.warmup, args.web_workers, args.projection_workers = (
+            2,
+            2,
+            1,
+            2,
+            1,
+        )
 
     url = reset_database(args.db)
     work = Path(tempfile.mkdtemp(prefix="omnia-load-"))

@@ -189,6 +189,7 @@ def test_no_route_answers_5xx_to_hostile_input(
     # string): each is sent once. A write is sent again: the second meets the first's effect.
     reads_sent: set[tuple[str, str, str]] = set()
     query_reads = _QueryReads(monkeypatch)
+    spellings = (False, True) if connection.vendor == "sqlite" else (False,)
     query_blind: set[tuple[str, str]] = set()
 
     def tally(category: str, method: str, url: str, status: int, **kw) -> None:
@@ -227,11 +228,14 @@ def test_no_route_answers_5xx_to_hostile_input(
                 # HEAD is answered as GET without its body (HeadAsGetMiddleware): GET meets
                 # every value, HEAD the first of each category.
                 for value in values[:1] if method == "HEAD" else values:
-                    # Each path parameter hostile in turn (reversed and raw).
+                    # Each path parameter hostile in turn (reversed and raw). How a path is
+                    # spelled is Django's URL decoding, the same on every backend: on the
+                    # second backend (PostgreSQL) the reversed spelling carries the value to
+                    # the database alone.
                     for name in params if category != "cursor" or value in PATH_VALUES else ():
                         filled = {n: VALID.get(n, "x") for n in params}
                         filled[name] = value
-                        for raw in (False, True):
+                        for raw in spellings:
                             send(category, method, fill(route, filled, raw=raw))
                     base = fill(route, {n: VALID.get(n, "x") for n in params}, raw=False)
                     # Every query parameter hostile at once. A route whose first such request
