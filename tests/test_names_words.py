@@ -70,5 +70,5 @@ def test_a_session_is_named_by_its_people_as_the_viewer_calls_them(cast, editor_
         "/saves/cast/viewers/alice/sessions/", headers={"HX-Request": "true"}
     ).content.decode()
     # Its latest moment: charlie spoke to alice and bob; alice reads herself out of it.
-    names = re.findall(r"<td>(A (?:scene|conversation) at [^<\n]*)", body)
-    assert names == ["A scene at an unfamiliar place with the bartender and the hooded figure"]
+    names = re.findall(r"<td>(A (?:scene|conversation) [^<\n]*)", body)
+    assert names == ["A scene with the bartender and the hooded figure at an unfamiliar place"]

@@ -18,9 +18,9 @@ def test_sessions_history_and_labels_read_names(login, page, demo, screenshots) 
     cells = page.locator("#sessions-panel table.sessions tbody tr td:first-child")
     assert [c.strip() for c in cells.all_inner_texts()] == [
         f"A scene at {TAVERN}",
-        f"A conversation at {TAVERN} with the tall one in grey",
-        f"A conversation at {QUAY} with the tall one in grey, the lady with brass buttons and "
-        "the sailor with the eye patch",
+        f"A conversation with the tall one in grey at {TAVERN}",
+        "A conversation with the tall one in grey, the lady with brass buttons and the sailor "
+        f"with the eye patch at {QUAY}",
         f"A scene at {QUAY}",
     ]
     assert "loc-" not in page.inner_text("#sessions-panel")
