@@ -17,6 +17,13 @@ from memory.engine.errors import InvalidInput
 UNFAMILIAR = "an unfamiliar figure"
 # How a page (never a prompt) shows an empty or blank label, so the person is not hidden.
 NO_LABEL = "[no label]"
+
+
+def shown_label(label: str) -> str:
+    """A label as a page shows it: NO_LABEL for an empty or blank one."""
+    return label if label.strip() else NO_LABEL
+
+
 SELF = "you"
 
 AliasState = Literal["known", "descriptor", "unknown"]

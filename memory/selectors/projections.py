@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from memory.engine.aliases import NO_LABEL, resolve_alias
+from memory.engine.aliases import resolve_alias, shown_label
 from memory.engine.buffer.rendered import intent_facts
 from memory.engine.clock import time_key
 from memory.engine.knowledge import Viewer, get_viewer
@@ -70,10 +70,6 @@ def sessions_panel(viewer: str | Viewer, *, limit: int = 20) -> SessionsPanel:
     )
 
 
-def _shown(label: str) -> str:
-    return label if label.strip() else NO_LABEL
-
-
 def session_people(viewer: str | Viewer, sessions: Sequence[Any]) -> dict[str, list[str]]:
     """Who took part in each of these sessions, as the viewer calls them ("the bartender"),
     the viewer itself left out: the actor and targets of its latest moment. The session row
@@ -87,7 +83,7 @@ def session_people(viewer: str | Viewer, sessions: Sequence[Any]) -> dict[str, l
         for entry_id, intent_json in rows.values_list("id", "intent_json"):
             _type, actor, targets = intent_facts(intent_json)
             ids = dict.fromkeys(i for i in (actor, *targets) if i and i != viewer.id)
-            people[key_of[entry_id]] = [_shown(resolve_alias(viewer, i)) for i in ids]
+            people[key_of[entry_id]] = [shown_label(resolve_alias(viewer, i)) for i in ids]
     return people
 
 

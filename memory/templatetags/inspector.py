@@ -32,9 +32,9 @@ def _moment(value: object) -> tuple[datetime | None, str]:
     return (moment.astimezone(UTC) if moment else None), text
 
 
-def _years(context: object) -> bool:
+def _years(context) -> bool:
     """Whether this page says years (memory.web.context.world_clock): its world crosses one."""
-    return bool(getattr(context, "get", lambda _k: False)("world_years"))
+    return bool(context.get("world_years"))
 
 
 @register.simple_tag(takes_context=True)

@@ -45,7 +45,7 @@ class OmniaCommand(BaseCommand):
     # A command checks the models it reads and writes, not the web: the URL checks import
     # every view and the API's schemas, a third of a command's start-up (0.35 of 1.0 s CPU,
     # measured), paid by every script and test that runs one. `manage.py check` and the
-    # server's start-up still run them all; tests/test_settings.py runs `check` clean.
+    # server's start-up still run them all; tests/test_cli.py runs every check clean.
     requires_system_checks = [Tags.models]
     examples: tuple[str, ...] = ()
     save_scope: str | None = None

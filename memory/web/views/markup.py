@@ -21,7 +21,7 @@ from typing import Any
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
-from memory.engine.aliases import NO_LABEL
+from memory.engine.aliases import shown_label
 
 # Pieces of a row that hold no value, made safe once.
 _SELECTED = mark_safe(' class="selected" aria-current="true"')
@@ -238,5 +238,5 @@ def _checked_cell(viewer_id: str, target_id: str, cell) -> SafeString:
         viewer=viewer_id,
         target=target_id,
         reasons=reasons,
-        label=cell.label if cell.label.strip() else NO_LABEL,
+        label=shown_label(cell.label),
     )
