@@ -20,7 +20,14 @@ from memory.engine.leaks import stored
 from memory.engine.projections import rows as rows_module
 from memory.engine.projections.rebuild import rebuild
 from memory.engine.shards import shard_of
-from memory.models import BufferEntry, LeakFinding, LeakScan, WorldObject
+from memory.models import (
+    BufferEntry,
+    Episode,
+    LeakFinding,
+    LeakScan,
+    MemorySession,
+    WorldObject,
+)
 from memory.worlds.omnia_import import import_omnia
 from memory.worlds.synthetic import Shape, generate_omnia_world
 from tests.test_first_cycle import _folded
@@ -73,8 +80,17 @@ def test_a_rebuild_in_two_processes_lands_what_one_process_lands(harbour, helper
     BufferEntry.objects.filter(uid=moved_alone.order_by("created_at").first().uid).update(
         shard=(shard_of(harbour[-1]) + 1) % 4
     )
+    # Drift in each process's half: each finds its own and the parent writes both.
+    MemorySession.objects.filter(owner_id=harbour[0]).update(memory_count=0)
+    Episode.objects.filter(owner_id=harbour[-2], ordinal=1).update(member_count=0)
     two = rebuild(processes=2)
     assert helpers_started == [1]
+    assert (
+        MemorySession.objects.filter(owner_id=harbour[0]).count()
+        + Episode.objects.filter(owner_id=harbour[-2]).count()
+        == two.rows_written
+        < one.rows_written
+    )
     assert (two.rows_folded, two.sessions, two.episodes, two.problems, two.rows_moved) == (
         one.rows_folded,
         one.sessions,

@@ -292,6 +292,71 @@ def test_rebuild_writes_by_recency_not_owner_by_owner(cast):
     assert stored() == (expected_sessions, expected_episodes)
 
 
+def _pks() -> tuple[dict, dict]:
+    return (
+        dict(MemorySession.objects.values_list("pk", "session_key")),
+        dict(Episode.objects.values_list("pk", "ordinal")),
+    )
+
+
+def test_a_rebuild_of_a_right_store_rewrites_nothing(cast):
+    # Every row is folded afresh and compared; rows that are already what the fold gives stay
+    # (the same primary keys), so a rebuild of a healthy store costs its read, not its write.
+    write("alice", 0, conversation="c1")
+    write("alice", 90, conversation="c1")  # a second episode
+    write("bob", 1)
+    run_cycle()
+    before, sessions, episodes_before = _pks(), session_rows(), episode_rows()
+    result = rebuild()
+    assert (result.sessions, result.episodes, result.rows_written) == (2, 3, 0)
+    assert (_pks(), session_rows(), episode_rows()) == (before, sessions, episodes_before)
+
+
+def test_a_rebuild_mends_what_drifted_and_only_that(cast):
+    write("alice", 0, conversation="c1")
+    write("alice", 1, conversation="c2")
+    write("bob", 0)
+    write("bob", 90)
+    write("bob", 200)  # bob: three episodes
+    write("charlie", 0)
+    run_cycle()
+    right_sessions, right_episodes = session_rows(), episode_rows()
+    bob_first = Episode.objects.get(owner_id="bob", ordinal=1).pk
+    charlie_session = MemorySession.objects.get(owner_id="charlie").pk
+    # Drift of every kind: a field, an episode in the middle, rows missing, an owner with
+    # stored rows and no canonical row left.
+    MemorySession.objects.filter(owner_id="alice", session_key="c1").update(memory_count=7)
+    Episode.objects.filter(owner_id="bob", ordinal=2).update(member_count=9)
+    Episode.objects.filter(owner_id="charlie").delete()
+    MemorySession.objects.create(
+        owner_id="ghost",
+        session_key="c9",
+        first_at=BASE,
+        last_at=BASE,
+        memory_count=1,
+        dialogue_count=0,
+        last_member_id="x",
+        content_hash="h",
+        last_key="k",
+    )
+    Episode.objects.create(
+        owner_id="ghost",
+        ordinal=1,
+        first_at=BASE,
+        last_at=BASE,
+        first_member_id="x",
+        last_member_id="x",
+        member_count=1,
+    )
+    result = rebuild()
+    # alice's two sessions, bob's episodes 2 and 3, charlie's episode; ghost's rows deleted.
+    assert result.rows_written == 2 + 2 + 1
+    assert (session_rows(), episode_rows()) == (right_sessions, right_episodes)
+    assert Episode.objects.get(owner_id="bob", ordinal=1).pk == bob_first
+    assert MemorySession.objects.get(owner_id="charlie").pk == charlie_session
+    assert not verify().drifted
+
+
 def test_rebuild_resets_watermarks_so_the_next_cycle_reads_nothing(cast):
     write("alice", 0)
     write("bob", 0)
@@ -407,6 +472,7 @@ def test_rebuild_projections_command_verifies_and_exits_1_on_drift(cast):
         "sessions": 1,
         "rows_folded": 1,
         "episodes": 1,
+        "rows_written": 2,
         "leak_viewers_scanned": 3,
         "problems": 0,
         "rows_moved": 0,

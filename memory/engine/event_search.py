@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from memory.active_save import current_id, scoped_cursor
 from memory.engine import events, text_index
 from memory.engine.aliases import AliasesJsonError, parse_aliases_json
-from memory.engine.buffer.rendered import render_line
+from memory.engine.buffer.rendered import render_readings
 from memory.engine.buffer.words import (
     IndexTerm,
     StoredWords,
@@ -201,9 +201,9 @@ def _matched(
     witnesses = []
     for r in sorted(rows, key=lambda r: (r.owner_id, r.entry_id)):
         args = (r.timestamp, r.intent_json, r.outcome_json, r.untimed, readers.known[r.owner_id])
-        line, why = render_line(*args)
+        line, corrected, why = render_readings(*args)
         # A v2 row reads differently corrected (issue 30); a search finds it by either reading.
-        corrected = render_line(*args, "corrected")[0] if '"content"' in r.intent_json else None
+        corrected = corrected if '"content"' in r.intent_json else None
         text = searched_text(line, r.intent_json, r.outcome_json, corrected)
         witnesses.append(FoundWitness(r.owner_id, r.entry_id, line, why, search.matches(text)))
     return tuple(witnesses) if any(w.matched for w in witnesses) else None

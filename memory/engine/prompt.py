@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from memory.engine.alias_history import viewer_at, world_changes
 from memory.engine.aliases import resolve_alias
 from memory.engine.buffer.flaws import TAG_FLAWS, Flaw, line_flaws
-from memory.engine.buffer.rendered import render_line
+from memory.engine.buffer.rendered import render_readings
 from memory.engine.clock import long_date, parse_timestamp, time_key, time_of_day
 from memory.engine.knowledge import Viewer, WorldKnowledge, true_name_attributes, world_knowledge
 from memory.engine.longterm.reader import index_entries_of_each
@@ -255,14 +255,13 @@ def recent_buffers(
             newest[viewer.id]
         ):
             # omnia's own line: what its prompt builder really put here (issue 30).
-            line, _reason = render_line(timestamp, intent_json, outcome_json, untimed, viewer)
+            line, corrected, _reason = render_readings(
+                timestamp, intent_json, outcome_json, untimed, viewer
+            )
             if line is None:
                 continue
             rows.append((row_id, line))
-            if '"content"' in intent_json:  # only a v2 line can be read wrongly by omnia
-                corrected, _ = render_line(
-                    timestamp, intent_json, outcome_json, untimed, viewer, "corrected"
-                )
+            if corrected is not line:  # only a v2 line can be read wrongly by omnia
                 quiet = tuple(f for f in line_flaws(line, corrected) if f.kind not in TAG_FLAWS)
                 if quiet:
                     flaws[row_id] = quiet

@@ -75,7 +75,8 @@ def rebuild_all(
 ) -> tuple[RebuildResult, stored.RefreshResult]:
     """Re-derive every projection row and every stored finding from the store alone."""
     rebuilt = rebuild(progress)
-    refresh_statistics(PROJECTION_TABLES)
+    if rebuilt.rows_written or rebuilt.rows_moved:  # else the tables are as they were
+        refresh_statistics(PROJECTION_TABLES)
     LeakFinding.objects.all().delete()
     LeakScan.objects.all().delete()
     refreshed = stored.refresh()

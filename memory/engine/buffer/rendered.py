@@ -5,12 +5,17 @@ beside the facts the inspector filters on. Shared by the buffer panel, the promp
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from memory.engine.buffer.entry import Undeliverable
 from memory.engine.buffer.flaws import Flaw, line_flaws
-from memory.engine.buffer.serializer import Reading, render_stored_entry
+from memory.engine.buffer.serializer import (
+    Reading,
+    parse_stored,
+    render_parsed,
+    render_stored_entry,
+)
 from memory.engine.knowledge import Viewer
 from memory.models import BufferEntry
 
@@ -59,6 +64,20 @@ def intent_facts(intent_json: str) -> tuple[str | None, str | None, tuple[str, .
         return None, None, ()
 
 
+def _guarded(
+    render: Callable[[], str], timestamp: str, untimed: object
+) -> tuple[str | None, str | None]:
+    try:
+        line = render()
+    except Undeliverable as exc:
+        return None, str(exc)
+    except Exception as exc:  # a poison row is shown as undeliverable, never a 500 (issue 14)
+        return None, f"cannot be rendered: {exc.__class__.__name__}"
+    if untimed:  # kept as omnia wrote it (a v2 line shows no time), never placed
+        return None, f"timestamp {timestamp!r} names no instant"
+    return line, None
+
+
 def render_line(
     timestamp: str,
     intent_json: str,
@@ -70,22 +89,38 @@ def render_line(
     """(line, None) as the viewer reads the row, or (None, why it cannot be shown): the line
     alone, for a reader that needs no more of the row (the prompt's recent memories). The
     reading is omnia's unless asked: that is what the NPC's LLM call received."""
+    return _guarded(
+        lambda: render_stored_entry(timestamp, intent_json, outcome_json, viewer, reading),
+        timestamp,
+        untimed,
+    )
+
+
+def render_readings(
+    timestamp: str, intent_json: str, outcome_json: str | None, untimed: object, viewer: Viewer
+) -> tuple[str | None, str | None, str | None]:
+    """(omnia's line, the corrected line, why omnia's cannot be shown) with one parse of the
+    row: what render_line gives for each reading. Only a v2 row (one with a `content`) reads
+    differently; a v1 row's corrected line is omnia's."""
     try:
-        line = render_stored_entry(timestamp, intent_json, outcome_json, viewer, reading)
+        intent, outcome = parse_stored(intent_json, outcome_json)
     except Undeliverable as exc:
-        return None, str(exc)
-    except Exception as exc:  # a poison row is shown as undeliverable, never a 500 (issue 14)
-        return None, f"cannot be rendered: {exc.__class__.__name__}"
-    if untimed:  # kept as omnia wrote it (a v2 line shows no time), never placed
-        return None, f"timestamp {timestamp!r} names no instant"
-    return line, None
+        return None, None, str(exc)
+    line, reason = _guarded(
+        lambda: render_parsed(timestamp, intent, outcome, viewer, "omnia"), timestamp, untimed
+    )
+    if type(intent) is not dict or "content" not in intent:
+        return line, line, reason
+    corrected, _ = _guarded(
+        lambda: render_parsed(timestamp, intent, outcome, viewer, "corrected"), timestamp, untimed
+    )
+    return line, corrected, reason
 
 
 def render_entry(entry: BufferEntry, viewer: Viewer) -> RenderedEntry:
-    args = (entry.timestamp, entry.intent_json, entry.outcome_json, entry.untimed, viewer)
-    line, reason = render_line(*args)
-    # Only a v2 row (one with a `content`) can read differently; a v1 row is read once.
-    corrected = render_line(*args, "corrected")[0] if '"content"' in entry.intent_json else line
+    line, corrected, reason = render_readings(
+        entry.timestamp, entry.intent_json, entry.outcome_json, entry.untimed, viewer
+    )
     type_, actor, targets = intent_facts(entry.intent_json)
     return RenderedEntry(
         id=entry.id,

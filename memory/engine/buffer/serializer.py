@@ -55,14 +55,8 @@ def serialize_subjective_buffer_entry(
 _loads = json.loads
 
 
-def render_stored_entry(
-    timestamp: str,
-    intent_json: str,
-    outcome_json: str | None,
-    viewer: AliasHolder,
-    reading: Reading = "corrected",
-) -> str:
-    """Render a `buffer_entries` row straight from its columns; Undeliverable if it cannot be."""
+def parse_stored(intent_json: str, outcome_json: str | None) -> tuple[object, object]:
+    """A `buffer_entries` row's intent and outcome, parsed; Undeliverable if they are not JSON."""
     try:
         intent = _loads(intent_json)
     except (ValueError, TypeError, RecursionError):
@@ -73,4 +67,28 @@ def render_stored_entry(
             outcome = _loads(outcome_json)
         except (ValueError, TypeError, RecursionError):
             raise Undeliverable("outcome_json is not JSON") from None
+    return intent, outcome
+
+
+def render_parsed(
+    timestamp: str,
+    intent: object,
+    outcome: object,
+    viewer: AliasHolder,
+    reading: Reading = "corrected",
+) -> str:
+    """A row already parsed by `parse_stored`, rendered: a caller that wants both readings
+    parses once."""
+    return _render(timestamp, intent, outcome, viewer, reading)
+
+
+def render_stored_entry(
+    timestamp: str,
+    intent_json: str,
+    outcome_json: str | None,
+    viewer: AliasHolder,
+    reading: Reading = "corrected",
+) -> str:
+    """Render a `buffer_entries` row straight from its columns; Undeliverable if it cannot be."""
+    intent, outcome = parse_stored(intent_json, outcome_json)
     return _render(timestamp, intent, outcome, viewer, reading)

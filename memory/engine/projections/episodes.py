@@ -189,7 +189,7 @@ def _state_of_values(values: Sequence) -> EpisodeState:
     )
 
 
-_COLUMNS = (
+COLUMNS = (
     "owner_id",
     "ordinal",
     "first_at",
@@ -210,7 +210,7 @@ def insert_episodes(states: Sequence[EpisodeState]) -> int:
     if not states:
         return 0
     with scoped_cursor() as cursor:
-        cursor.insert_rows(Episode._meta.db_table, _COLUMNS, [_values(s) for s in states])
+        cursor.insert_rows(Episode._meta.db_table, COLUMNS, [_values(s) for s in states])
     return len(states)
 
 
@@ -218,11 +218,11 @@ def upsert_episodes(states: Sequence[EpisodeState]) -> int:
     if not states:
         return 0
     table = Episode._meta.db_table
-    marks = ", ".join(["%s"] * len(_COLUMNS))
-    updates = ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS[2:])
+    marks = ", ".join(["%s"] * len(COLUMNS))
+    updates = ", ".join(f"{c} = excluded.{c}" for c in COLUMNS[2:])
     with scoped_cursor() as cursor:
         cursor.executemany(
-            f"INSERT INTO {table} (game_save_id, {', '.join(_COLUMNS)}) VALUES (%(save)s, {marks}) "
+            f"INSERT INTO {table} (game_save_id, {', '.join(COLUMNS)}) VALUES (%(save)s, {marks}) "
             f"ON CONFLICT (game_save_id, owner_id, ordinal) DO UPDATE SET {updates}",
             [_values(s) for s in states],
         )
@@ -258,7 +258,7 @@ def latest_episodes(owner_ids: Sequence[str]) -> dict[str, EpisodeState]:
     every episode the owner has, so the cycle would slow down as the store grows.
     """
     table = Episode._meta.db_table
-    columns = ", ".join(_COLUMNS)
+    columns = ", ".join(COLUMNS)
     found: dict[str, EpisodeState] = {}
     for start in range(0, len(owner_ids), 200):
         chunk = owner_ids[start : start + 200]

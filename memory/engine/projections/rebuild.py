@@ -15,6 +15,7 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from memory.active_save import scoped_cursor
 from memory.engine import fanout
 from memory.engine.clock import time_key
 from memory.engine.projections import episodes, problems
@@ -28,10 +29,12 @@ from memory.engine.projections.rows import (
     middle_owner,
 )
 from memory.engine.projections.sessions import (
+    SESSION_COLUMNS,
     SessionState,
     fold_owner,
     fold_session,
     insert_sessions,
+    session_values,
 )
 from memory.engine.shards import (
     ensure_shards,
@@ -59,6 +62,9 @@ class RebuildResult:
     episodes: int
     problems: int = 0
     rows_moved: int = 0  # rows re-partitioned to the configured shard count
+    # Sessions and episodes written: those the fold found missing or different (none when
+    # the stored projections were right).
+    rows_written: int = 0
 
 
 _RECENCY = attrgetter("last_key", "owner_id")
@@ -98,21 +104,109 @@ def fold_checked(
 
 
 class OwnerFold(NamedTuple):
-    """One owner's fold: what a rebuild writes of it, and what it reports."""
+    """One owner's fold, and what of it differs from the stored rows: only that is written."""
 
     owner_id: str
     rows: int
-    sessions: list[SessionState]
-    episodes: list[episodes.EpisodeState]
+    sessions: int  # the owner's sessions as folded
+    episodes: int
+    # None when the stored sessions are the folded ones; else every session of the owner,
+    # which replace the stored ones (an owner holds a few).
+    new_sessions: list[SessionState] | None
+    # None when the stored episodes are the folded ones; else (the last ordinal kept, or
+    # None for none, the folded episodes after it): a drift is mended from where it starts.
+    new_episodes: tuple[int | None, list[episodes.EpisodeState]] | None
     bad: list[problems.Problem]
     misplaced: bool  # rows outside the owner's shard: moved after the fold
+
+
+_SESSIONS, _EPISODES = MemorySession._meta.db_table, Episode._meta.db_table
+# Owners whose stored rows are read (and compared) per statement: a range of the owner order
+# the fold walks, read through each table's (save, owner, …) unique index. A list of owners
+# ("IN (…)") over 250 of them had PostgreSQL scan every episode of the save for each.
+DIFF_OWNERS = 100
+_SESSION_SQL = (
+    f"SELECT {', '.join(SESSION_COLUMNS)} FROM {_SESSIONS} WHERE game_save_id = %(save)s "
+    "AND owner_id >= %s AND owner_id <= %s ORDER BY owner_id, session_key"
+)
+_EPISODE_SQL = (
+    f"SELECT {', '.join(episodes.COLUMNS)} FROM {_EPISODES} WHERE game_save_id = %(save)s "
+    "AND owner_id >= %s AND owner_id <= %s ORDER BY owner_id, ordinal"
+)
+
+
+def _stored(sql: str, first: str, last: str) -> dict[str, list[tuple]]:
+    """The stored rows of the owners from `first` to `last` (the store's order, the fold's)."""
+    found: dict[str, list[tuple]] = {}
+    for row in fetch(sql, (first, last)):
+        found.setdefault(row[0], []).append(row)
+    return found
+
+
+def _episodes_from(
+    stored: list[tuple], folded: list[episodes.EpisodeState]
+) -> tuple[int | None, list[episodes.EpisodeState]] | None:
+    """Where the folded episodes part from the stored ones (stored in ordinal order): None
+    when nowhere, else the last stored ordinal that still agrees and the episodes after it."""
+    pairs = enumerate(zip(stored, folded, strict=False))
+    agree = next(
+        (i for i, (row, state) in pairs if tuple(row) != state[:8]),  # is_open 1 == True
+        min(len(stored), len(folded)),
+    )
+    if agree == len(stored) == len(folded):
+        return None
+    return (stored[agree - 1][1] if agree else None), folded[agree:]
+
+
+def _diffed(folds: list[tuple[str, int, list, list, list, bool]]) -> Iterator[OwnerFold]:
+    """These owners' folds with what differs from their stored sessions and episodes (two
+    reads for all of them)."""
+    named = [fold[0] for fold in folds if fold[0].__class__ is str]  # (a poison row's NULL)
+    stored_sessions, stored_episodes = {}, {}
+    if named:
+        stored_sessions = _stored(_SESSION_SQL, named[0], named[-1])
+        stored_episodes = _stored(_EPISODE_SQL, named[0], named[-1])
+    for owner, rows, sessions, owner_episodes, bad, misplaced in folds:
+        folded = {session_values(s) for s in sessions}
+        kept = stored_sessions.get(owner, [])
+        same = len(kept) == len(folded) and folded.issuperset(map(tuple, kept))
+        yield OwnerFold(
+            owner,
+            rows,
+            len(sessions),
+            len(owner_episodes),
+            None if same else sessions,
+            _episodes_from(stored_episodes.get(owner, []), owner_episodes),
+            bad,
+            misplaced,
+        )
+
+
+def _stored_owners(owners: tuple[str | None, str | None]) -> set[str]:
+    """Owners with stored sessions or episodes, of the owners in `owners` (as
+    iter_rows_owner_major bounds them)."""
+    low, high = owners
+    bounds = ("" if low is None else " AND owner_id >= %s") + (
+        "" if high is None else " AND owner_id < %s"
+    )
+    params = [p for p in owners if p is not None]
+    found = set()
+    for table in (_SESSIONS, _EPISODES):
+        sql = f"SELECT DISTINCT owner_id FROM {table} WHERE game_save_id = %(save)s{bounds}"
+        found.update(row[0] for row in fetch(sql, params))
+    return found
 
 
 def fold_owners(
     shards: int, owners: tuple[str | None, str | None] = (None, None)
 ) -> Iterator[OwnerFold]:
     """Every owner's fold, owner by owner (of the owners in `owners`, as iter_rows_owner_major
-    bounds them)."""
+    bounds them), each with what differs from its stored rows; then the owners that have
+    stored rows and no canonical row left (everything of theirs goes)."""
+    clocks = episodes.world_clocks()
+    world_of = dict(WorldObject.objects.values_list("id", "world_id"))
+    seen: set[str] = set()
+    batch: list[tuple[str, int, list, list, list, bool]] = []
     for owner, owner_rows in by_owner(iter_rows_owner_major(owners=owners)):
         # Rows outside their owner's shard (the shard count changed, or a row was written
         # around the doors) would sit where no cycle looks, or fold out of order: moved.
@@ -120,15 +214,27 @@ def fold_owners(
             shard_of(owner, shards)
         }  # (the shards collected in C: this runs per row)
         sessions, owner_episodes, bad = fold_checked(owner_rows)
-        yield OwnerFold(
-            owner, len(owner_rows), list(sessions.values()), owner_episodes, bad, misplaced
+        if owner_episodes:  # as the clock leaves it (rebuild's close_expired, below)
+            clock = clocks.get(world_of.get(owner) or "")
+            owner_episodes[-1] = episodes.closed_by_clock(owner_episodes[-1], clock)
+        seen.add(owner)
+        batch.append(
+            (owner, len(owner_rows), list(sessions.values()), owner_episodes, bad, misplaced)
         )
+        if len(batch) >= DIFF_OWNERS:
+            yield from _diffed(batch)
+            batch = []
+    if batch:
+        yield from _diffed(batch)
+    for owner in sorted(_stored_owners(owners) - seen):
+        yield OwnerFold(owner, 0, 0, 0, [], (None, []), [], False)
 
 
 def _folded_owners(shards: int, processes: int) -> Iterator[OwnerFold]:
     """Every owner's fold; with two processes the later half of the owners (by rows) is
     folded by a helper process at the same time, its folds taken as they arrive. The helper
-    reads the committed rows: the rebuild's transaction has changed none of them yet."""
+    reads the committed rows: the rebuild's transaction has changed none of them yet, and
+    changes only what the fold of an owner found different, after that owner was read."""
     middle = middle_owner() if processes > 1 else None
     if middle is None:
         yield from fold_owners(shards)
@@ -138,6 +244,59 @@ def _folded_owners(shards: int, processes: int) -> Iterator[OwnerFold]:
             yield owner
             yield from helper.ready()
         yield from helper.rest()
+
+
+class _Writes:
+    """The differences a rebuild found, written a batch at a time: an owner's stored rows
+    that differ go first, then the folded rows that replace them."""
+
+    def __init__(self) -> None:
+        self.written = 0
+        self._clear()
+
+    def _clear(self) -> None:
+        self.session_owners: list[str] = []
+        self.sessions: list[SessionState] = []
+        self.episode_cuts: list[tuple[str, int | None]] = []
+        self.episodes: list[episodes.EpisodeState] = []
+
+    def add(self, owner: OwnerFold) -> None:
+        if owner.new_sessions is not None:
+            self.session_owners.append(owner.owner_id)
+            self.sessions.extend(owner.new_sessions)
+        if owner.new_episodes is not None:
+            after, states = owner.new_episodes
+            self.episode_cuts.append((owner.owner_id, after))
+            self.episodes.extend(states)
+        if len(self.sessions) + len(self.episodes) >= REBUILD_BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        with scoped_cursor() as cursor:
+            for start in range(0, len(self.session_owners), DIFF_OWNERS):
+                chunk = self.session_owners[start : start + DIFF_OWNERS]
+                cursor.execute(
+                    f"DELETE FROM {_SESSIONS} WHERE game_save_id = %(save)s "
+                    f"AND owner_id IN ({', '.join(['%s'] * len(chunk))})",
+                    chunk,
+                )
+            whole = [owner for owner, after in self.episode_cuts if after is None]
+            for start in range(0, len(whole), DIFF_OWNERS):
+                chunk = whole[start : start + DIFF_OWNERS]
+                cursor.execute(
+                    f"DELETE FROM {_EPISODES} WHERE game_save_id = %(save)s "
+                    f"AND owner_id IN ({', '.join(['%s'] * len(chunk))})",
+                    chunk,
+                )
+            if tail := [(o, after) for o, after in self.episode_cuts if after is not None]:
+                cursor.executemany(
+                    f"DELETE FROM {_EPISODES} WHERE game_save_id = %(save)s "
+                    "AND owner_id = %s AND ordinal > %s",
+                    tail,
+                )
+        self.written += insert_sessions(by_recency(self.sessions))
+        self.written += episodes.insert_episodes(by_recency(self.episodes))
+        self._clear()
 
 
 def rebuild(
@@ -161,7 +320,7 @@ def rebuild(
     """
     if processes is None:
         processes = fanout.processes() if fanout.may_fan_out() else 1
-    rows_folded = sessions_written = episodes_written = 0
+    rows_folded = sessions_folded = episodes_folded = 0
     found: list[problems.Problem] = []
     with transaction.atomic():
         if connection.vendor == "sqlite":
@@ -175,27 +334,18 @@ def rebuild(
         relayout_needed = needs_repartition()
         shards = shard_count()
         misplaced: list[str] = []
-        MemorySession.objects.all().delete()
-        Episode.objects.all().delete()
-        pending: list[SessionState] = []
-        pending_episodes: list[episodes.EpisodeState] = []
+        writes = _Writes()
         for owner in _folded_owners(shards, processes):
-            if progress is not None:
+            if progress is not None and owner.rows:
                 progress(owner.rows)
             if owner.misplaced:
                 misplaced.append(owner.owner_id)
             rows_folded += owner.rows - len(owner.bad)
+            sessions_folded += owner.sessions
+            episodes_folded += owner.episodes
             found.extend(owner.bad)
-            pending.extend(owner.sessions)
-            pending_episodes.extend(owner.episodes)
-            if len(pending) >= REBUILD_BATCH:
-                sessions_written += insert_sessions(by_recency(pending))
-                pending = []
-            if len(pending_episodes) >= REBUILD_BATCH:
-                episodes_written += episodes.insert_episodes(by_recency(pending_episodes))
-                pending_episodes = []
-        sessions_written += insert_sessions(by_recency(pending))
-        episodes_written += episodes.insert_episodes(by_recency(pending_episodes))
+            writes.add(owner)
+        writes.flush()
         rows_moved = repartition(misplaced)
         if relayout_needed:
             relayout()
@@ -225,8 +375,9 @@ def rebuild(
         problem_total = problems.replace_all(found)
     return RebuildResult(
         rows_folded=rows_folded,
-        sessions=sessions_written,
-        episodes=episodes_written,
+        sessions=sessions_folded,
+        episodes=episodes_folded,
+        rows_written=writes.written,
         problems=problem_total,
         rows_moved=rows_moved,
     )

@@ -74,6 +74,7 @@ class Command(OmniaCommand):
                         "sessions": rebuilt.sessions,
                         "rows_folded": rebuilt.rows_folded,
                         "episodes": rebuilt.episodes,
+                        "rows_written": rebuilt.rows_written,
                         "leak_viewers_scanned": refreshed.viewers_scanned,
                         "problems": rebuilt.problems,
                         "rows_moved": rebuilt.rows_moved,
@@ -83,8 +84,9 @@ class Command(OmniaCommand):
         else:
             self.stdout.write(
                 f"rebuilt {rebuilt.sessions} sessions and {rebuilt.episodes} episodes "
-                f"from {rebuilt.rows_folded} rows; leak findings of {refreshed.viewers_scanned} "
-                "viewer(s) rescanned"
+                f"from {rebuilt.rows_folded} rows ({rebuilt.rows_written} written: the rest "
+                "were stored as the fold gives them); leak findings of "
+                f"{refreshed.viewers_scanned} viewer(s) rescanned"
                 + (f"; {rebuilt.problems} row(s) quarantined" if rebuilt.problems else "")
                 + (
                     f"; {rebuilt.rows_moved} row(s) moved to their shard"
