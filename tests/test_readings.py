@@ -8,12 +8,15 @@ from __future__ import annotations
 import io
 import json
 import re
+from difflib import SequenceMatcher
 
 import pytest
 from django.core.management import call_command
+from hypothesis import given
+from hypothesis import strategies as st
 
 from memory.engine.buffer import render_stored_entry
-from memory.engine.buffer.flaws import Flaw, line_flaws
+from memory.engine.buffer.flaws import Flaw, differing_runs, line_flaws
 from memory.engine.leaks import stored
 from memory.engine.write_door import remember
 from memory.models import LeakScan, WorldObject
@@ -43,6 +46,20 @@ def test_v1_lines_read_the_same_in_both_readings() -> None:
     for row in _expected("74ffb45"):
         args = (*stored[row["entry_id"]], viewers[row["viewer"]])
         assert render_stored_entry(*args, "omnia") == render_stored_entry(*args, "corrected")
+
+
+# Few distinct words, so repeats (where an alignment has to choose) are the common case.
+_WORDS = st.lists(st.sampled_from(["I", "say", "says", "him", "Ada", "the", "figure"]), max_size=12)
+
+
+@given(_WORDS, _WORDS)
+def test_the_flaw_diff_is_difflibs_without_junk(a, b) -> None:
+    expected = [
+        (i1, i2, j1, j2)
+        for op, i1, i2, j1, j2 in SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+        if op != "equal"
+    ]
+    assert differing_runs(a, b) == expected
 
 
 def test_each_kind_of_flaw_is_named_with_its_span_and_the_corrected_words() -> None:

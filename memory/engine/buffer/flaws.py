@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from difflib import SequenceMatcher
 from functools import lru_cache
 from typing import Literal
 
@@ -74,13 +73,10 @@ def line_flaws(omnia: str | None, corrected: str | None) -> tuple[Flaw, ...]:
         return ()
     if omnia == corrected:
         return _tag_flaws(omnia, ())
-    a = [(m.start(), m.end(), m.group()) for m in _WORD.finditer(omnia)]
-    b = [m.group() for m in _WORD.finditer(corrected)]
+    a = _words(omnia)
+    b = [w for *_, w in _words(corrected)]
     flaws: list[Flaw] = []
-    matcher = SequenceMatcher(None, [w for *_, w in a], b, autojunk=False)
-    for op, i1, i2, j1, j2 in matcher.get_opcodes():
-        if op == "equal":
-            continue
+    for i1, i2, j1, j2 in differing_runs([w for *_, w in a], b):
         if i1 < i2:
             start, end = a[i1][0], a[i2 - 1][1]
         else:  # the corrected line has words omnia lacks: a point where they are missing
@@ -88,6 +84,20 @@ def line_flaws(omnia: str | None, corrected: str | None) -> tuple[Flaw, ...]:
         text = omnia[start:end]
         flaws.append(Flaw(_kind(text), start, end, text, " ".join(b[j1:j2])))
     return _tag_flaws(omnia, tuple(flaws))
+
+
+def _words(line: str) -> list[tuple[int, int, str]]:
+    """(start, end, word) of each word of a line: `_WORD`'s matches. A line with no tag in it
+    (most lines) is split on white space, as `\\S+` would be (str.isspace and the pattern's
+    `\\s` agree on every character), in two thirds of the regex's time."""
+    if "ntity@" in line:
+        return [(m.start(), m.end(), m.group()) for m in _WORD.finditer(line)]
+    words, at = [], 0
+    for word in line.split():
+        at = line.index(word, at)
+        words.append((at, at + len(word), word))
+        at += len(word)
+    return words
 
 
 def _tag_flaws(omnia: str, flaws: tuple[Flaw, ...]) -> tuple[Flaw, ...]:
@@ -100,3 +110,47 @@ def _tag_flaws(omnia: str, flaws: tuple[Flaw, ...]) -> tuple[Flaw, ...]:
     if not extra:
         return flaws
     return tuple(sorted((*flaws, *extra), key=lambda f: (f.start, f.end)))
+
+
+def differing_runs(a: list[str], b: list[str]) -> list[tuple[int, int, int, int]]:
+    """(i1, i2, j1, j2) of each run where `a` and `b` differ, in order: the opcodes other than
+    "equal" of difflib.SequenceMatcher(None, a, b, autojunk=False), by its own algorithm (the
+    longest matching block, earliest in `a` then in `b`, then the same on either side), with
+    what a matcher without junk never uses left out. The leak rescan diffs every recent line
+    of every viewer (100,000 at 2,000 viewers); this is half the time difflib's general one
+    takes. A property test holds the two equal."""
+    b2j: dict[str, list[int]] = {}
+    for j, word in enumerate(b):
+        b2j.setdefault(word, []).append(j)
+    blocks = []
+    queue = [(0, len(a), 0, len(b))]
+    while queue:
+        alo, ahi, blo, bhi = queue.pop()
+        besti, bestj, bestsize = alo, blo, 0
+        j2len: dict[int, int] = {}
+        for i in range(alo, ahi):
+            longer: dict[int, int] = {}
+            for j in b2j.get(a[i], ()):
+                if j < blo:
+                    continue
+                if j >= bhi:
+                    break
+                k = longer[j] = j2len.get(j - 1, 0) + 1
+                if k > bestsize:
+                    besti, bestj, bestsize = i - k + 1, j - k + 1, k
+            j2len = longer
+        if bestsize:
+            blocks.append((besti, bestj, bestsize))
+            if alo < besti and blo < bestj:
+                queue.append((alo, besti, blo, bestj))
+            if besti + bestsize < ahi and bestj + bestsize < bhi:
+                queue.append((besti + bestsize, ahi, bestj + bestsize, bhi))
+    blocks.sort()
+    blocks.append((len(a), len(b), 0))
+    runs = []
+    i = j = 0
+    for ai, bj, size in blocks:
+        if i < ai or j < bj:
+            runs.append((i, ai, j, bj))
+        i, j = ai + size, bj + size
+    return runs

@@ -43,10 +43,23 @@ FOLD_COLUMNS = (
 _new_tuple = tuple.__new__
 
 
+_parse_head = datetime.fromisoformat
+
+
 def _fold_row(r: tuple) -> FoldRow:
     # A timestamp that is not text (a poison row) gets no key: the quarantine decides on it.
-    # tuple.__new__, not FoldRow(...): the generated __new__ is a Python call per row.
-    return _new_tuple(FoldRow, (*r, *keyed(r[2])) if r[2].__class__ is str else (*r, None, None))
+    # tuple.__new__, not FoldRow(...): the generated __new__ is a Python call per row. The
+    # common timestamp (toISOString()'s "2026-07-06T12:00:00.000Z") is keyed here as
+    # clock.keyed keys it, without that call: this runs for every row a rebuild folds.
+    ts = r[2]
+    if ts.__class__ is str and len(ts) == 24 and ts[23] == "Z" and ts[19] == "." and ts[10] == "T":
+        try:
+            moment = _parse_head(ts[:23])
+        except ValueError:
+            moment = None
+        if moment is not None and moment.tzinfo is None:
+            return _new_tuple(FoldRow, (*r, ts[:23] + "000Z", moment))
+    return _new_tuple(FoldRow, (*r, *keyed(ts)) if ts.__class__ is str else (*r, None, None))
 
 
 def mark_id(row_id: object) -> str:
