@@ -9,11 +9,15 @@ from io import StringIO
 
 import pytest
 from django.core.management import call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from memory.engine.aliases import label_suspicions, resolve_alias
 from memory.engine.knowledge import get_viewer
-from memory.models import AliasChange, WorldObject
+from memory.engine.leaks import stored
+from memory.models import AliasChange, LeakScan, WorldObject
 from memory.selectors.labels import SuspiciousLabel, suspicious_labels
+from memory.services import set_alias
 
 HX = {"HX-Request": "true"}
 LONG = "the man who " + "x" * 69 + "!"  # 82 characters
@@ -46,15 +50,18 @@ def odd_labels(cast):
     return cast
 
 
+EXPECTED = [
+    SuspiciousLabel("alice", "bob", "", (EMPTY,)),
+    SuspiciousLabel("alice", "charlie", LONG, ("label is 82 characters long (over 80)",)),
+    SuspiciousLabel(
+        "charlie", "bob", "Alice", ("label is the true name of another entity (alice)",)
+    ),
+]
+
+
 @pytest.mark.django_db
 def test_suspicious_labels_of_the_save(odd_labels) -> None:
-    assert suspicious_labels() == [
-        SuspiciousLabel("alice", "bob", "", (EMPTY,)),
-        SuspiciousLabel("alice", "charlie", LONG, ("label is 82 characters long (over 80)",)),
-        SuspiciousLabel(
-            "charlie", "bob", "Alice", ("label is the true name of another entity (alice)",)
-        ),
-    ]
+    assert suspicious_labels() == EXPECTED
     # Said, never changed: the line still reads as omnia writes it (a blank for bob).
     assert resolve_alias(get_viewer("alice"), "bob") == ""
     assert AliasChange.objects.count() == 0
@@ -88,6 +95,24 @@ def test_matrix_and_save_page_call_them_out(odd_labels, editor_client) -> None:
         "another entity (alice)</td></tr>"
     ) in body
     assert '<td>Gareth</td><td><span class="muted">[no label]</span></td>' in body
+
+
+@pytest.mark.django_db
+def test_a_scanned_save_reads_its_labels_from_the_scans(odd_labels) -> None:
+    # Kept with each viewer's leak scan, the labels are read from a few scan rows: no alias
+    # map of the save is read again (200,000 labels on a 2,000-entity world).
+    stored.refresh()
+    assert json.loads(LeakScan.objects.get(viewer_id="charlie").labels_json) == [
+        ["bob", "Alice", ["label is the true name of another entity (alice)"]]
+    ]
+    with CaptureQueriesContext(connection) as queries:
+        assert suspicious_labels() == EXPECTED
+    assert len(queries.captured_queries) == 2  # the kept labels; nobody unscanned to check
+    # A label edited at the door marks its viewer behind: checked afresh until rescanned.
+    set_alias("charlie", "bob", "Bob's shadow")
+    assert suspicious_labels() == EXPECTED[:2]
+    stored.refresh()
+    assert suspicious_labels() == EXPECTED[:2]
 
 
 @pytest.mark.django_db

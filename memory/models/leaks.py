@@ -48,6 +48,8 @@ class LeakScan(SaveScoped):
     # How many places omnia's own lines in the viewer's prompt are wrong without leaking
     # (person, number, case, a label the viewer does not hold; issue 30), as of that scan.
     flaws = models.IntegerField(default=0)
+    # The viewer's stored labels worth a second look as of that scan (leaks.labels), JSON.
+    labels_json = models.TextField(default="[]")
 
     objects = LeakScanManager()
 

@@ -3,18 +3,12 @@ list and `scan_leaks`' count."""
 
 from __future__ import annotations
 
-import hashlib
-from collections import OrderedDict
 from dataclasses import dataclass
 
-from memory.engine.aliases import (
-    MAX_LABEL_CHARS,
-    AliasesJsonError,
-    label_suspicions,
-    parse_aliases_json,
-)
+from memory.active_save import scoped_cursor
 from memory.engine.knowledge import every_name_owner
-from memory.models import ObjectType, WorldObject
+from memory.engine.leaks import labels
+from memory.models import LeakScan, ObjectType, WorldObject
 
 
 @dataclass(frozen=True)
@@ -25,52 +19,44 @@ class SuspiciousLabel:
     reasons: tuple[str, ...]  # aliases.label_suspicions, in words
 
 
-# The last few answers of suspicious_labels, by the digest of everything they depend on (every
-# alias map as stored, every true name): the same store answers from here. On a 2,000-entity
-# world the check reads 200,000 labels, three quarters of the save page's time.
-_SUSPICIOUS_KEPT: OrderedDict[bytes, tuple[SuspiciousLabel, ...]] = OrderedDict()
-_SUSPICIOUS_KEEP = 8
+_OBJECTS, _SCANS = WorldObject._meta.db_table, LeakScan._meta.db_table
+_CURRENT = (
+    f"EXISTS (SELECT 1 FROM {_SCANS} s WHERE s.game_save_id = o.game_save_id "
+    "AND s.viewer_id = o.id AND NOT s.stale)"
+)
+# The viewers whose current scan found labels to look at, with what it found ('[]' is the
+# column's default: nothing).
+_KEPT = (
+    f"SELECT s.viewer_id, s.labels_json FROM {_SCANS} s JOIN {_OBJECTS} o "
+    "ON o.game_save_id = s.game_save_id AND o.id = s.viewer_id "
+    "WHERE s.game_save_id = %(save)s AND o.type = %s AND NOT s.stale AND s.labels_json <> '[]'"
+)
+# The entities holding labels that no current scan has looked at: a write since, never scanned
+# (an import before its first cycle), or no agent.
+_UNSCANNED = (
+    f"SELECT o.id, o.aliases_json FROM {_OBJECTS} o WHERE o.game_save_id = %(save)s "
+    "AND o.type = %s AND o.aliases_json IS NOT NULL "
+    f"AND o.aliases_json NOT IN ('', '[]', '{{}}') AND NOT {_CURRENT}"
+)
 
 
 def suspicious_labels() -> list[SuspiciousLabel]:
     """Every stored label of the active save worth a second look (empty, over-long, another
-    entity's true name), by viewer then target: the entities' alias maps in one read, the
-    save's true names in one more. A corrupt alias map is the aliases panel's to report, not
-    counted here."""
-    rows = list(
-        WorldObject.objects.filter(type=ObjectType.ENTITY)
-        .exclude(aliases_json__isnull=True)
-        .exclude(aliases_json__in=("", "[]", "{}"))
-        .order_by("id")
-        .values_list("id", "aliases_json")
-    )
-    owners = every_name_owner()
-    digest = hashlib.blake2b(digest_size=20)
-    for viewer_id, text in rows:
-        digest.update(f"{len(viewer_id)}:{viewer_id}{len(text)}:".encode())
-        digest.update(text.encode("utf-8", "surrogatepass"))
-    for name in sorted(owners):
-        digest.update(f"{len(name)}:{name}:{','.join(sorted(owners[name]))};".encode())
-    key = digest.digest()
-    if key in _SUSPICIOUS_KEPT:
-        _SUSPICIOUS_KEPT.move_to_end(key)
-        return list(_SUSPICIOUS_KEPT[key])
-    found = []
-    for viewer_id, text in rows:
-        try:
-            aliases = parse_aliases_json(text)
-        except AliasesJsonError:
-            continue
-        for target_id, label in aliases.items():
-            # Most labels are none of the three: said without a call each.
-            stripped = label.strip()
-            if target_id == viewer_id or (
-                stripped and len(label) <= MAX_LABEL_CHARS and stripped not in owners
-            ):
-                continue
-            if reasons := label_suspicions(label, target_id, owners):
-                found.append(SuspiciousLabel(viewer_id, target_id, label, reasons))
-    _SUSPICIOUS_KEPT[key] = tuple(found)
-    while len(_SUSPICIOUS_KEPT) > _SUSPICIOUS_KEEP:
-        _SUSPICIOUS_KEPT.popitem(last=False)
-    return found
+    entity's true name), by viewer then target in its alias map's order: what each viewer's
+    current leak scan kept (leaks.labels), and for the viewers no current scan covers, their
+    labels checked now. On a scanned save that is a read of a few rows."""
+    entity = ObjectType.ENTITY.value
+    with scoped_cursor() as cursor:
+        cursor.execute(_KEPT, [entity])
+        found = {viewer: labels.from_json(text) for viewer, text in cursor.fetchall()}
+        cursor.execute(_UNSCANNED, [entity])
+        unscanned = cursor.fetchall()
+    if unscanned:
+        owners = every_name_owner()
+        for viewer, text in unscanned:
+            found[viewer] = labels.suspicious_of(viewer, text, owners)
+    return [
+        SuspiciousLabel(viewer, s.target_id, s.label, s.reasons)
+        for viewer in sorted(found)
+        for s in found[viewer]
+    ]

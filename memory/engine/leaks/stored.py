@@ -28,6 +28,8 @@ from django.utils import timezone
 
 from memory.active_save import scoped_cursor
 from memory.engine import fanout
+from memory.engine.knowledge import every_name_owner
+from memory.engine.leaks import labels
 from memory.engine.leaks.scanner import Finding
 from memory.engine.leaks.world_scan import ScanFinding, WorldIndexes, scan_groups
 from memory.models import LeakFinding, LeakScan, ObjectType, WorldObject
@@ -86,6 +88,13 @@ def input_fingerprints(viewer_ids: Sequence[str] | None = None) -> dict[str, tup
 class ScanState:
     current: dict[str, tuple[str, str]]  # viewer -> (world, fingerprint) as the store is now
     up_to_date: frozenset[str]  # viewers whose stored findings are current
+    _names: list[dict[str, set[str]]] = field(default_factory=list, compare=False)
+
+    def name_owners(self) -> dict[str, set[str]]:
+        """knowledge.every_name_owner(), read once for every chunk a refresh stores."""
+        if not self._names:
+            self._names.append(every_name_owner())
+        return self._names[0]
 
     @property
     def behind(self) -> list[str]:
@@ -212,21 +221,37 @@ def _claim(viewer_ids: Sequence[str], current: dict[str, tuple[str, str]]) -> li
 
 _MARK_SCANNED_SQL = (
     f"UPDATE {LeakScan._meta.db_table} SET world_id = %s, fingerprint = %s, stale = %s, "
-    "scanned_at = %s, flaws = %s WHERE game_save_id = %(save)s AND viewer_id = %s"
+    "scanned_at = %s, flaws = %s, labels_json = %s WHERE game_save_id = %(save)s AND viewer_id = %s"
 )
 
 
 def _mark_scanned(
-    viewer_ids: Sequence[str], current: dict[str, tuple[str, str]], flaws: dict[str, int]
+    viewer_ids: Sequence[str],
+    current: dict[str, tuple[str, str]],
+    flaws: dict[str, int],
+    owners: dict[str, set[str]],
 ) -> None:
-    """Each scan row current as of now, with its count of omnia's line flaws: one statement
-    for the chunk (an ORM update per viewer was a query built and run 2,000 times in a
-    rebuild)."""
+    """Each scan row current as of now, with its count of omnia's line flaws and its
+    viewer's suspicious labels (`owners`: knowledge.every_name_owner): one statement for the
+    chunk (an ORM update per viewer was a query built and run 2,000 times in a rebuild)."""
     now = connection.ops.adapt_datetimefield_value(timezone.now())
+    aliases = dict(
+        WorldObject.objects.filter(id__in=list(viewer_ids)).values_list("id", "aliases_json")
+    )
     with scoped_cursor() as cursor:
         cursor.executemany(
             _MARK_SCANNED_SQL,
-            [(*current[v], False, now, flaws.get(v, 0), v) for v in viewer_ids],
+            [
+                (
+                    *current[v],
+                    False,
+                    now,
+                    flaws.get(v, 0),
+                    labels.to_json(labels.suspicious_of(v, aliases.get(v), owners)),
+                    v,
+                )
+                for v in viewer_ids
+            ],
         )
 
 
@@ -306,7 +331,7 @@ def _store_chunk(
             for ordinal, f in enumerate(scans.get(viewer_id, []))
         ]
         LeakFinding.objects.bulk_create(rows, batch_size=1000)
-        _mark_scanned(claimed, state.current, flaws)
+        _mark_scanned(claimed, state.current, flaws, state.name_owners())
         result.viewers_scanned += len(claimed)
         result.findings_written += len(rows)
 
