@@ -179,6 +179,12 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
                 "PRAGMA wal_autocheckpoint=10000;"
             ),
             "timeout": 20,
+            # A transaction takes the one writer lock when it begins (waiting its turn, the
+            # timeout above), not at its first write: a deferred one that has read and then
+            # finds another writer (the live follower's batch) committed meanwhile may not
+            # become the writer at all (SQLITE_BUSY_SNAPSHOT, no wait): a page's edit answered
+            # 503. Every transaction here writes; reads run outside them.
+            "transaction_mode": "IMMEDIATE",
         }
     )
     # A file (not :memory:) so live-server browser tests share it; named after the database
