@@ -135,10 +135,10 @@ def test_a_helper_that_fails_fails_the_rebuild_and_writes_nothing(
     before = _folded()
     real = rebuild_module.fold_owners
 
-    def failing_in_the_helper(shards, owners=(None, None)):
+    def failing_in_the_helper(shards, owners=(None, None), **options):
         if owners[0] is not None:  # the helper's half
             raise RuntimeError("the helper's fold broke")
-        return real(shards, owners)
+        return real(shards, owners, **options)
 
     monkeypatch.setattr(rebuild_module, "fold_owners", failing_in_the_helper)
     with pytest.raises(fanout.HelperFailed, match="the helper's fold broke"):

@@ -110,3 +110,46 @@ def test_tab_reaches_the_buffer_before_the_aliases(login, page, demo, screenshot
     )
     assert buffer["x"] < aliases["x"] and abs(buffer["y"] - aliases["y"]) < 5
     screenshots("viewer-tab-order")
+
+
+_STOP = """() => {
+  const e = document.activeElement;
+  if (!e.closest('#alias-npc-sable')) return '';
+  return e.tagName === 'INPUT' ? 'input' : (e.textContent || '').trim();
+}"""
+
+
+def test_an_alias_row_at_rest_is_its_links_label_and_actions_and_the_table_skips(
+    login, page, demo, screenshots
+) -> None:
+    # Save is offered once the label is edited (Enter then saves too): the keyboard walks a
+    # row at rest without it, and past a long table in one step.
+    login(page, "/saves/demo/viewers/npc-pip/")
+    page.focus("#alias-npc-sable .uses-link")
+    stops = ["lines"]
+    for _ in range(10):
+        page.keyboard.press("Tab")
+        if not (stop := page.evaluate(_STOP)):
+            break
+        stops.append(stop)
+    assert stops == ["lines", "what Pip Dunn remembers of Sable Quint", "input", "Forget", "Use"]
+    page.focus("#label-npc-sable")
+    page.keyboard.type(" the second")
+    page.keyboard.press("Tab")
+    assert page.evaluate(_STOP) == "Save"
+    page.keyboard.press("Shift+Tab")
+    page.keyboard.press("Enter")  # the edited label saves from its box
+    expect(page.locator("#aliases-panel ol.alias-history li").first).to_contain_text("the second")
+    expect(page.locator("#alias-npc-sable button[value=set]")).to_be_disabled()
+    # The skip link: from the top of the table to what follows it.
+    skip = page.locator("#aliases-panel .skip-link")
+    skip.focus()
+    expect(skip).to_be_visible()
+    screenshots("alias-skip-link")
+    page.keyboard.press("Enter")
+    page.keyboard.press("Tab")
+    assert page.evaluate(
+        "!document.activeElement.closest('table.aliases') && "
+        "!!document.activeElement.closest('#aliases-panel')"
+    )
+    assert page.console_errors == []

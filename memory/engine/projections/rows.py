@@ -125,16 +125,16 @@ def iter_rows_owner_major(
         after = (last[1], last[6], mark_id(last[0]))
 
 
-def middle_owner() -> str | None:
-    """The owner at the middle row of the save in owner order (its rows and the later owners'
-    are about half of them), or None when there are too few rows to share out."""
+def middle_owner(helper_share: float = 0.5) -> str | None:
+    """The owner at which a helper process takes over the rest of the owners (by rows, about
+    `helper_share` of them), or None when there are too few rows to share out."""
     total = fetch("SELECT COUNT(*) FROM buffer_entries WHERE game_save_id = %(save)s", ())[0][0]
     if total < SHARED_ROWS:
         return None
     found = fetch(
         "SELECT owner_id FROM buffer_entries WHERE game_save_id = %(save)s "
         "ORDER BY game_save_id, owner_id LIMIT 1 OFFSET %s",
-        (total // 2,),
+        (int(total * (1 - helper_share)),),
     )
     return found[0][0] if found else None
 
