@@ -13,7 +13,8 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from memory.engine.projections import episodes, problems
-from memory.engine.projections.rebuild import by_recency, rebuild
+from memory.engine.projections.differences import by_recency
+from memory.engine.projections.rebuild import rebuild
 from memory.engine.projections.rows import CYCLE_BATCH, FoldRow, mark_id, rows_after
 from memory.engine.projections.sessions import (
     SessionState,
