@@ -292,6 +292,21 @@ def test_rebuild_writes_by_recency_not_owner_by_owner(cast):
     assert stored() == (expected_sessions, expected_episodes)
 
 
+def stored_session(owner_id: str, session_key: str, **more: Any) -> MemorySession:
+    """A session row written around the fold (drift, as verify and rebuild meet it)."""
+    return MemorySession.objects.create(
+        owner_id=owner_id,
+        session_key=session_key,
+        first_at=BASE,
+        last_at=BASE,
+        memory_count=1,
+        dialogue_count=0,
+        last_member_id="x",
+        content_hash="h",
+        **more,
+    )
+
+
 def _pks() -> tuple[dict, dict]:
     return (
         dict(MemorySession.objects.values_list("pk", "session_key")),
@@ -328,17 +343,7 @@ def test_a_rebuild_mends_what_drifted_and_only_that(cast):
     MemorySession.objects.filter(owner_id="alice", session_key="c1").update(memory_count=7)
     Episode.objects.filter(owner_id="bob", ordinal=2).update(member_count=9)
     Episode.objects.filter(owner_id="charlie").delete()
-    MemorySession.objects.create(
-        owner_id="ghost",
-        session_key="c9",
-        first_at=BASE,
-        last_at=BASE,
-        memory_count=1,
-        dialogue_count=0,
-        last_member_id="x",
-        content_hash="h",
-        last_key="k",
-    )
+    stored_session("ghost", "c9", last_key="k")
     Episode.objects.create(
         owner_id="ghost",
         ordinal=1,
@@ -431,16 +436,7 @@ def test_verify_treats_unfolded_rows_as_lag_not_drift(cast):
 def test_verify_reports_extra_and_missing_sessions(cast):
     write("alice", 0)
     run_cycle()
-    MemorySession.objects.create(
-        owner_id="bob",
-        session_key="ghost",
-        first_at=BASE,
-        last_at=BASE,
-        memory_count=1,
-        dialogue_count=0,
-        last_member_id="x",
-        content_hash="h",
-    )
+    stored_session("bob", "ghost")
     MemorySession.objects.filter(owner_id="alice").delete()
     drift = verify().drift
     assert [(d["owner_id"], d["session_key"], d["field"]) for d in drift] == [

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from memory.active_save import scoped_cursor
 from memory.engine.knowledge import every_name_owner
 from memory.engine.leaks import labels
+from memory.engine.leaks.standing import CURRENT_SCAN
 from memory.models import LeakScan, ObjectType, WorldObject
 
 
@@ -20,10 +21,6 @@ class SuspiciousLabel:
 
 
 _OBJECTS, _SCANS = WorldObject._meta.db_table, LeakScan._meta.db_table
-_CURRENT = (
-    f"EXISTS (SELECT 1 FROM {_SCANS} s WHERE s.game_save_id = o.game_save_id "
-    "AND s.viewer_id = o.id AND NOT s.stale)"
-)
 # The viewers whose current scan found labels to look at, with what it found ('[]' is the
 # column's default: nothing).
 _KEPT = (
@@ -36,7 +33,8 @@ _KEPT = (
 _UNSCANNED = (
     f"SELECT o.id, o.aliases_json FROM {_OBJECTS} o WHERE o.game_save_id = %(save)s "
     "AND o.type = %s AND o.aliases_json IS NOT NULL "
-    f"AND o.aliases_json NOT IN ('', '[]', '{{}}') AND NOT {_CURRENT}"
+    "AND o.aliases_json NOT IN ('', '[]', '{}') AND NOT "
+    + CURRENT_SCAN.format(save="o.game_save_id", viewer="o.id")
 )
 
 

@@ -29,13 +29,15 @@ Reading = Literal["omnia", "corrected"]
 READINGS: tuple[Reading, ...] = ("omnia", "corrected")
 
 
-def _render(
+def render_parsed(
     timestamp: str,
     intent: object,
     outcome: object,
     viewer: AliasHolder,
     reading: Reading = "corrected",
 ) -> str:
+    """A row's intent and outcome, already parsed (`parse_stored`), as the viewer reads it: a
+    caller that wants both readings parses once."""
     if type(intent) is not dict:
         raise Undeliverable("intent is not a JSON object")
     if "content" in intent:
@@ -49,7 +51,7 @@ def serialize_subjective_buffer_entry(
     entry: Entry, viewer: AliasHolder, reading: Reading = "corrected"
 ) -> str:
     """The seed's serializer over an already-parsed entry (`.timestamp`, `.intent`, `.outcome`)."""
-    return _render(entry.timestamp, entry.intent, entry.outcome, viewer, reading)
+    return render_parsed(entry.timestamp, entry.intent, entry.outcome, viewer, reading)
 
 
 _loads = json.loads
@@ -70,18 +72,6 @@ def parse_stored(intent_json: str, outcome_json: str | None) -> tuple[object, ob
     return intent, outcome
 
 
-def render_parsed(
-    timestamp: str,
-    intent: object,
-    outcome: object,
-    viewer: AliasHolder,
-    reading: Reading = "corrected",
-) -> str:
-    """A row already parsed by `parse_stored`, rendered: a caller that wants both readings
-    parses once."""
-    return _render(timestamp, intent, outcome, viewer, reading)
-
-
 def render_stored_entry(
     timestamp: str,
     intent_json: str,
@@ -91,4 +81,4 @@ def render_stored_entry(
 ) -> str:
     """Render a `buffer_entries` row straight from its columns; Undeliverable if it cannot be."""
     intent, outcome = parse_stored(intent_json, outcome_json)
-    return _render(timestamp, intent, outcome, viewer, reading)
+    return render_parsed(timestamp, intent, outcome, viewer, reading)

@@ -43,7 +43,8 @@ _SCANS = LeakScan._meta.db_table
 _FINDINGS = LeakFinding._meta.db_table
 _ACCEPTANCES = LeakAcceptance._meta.db_table
 _AGENT = "(o.is_agent IS NULL OR o.is_agent <> 0)"
-_CURRENT = (
+# A viewer's scan row says its findings are current ({save}, {viewer}: the outer columns).
+CURRENT_SCAN = (
     f"EXISTS (SELECT 1 FROM {_SCANS} s WHERE s.game_save_id = {{save}} "
     f"AND s.viewer_id = {{viewer}} AND NOT s.stale)"
 )
@@ -75,7 +76,7 @@ def _entities_sql(viewer_id: str | None, current: bool | None, what: str) -> tup
         f"SELECT {what} FROM {_OBJECTS} o WHERE o.game_save_id = %(save)s AND o.type = %s AND {who}"
     )
     if current is not None:
-        scan = _CURRENT.format(save="o.game_save_id", viewer="o.id")
+        scan = CURRENT_SCAN.format(save="o.game_save_id", viewer="o.id")
         sql += f" AND {'' if current else 'NOT '}{scan}"
     return sql, [ObjectType.ENTITY.value, *params]
 
@@ -118,7 +119,7 @@ def open_counts(viewer_id: str | None = None) -> dict[str, Counter[str]]:
     who, params = _who(viewer_id)
     sql = (
         f"SELECT f.viewer_id, f.kind, COUNT(*) FROM {_FINDINGS} f WHERE f.game_save_id = %(save)s "
-        f"AND {_CURRENT.format(save='f.game_save_id', viewer='f.viewer_id')} "
+        f"AND {CURRENT_SCAN.format(save='f.game_save_id', viewer='f.viewer_id')} "
         f"AND EXISTS (SELECT 1 FROM {_OBJECTS} o WHERE o.game_save_id = f.game_save_id "
         f"AND o.id = f.viewer_id AND o.type = %s AND {who}) "
         f"AND NOT EXISTS (SELECT 1 FROM {_ACCEPTANCES} a WHERE a.game_save_id = f.game_save_id "

@@ -88,13 +88,6 @@ def input_fingerprints(viewer_ids: Sequence[str] | None = None) -> dict[str, tup
 class ScanState:
     current: dict[str, tuple[str, str]]  # viewer -> (world, fingerprint) as the store is now
     up_to_date: frozenset[str]  # viewers whose stored findings are current
-    _names: list[dict[str, set[str]]] = field(default_factory=list, compare=False)
-
-    def name_owners(self) -> dict[str, set[str]]:
-        """knowledge.every_name_owner(), read once for every chunk a refresh stores."""
-        if not self._names:
-            self._names.append(every_name_owner())
-        return self._names[0]
 
     @property
     def behind(self) -> list[str]:
@@ -271,6 +264,7 @@ def refresh(
     state = scan_state(viewer_ids)
     result = RefreshResult(viewers_checked=len(state.current))
     behind = state.behind
+    owners = every_name_owner() if behind else {}  # one read for every chunk's labels
     worlds: WorldIndexes = {}  # each world read once for all the chunks
 
     def scan_now(claimed: list[str]) -> Scanned:
@@ -281,16 +275,16 @@ def refresh(
         processes = fanout.processes() if fanout.may_fan_out() else 1
     if processes < 2 or len(behind) < 2 * REFRESH_CHUNK:
         for chunk in _chunks(behind, REFRESH_CHUNK):
-            _store_chunk(chunk, state, result, scan_now)
+            _store_chunk(chunk, state, owners, result, scan_now)
         return result
     middle = len(behind) // 2
     with fanout.Beside(lambda: _scanned_chunks(behind[middle:])) as helper:
         for chunk in _chunks(behind[:middle], REFRESH_CHUNK):
-            _store_chunk(chunk, state, result, scan_now)
+            _store_chunk(chunk, state, owners, result, scan_now)
             for their_chunk, scans in helper.ready():
-                _store_chunk(their_chunk, state, result, _scanned(scans))
+                _store_chunk(their_chunk, state, owners, result, _scanned(scans))
         for their_chunk, scans in helper.rest():
-            _store_chunk(their_chunk, state, result, _scanned(scans))
+            _store_chunk(their_chunk, state, owners, result, _scanned(scans))
     return result
 
 
@@ -313,11 +307,12 @@ def _scanned_chunks(viewer_ids: list[str]) -> Iterator[tuple[list[str], Scanned]
 def _store_chunk(
     chunk: Sequence[str],
     state: ScanState,
+    owners: dict[str, set[str]],
     result: RefreshResult,
     scan: Callable[[list[str]], Scanned],
 ) -> None:
-    """Claim these viewers, scan the claimed ones (`scan` of them) and store their findings,
-    in one transaction."""
+    """Claim these viewers, scan the claimed ones (`scan` of them) and store their findings
+    and suspicious labels (`owners`: knowledge.every_name_owner), in one transaction."""
     with transaction.atomic():
         claimed = sorted(_claim(chunk, state.current))
         result.skipped.extend(sorted(set(chunk) - set(claimed)))
@@ -331,7 +326,7 @@ def _store_chunk(
             for ordinal, f in enumerate(scans.get(viewer_id, []))
         ]
         LeakFinding.objects.bulk_create(rows, batch_size=1000)
-        _mark_scanned(claimed, state.current, flaws, state.name_owners())
+        _mark_scanned(claimed, state.current, flaws, owners)
         result.viewers_scanned += len(claimed)
         result.findings_written += len(rows)
 
