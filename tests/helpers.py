@@ -123,7 +123,8 @@ def count_rows(monkeypatch: pytest.MonkeyPatch):
 
     def execute(self, sql, params=None):
         match = (
-            re.search(r'\bFROM\s+"?(\w+)"?', sql)
+            # (the first table read: not a function such as unnest of PostgreSQL's batch reads)
+            re.search(r'\bFROM\s+"?(\w+)\b"?(?!\()', sql)
             if sql.lstrip().upper().startswith("SELECT")
             else None
         )

@@ -8,11 +8,18 @@ pick, and nothing reads past a key's first rows: a window function (ROW_NUMBER()
 busy viewer. The outer ORDER BY repeats each member's order by column position, after the
 member's number, so the rows of a key come back in exactly the order a read of that key
 alone returns them, in the database's own collation.
+
+PostgreSQL is given the same seeks as one LATERAL subquery run per key of an array: it plans
+a 200-member UNION ALL for 30 ms and sorts its 10,000 wide rows on disk (work_mem), where the
+LATERAL form is planned in 0.2 ms and sorts each key's rows alone (an incremental sort):
+25 ms against 51–112 ms a chunk of the leak rescan's newest memories at 1M rows.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+
+from django.db import connection
 
 from memory.active_save import scoped_cursor
 
@@ -46,16 +53,26 @@ def first_rows_of_each(
     outer_order = ", ".join(f"{columns.index(c) + 2}{' DESC' if desc else ''}" for c, desc in order)
     select = ", ".join(columns)
     bound = f" AND {until[0]} <= %s" if until else ""
+    lateral = connection.vendor == "postgresql"
     for chunk in chunks(wanted, KEYS_PER_STATEMENT):
-        members = [
-            f"SELECT * FROM (SELECT {n} AS k, {select} FROM {table} "
-            f"WHERE game_save_id = %(save)s AND {key_column} = %s{bound} "
-            f"ORDER BY {inner_order} LIMIT {int(limit)}) AS r{n}"
-            for n in range(len(chunk))
-        ]
-        params = [p for key in chunk for p in ((key, until[1]) if until else (key,))]
+        if lateral:  # ordinality counts from 1: the key's place in the chunk is k.n - 1
+            sql = (
+                f"SELECT k.n - 1, r.* FROM unnest(%s::text[]) WITH ORDINALITY AS k(key, n) "
+                f"CROSS JOIN LATERAL (SELECT {select} FROM {table} "
+                f"WHERE game_save_id = %(save)s AND {key_column} = k.key{bound} "
+                f"ORDER BY {inner_order} LIMIT {int(limit)}) AS r"
+            )
+            params = [list(chunk), *((until[1],) if until else ())]
+        else:
+            sql = " UNION ALL ".join(
+                f"SELECT * FROM (SELECT {n} AS k, {select} FROM {table} "
+                f"WHERE game_save_id = %(save)s AND {key_column} = %s{bound} "
+                f"ORDER BY {inner_order} LIMIT {int(limit)}) AS r{n}"
+                for n in range(len(chunk))
+            )
+            params = [p for key in chunk for p in ((key, until[1]) if until else (key,))]
         with scoped_cursor() as cursor:
-            cursor.execute(f"{' UNION ALL '.join(members)} ORDER BY 1, {outer_order}", params)
+            cursor.execute(f"{sql} ORDER BY 1, {outer_order}", params)
             rows = cursor.fetchall()
         for row in rows:
             found[chunk[row[0]]].append(row[1:])
