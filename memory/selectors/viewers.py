@@ -3,7 +3,7 @@ knowledge matrix, alias history — and the one rule for what a page calls an en
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from django.db.models import Count, Q
@@ -48,15 +48,18 @@ def list_viewers(*, world_id: str | None = None, q: str | None = None) -> list[W
     return list(qs.order_by("world_id", "id"))
 
 
-def display_names(ids: Iterable[str]) -> dict[str, str]:
+def display_names(ids: Iterable[str], known: Mapping[str, str] | None = None) -> dict[str, str]:
     """What a page calls each of these entities: its true name if it has one, else its id
     (one query per 500 ids: a leak report names every viewer of a 2,000-entity world at
-    once). Pages, their JSON twins, the leak report and the switcher all name through this."""
+    once). Pages, their JSON twins, the leak report and the switcher all name through this.
+    `known`: names this page has read already (its viewer's), not asked again."""
     wanted = list(dict.fromkeys(ids))
+    known = known or {}
+    asked = [i for i in wanted if i not in known]
     names: dict[str, str] = {}
-    for start in range(0, len(wanted), 500):
-        names.update(true_names(wanted[start : start + 500]))
-    return {i: names.get(i) or i for i in wanted}
+    for start in range(0, len(asked), 500):
+        names.update(true_names(asked[start : start + 500]))
+    return {i: known[i] if i in known else (names.get(i) or i) for i in wanted}
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,6 @@ from memory.models import (
     Episode,
     MemorySession,
     ObjectType,
-    ProjectionShard,
     WorldObject,
 )
 
@@ -121,30 +120,24 @@ def _session_rows(
     return page, next_cursor, len(fetched)
 
 
-def _watermark(viewer_id: str) -> tuple[int, str]:
-    mark = (
-        ProjectionShard.objects.filter(shard=shard_of(viewer_id))
-        .values_list("last_created_at", "last_id")
-        .first()
-    )
-    return mark if mark else (0, "")
-
-
 def _retracted_counts(viewer_id: str) -> tuple[dict[str, int], int]:
     """Retracted members per session key, up to the fold's watermark: one grouped COUNT.
 
     Live = historical − retracted. Counting only the retracted (rare) members keeps the read
     small; stopping at the watermark keeps it consistent with the historical count it is
-    subtracted from.
+    subtracted from. The watermark is read in the same statement (a shard without one stands
+    at (0, ""), before every row): one round trip on every viewer page.
     """
-    created_at, row_id = _watermark(viewer_id)
     with scoped_cursor() as cursor:
         cursor.execute(
-            "SELECT conversation_id, location_id, COUNT(*) FROM buffer_entries "
-            "WHERE game_save_id = %(save)s AND owner_id = %s AND retracted_at IS NOT NULL "
-            "AND (created_at < %s OR (created_at = %s AND id <= %s)) "
-            "GROUP BY conversation_id, location_id",
-            (viewer_id, created_at, created_at, row_id),
+            "SELECT b.conversation_id, b.location_id, COUNT(*) FROM buffer_entries b "
+            "LEFT JOIN memory_projection_shards w "
+            "ON w.game_save_id = %(save)s AND w.shard = %s "
+            "WHERE b.game_save_id = %(save)s AND b.owner_id = %s AND b.retracted_at IS NOT NULL "
+            "AND (b.created_at < COALESCE(w.last_created_at, 0) "
+            "OR (b.created_at = COALESCE(w.last_created_at, 0) AND b.id <= COALESCE(w.last_id, ''))) "
+            "GROUP BY b.conversation_id, b.location_id",
+            (shard_of(viewer_id), viewer_id),
         )
         groups = cursor.fetchall()
     counts: dict[str, int] = {}

@@ -87,6 +87,7 @@ def aliases_context(
     csrf_token: str = "",
     labels_from: int = 0,
     touched: tuple[str, ...] = (),
+    viewer_name: str | None = None,  # the page's name for the viewer, when it has read it
 ) -> dict:
     """Every alias row; past ALIASES_SHOWN targets a page of LABELS_SHOWN labelled ones from
     `labels_from`, any the edit just touched or the selected line names, and (on the first
@@ -127,7 +128,10 @@ def aliases_context(
     csrf_input = markup.csrf_input(csrf_token) if can_edit else ""
     history = viewer_reads.alias_history(viewer.id)
     # The viewer and every person the history names, in words, in one read.
-    names = viewer_reads.display_names([viewer.id, *(c.target_id for c in history)])
+    names = viewer_reads.display_names(
+        [viewer.id, *(c.target_id for c in history)],
+        known={viewer.id: viewer_name} if viewer_name is not None else None,
+    )
     viewer_name = names[viewer.id]
     for item in rows:
         item["html"] = markup.alias_row(item, viewer_name, can_edit, csrf_input)

@@ -222,13 +222,15 @@ def _faces_context(request: HttpRequest, viewer: Viewer) -> dict[str, Any]:
 VIEWERS_SHOWN = 50
 
 
-def _viewer_switch(viewer: Viewer) -> dict[str, Any]:
+def _viewer_switch(viewer: Viewer, viewer_name: str | None = None) -> dict[str, Any]:
     """The switcher's window: at most VIEWERS_SHOWN ids of the viewer's world around the
     current one (a list of 1,000 links is neither quick to render nor usable); the rest are
     one search away (the header's "Find a viewer", the overview). Each link's URL and name
     are made here, once: fifty {% url %} tags were a tenth of the page."""
     shown, total = viewer_reads.viewer_window_ids(viewer, VIEWERS_SHOWN)
-    names = viewer_reads.display_names(shown)
+    names = viewer_reads.display_names(
+        shown, known={viewer.id: viewer_name} if viewer_name is not None else None
+    )
     urls = reverse_each("memory:viewer", [], shown)
     links = [
         {
@@ -271,7 +273,7 @@ def viewer_context(
         "viewer_name": names[viewer.id],
         "focus": focus,
         "selected_line": links,
-        "viewers": SimpleLazyObject(lambda: _viewer_switch(viewer)),
+        "viewers": SimpleLazyObject(lambda: _viewer_switch(viewer, names[viewer.id])),
         "aliases": SimpleLazyObject(
             lambda: aliases_context(
                 viewer,
@@ -280,6 +282,7 @@ def viewer_context(
                 selected=links.alias_targets if links else (),
                 can_edit=can_edit,
                 csrf_token=get_token(request) if can_edit else "",
+                viewer_name=names[viewer.id],
                 **aliases_extra,
             )
         ),
