@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from django.db import DatabaseError
 
 from memory.active_save import use
+from memory.engine.collector import bulk_collection
 from memory.engine.leaks import stored
 from memory.engine.planner import BULK_ROWS, LEAK_TABLES, PROJECTION_TABLES, refresh_statistics
 from memory.engine.projections import (
@@ -32,6 +33,11 @@ logger = logging.getLogger(__name__)
 
 def run_upkeep(shards: Iterable[int] | None = None, **cycle_options) -> CycleResult:
     """One upkeep pass over the active save."""
+    with bulk_collection():
+        return _upkeep(shards, **cycle_options)
+
+
+def _upkeep(shards: Iterable[int] | None = None, **cycle_options) -> CycleResult:
     result = run_cycle(shards, **cycle_options)
     if result.rows_folded >= BULK_ROWS:
         # The first cycle after an import writes most of the projection tables: leave their
@@ -74,6 +80,13 @@ def rebuild_all(
     progress: Callable[[int], None] | None = None,
 ) -> tuple[RebuildResult, stored.RefreshResult]:
     """Re-derive every projection row and every stored finding from the store alone."""
+    with bulk_collection():
+        return _rebuild_all(progress)
+
+
+def _rebuild_all(
+    progress: Callable[[int], None] | None = None,
+) -> tuple[RebuildResult, stored.RefreshResult]:
     rebuilt = rebuild(progress)
     if rebuilt.rows_written or rebuilt.rows_moved:  # else the tables are as they were
         refresh_statistics(PROJECTION_TABLES)
@@ -87,4 +100,5 @@ def rebuild_all(
 def verify_all(
     progress: Callable[[int], None] | None = None,
 ) -> tuple[VerifyResult, stored.FindingsVerifyResult]:
-    return verify(progress), stored.verify()
+    with bulk_collection():
+        return verify(progress), stored.verify()
