@@ -269,3 +269,23 @@ def test_a_conversation_named_like_a_scene_keeps_its_own_session(cast):
         ("conversation:scene:tavern-main", "conversation", 1),
         ("scene:tavern-main", "scene", 1),
     ]
+
+
+@pytest.mark.parametrize("conversations", [3, 25])
+def test_the_sessions_panel_digest_is_the_digest_door_s(places, conversations):
+    """The sessions panel makes its digest from the sessions it shows (read once): the same
+    lines and hash digest() gives, with fewer sessions than the digest holds and with more,
+    places of every kind (public, granted, hidden) among them."""
+    from memory.selectors.projections import sessions_panel
+
+    where = ["tavern-main", "cellar", "vault"]
+    for n in range(conversations):
+        write("bob", 3 * n, conversation=f"c{n:02}", location=where[n % 3])
+        write("bob", 3 * n + 1, location=where[(n + 1) % 3])
+    run_cycle()
+    panel, door = sessions_panel("bob"), digest("bob")
+    assert (panel.digest.lines, panel.digest.hash) == (door.lines, door.hash)
+    assert len(door.lines) == min(2 * conversations, 20)
+    said = "\n".join(door.lines)
+    for place in ("the tavern common room", "an unfamiliar place", "the smugglers' cellar"):
+        assert place in said

@@ -12,7 +12,13 @@ from memory.engine.buffer.rendered import intent_facts
 from memory.engine.clock import time_key
 from memory.engine.knowledge import Viewer, get_viewer
 from memory.engine.newest import chunks
-from memory.engine.projections.doors import Digest, Page, digest, session_places
+from memory.engine.projections.doors import (
+    Digest,
+    Page,
+    digest,
+    digest_of_sessions,
+    session_places,
+)
 from memory.engine.projections.doors import episodes as door_episodes
 from memory.engine.projections.doors import sessions as door_sessions
 from memory.engine.projections.summaries import summaries_for
@@ -60,12 +66,14 @@ def sessions_panel(viewer: str | Viewer, *, limit: int = 20) -> SessionsPanel:
         for s in sessions.items
     ]
     summaries = {key: answer for (_owner, key), answer in summaries_for(rows).items()}
+    places = session_places(viewer_id, sessions.items)
     return SessionsPanel(
         sessions=sessions,
-        digest=digest(viewer),
+        # The digest's sessions are the newest of the page's, their places read with them.
+        digest=digest_of_sessions(sessions, places) or digest(viewer),
         episodes=door_episodes(viewer, limit=limit),
         summaries=summaries,
-        places=session_places(viewer_id, sessions.items),
+        places=places,
         people=session_people(viewer, sessions.items),
     )
 

@@ -375,16 +375,31 @@ def _digests_of(pages: dict[str, list[tuple]], read_rows: dict[str, int]) -> dic
     out = {}
     for viewer_id, page in pages.items():
         place_of, read = places[viewer_id]
-        lines = [
-            digest_line(_kind(key), place_of[key], first_at, last_at, int(count), int(spoken))
-            for key, first_at, last_at, count, spoken, _member, _lkey in page
-        ]
-        visited = read_rows[viewer_id] + read
-        digest_hash = hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
-        out[viewer_id] = Digest(
-            lines=lines, hash=digest_hash, unchanged=False, rows_visited=visited
-        )
+        out[viewer_id] = _digest(page, place_of, read_rows[viewer_id] + read)
     return out
+
+
+def _digest(page: Sequence[tuple], place_of: dict[str, str], visited: int) -> Digest:
+    """The digest of a page of sessions (oldest first, as _DIGEST_COLUMNS begin), each
+    session's place as the viewer calls it (`place_of`, by session key)."""
+    lines = [
+        digest_line(_kind(key), place_of[key], first_at, last_at, int(count), int(spoken))
+        for key, first_at, last_at, count, spoken, *_rest in page
+    ]
+    digest_hash = hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
+    return Digest(lines=lines, hash=digest_hash, unchanged=False, rows_visited=visited)
+
+
+def digest_of_sessions(page: Page, places: dict[str, str]) -> Digest | None:
+    """digest() from a page of the sessions door (newest first) and session_places of it,
+    when the page holds the digest's sessions (at least DIGEST_SESSIONS of them, or every
+    one): the page that shows both reads them once. None when it does not."""
+    items = page.items
+    if len(items) < DIGEST_SESSIONS and page.next_cursor is not None:
+        return None
+    shown = list(reversed(items[:DIGEST_SESSIONS]))
+    rows = [(s.session_key, s.first_at, s.last_at, s.memory_count, s.dialogue_count) for s in shown]
+    return _digest(rows, places, page.rows_visited)
 
 
 # --- episodes ------------------------------------------------------------------------------------
