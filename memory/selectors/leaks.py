@@ -13,18 +13,15 @@ from memory.engine.leaks.accepted import acceptances
 from memory.engine.leaks.scanner import reason_by_name
 from memory.engine.leaks.standing import (
     Standing,
+    current_finding_keys,
     current_findings,
     current_viewers,
+    findings_by_key,
     open_counts,
     standing,
 )
 from memory.engine.leaks.stored import scan_fresh
-from memory.engine.leaks.world_scan import (
-    FINDING_KINDS,
-    ScanFinding,
-    scan_viewer,
-    scan_viewer_at,
-)
+from memory.engine.leaks.world_scan import FINDING_KINDS, ScanFinding, scan_viewer, scan_viewer_at
 from memory.engine.prompt import prompt_context
 from memory.models import LeakFinding, LeakScan, ObjectType, WorldObject
 from memory.selectors.moments import finding_key, first_moments
@@ -198,16 +195,16 @@ def _entities(ids: set[str]) -> set[str]:
 
 
 def viewer_choices(
-    selected: str | None = None, listed: Iterable[str] = ()
+    selected: str | None = None, listed: Iterable[str] = (), known: dict[str, str] | None = None
 ) -> list[tuple[str, str]]:
     """(id, display name) of the viewers with a stored finding (and the one selected), for
     the report's filter, by name: a viewer with nothing to show is no useful filter, and a
-    world of 2,000 viewers would make a select nobody can use."""
+    world of 2,000 viewers would make a select nobody can use. `known`: names already read."""
     ids = set(LeakFinding.objects.values_list("viewer_id", flat=True).distinct())
     ids.update(listed)  # viewers scanned afresh for this page are not stored yet
     if selected:
         ids.add(selected)
-    names = display_names(ids)
+    names = display_names(ids, known)
     return sorted(names.items(), key=lambda pair: (pair[1].casefold(), pair[0]))
 
 
@@ -221,7 +218,7 @@ def leak_findings(
 ) -> list[dict]:
     """Every distinct leak in every viewer's prompt, with its world, count, source row,
     context, acceptance state and the names of its viewer and entity (ids stay beside them).
-    The page, its CSV and JSON and the API all read this."""
+    The exports and the API read this; the page reads leak_findings_page."""
     report = leak_report(viewer_id)
     found = [f for v in report.findings for f in report.findings[v]]
     if kind is not None:
@@ -231,6 +228,63 @@ def leak_findings(
     items = _with_state([f.to_dict() for f in found], found)
     if state is not None:
         items = [f for f in items if f["state"] == state]
+    _named(items)
+    return _sorted(items, sort)
+
+
+def leak_findings_page(
+    start: int,
+    size: int,
+    *,
+    viewer_id: str | None = None,
+    kind: str | None = None,
+    world_id: str | None = None,
+    state: str | None = None,
+    sort: str | None = None,
+) -> tuple[list[dict], int, dict[str, str]]:
+    """leak_findings(...)[start:start + size], how many it holds and its viewers (id -> name):
+    every finding sorted and counted by its key alone, only the page's read and made whole.
+    At 20,000 findings the report shaped every one to show 100 (754 ms on PostgreSQL)."""
+    state_now, fresh, _pending = _behind(viewer_id)
+    # Each finding's key (as to_dict names it), with what it is read by: its stored row's pk,
+    # or the finding itself for a viewer behind, scanned for this page (after the stored).
+    keyed = [
+        dict(zip(_KEY, row, strict=True))
+        for row in (current_finding_keys(viewer_id) if state_now.current else ())
+    ]
+    keyed += [
+        dict(zip(_KEY, (f, f.viewer_id, f.section, f.finding.kind, f.finding.text,
+                        f.finding.start, f.finding.end, f.count, f.world_id), strict=True))
+        for found in fresh.values()
+        for f in found
+    ]  # fmt: skip
+    if kind is not None:
+        keyed = [k for k in keyed if k["kind"] == kind]
+    if world_id is not None:
+        keyed = [k for k in keyed if k["world_id"] == world_id]
+    accepted = acceptances({k["viewer_id"] for k in keyed}) if keyed else {}
+    for k in keyed:
+        done = (k["viewer_id"], k["section"], k["kind"], k["text"]) in accepted
+        k["state"] = "accepted" if done else "open"
+    if state is not None:
+        keyed = [k for k in keyed if k["state"] == state]
+    names = display_names({k["viewer_id"] for k in keyed})
+    for k in keyed:
+        k["viewer_name"] = names[k["viewer_id"]]
+    refs = [k["ref"] for k in _sorted(keyed, sort)[start : start + size]]
+    stored = findings_by_key([r for r in refs if isinstance(r, int)])
+    found_page = [stored[r] if isinstance(r, int) else r for r in refs]
+    items = _with_state([f.to_dict() for f in found_page], found_page)
+    _named(items)
+    return items, len(keyed), {k["viewer_id"]: k["viewer_name"] for k in keyed}
+
+
+_KEY = ("ref", "viewer_id", "section", "kind", "text", "start", "end", "count", "world_id")
+
+
+def _named(items: list[dict]) -> None:
+    """The names of each item's viewer and entity, and whether its entity can be given a
+    label by its viewer (in place)."""
     entity_ids = {f["entity_id"] for f in items if f["entity_id"]}
     names = display_names({f["viewer_id"] for f in items} | entity_ids)
     entities = _entities(entity_ids)
@@ -243,8 +297,13 @@ def leak_findings(
         item["can_alias"] = (
             item["kind"] in ALIASABLE and entity in entities and entity != item["viewer_id"]
         )
-    items.sort(key=lambda f: (f["viewer_id"], f["start"], f["end"], f["kind"]))
-    items.sort(key=SORTS[sort if sort in SORTS else DEFAULT_SORT])
+
+
+def _sorted(items: list[dict], sort: str | None) -> list[dict]:
+    """In the report's order: by `sort` (SORTS), ties by where each stands in its prompt (one
+    sort by both keys: what sorting by the second, then stably by the first, gives)."""
+    by = SORTS[sort if sort in SORTS else DEFAULT_SORT]
+    items.sort(key=lambda f: (by(f), f["viewer_id"], f["start"], f["end"], f["kind"]))
     return items
 
 

@@ -28,6 +28,10 @@ class Shape:
     era: str = "head"  # "head": v2 tagged `content`; "v1": description/originalText
     witnesses: int = 5  # up to this many rows (one per witness) per moment
     seed: int = 7
+    # The share of moments whose words name someone by their true name ("Sailor 0042"), as
+    # an LLM-written line does now and then: a leak in the prompt of every witness but the
+    # one named (aliases here are never true names). 0 writes the same world as before it.
+    leaks: float = 0.0
 
     @classmethod
     def named(cls, name: str, **overrides) -> Shape:
@@ -152,6 +156,8 @@ def generate_omnia_world(path: Path, shape: Shape) -> dict:
         words = rng.sample(WORDS, 3)
         if rng.random() < 0.03:
             words[1] = rng.choice(RARE)
+        if shape.leaks and rng.random() < shape.leaks:
+            words[0] = f"Sailor {rng.randrange(len(ids)):04d}"
         kind = rng.choice(("action", "dialogue", "action", "thought"))
         if not v2 and kind == "thought":
             kind = "action"  # the first era wrote dialogue and action only (its import says so)

@@ -20,7 +20,7 @@ from django.db.models import Exists, OuterRef, QuerySet
 
 from memory.active_save import scoped_cursor
 from memory.engine.knowledge import AGENTS
-from memory.engine.leaks.stored import _finding_of
+from memory.engine.leaks.stored import FINDING_COLUMNS, _finding_of
 from memory.engine.leaks.world_scan import ScanFinding
 from memory.models import LeakAcceptance, LeakFinding, LeakScan, ObjectType, WorldObject
 
@@ -108,8 +108,31 @@ def current_findings(viewer_id: str | None = None) -> dict[str, list[ScanFinding
     """viewer -> its stored findings in its scanner's order, for each current viewer that has
     any (the rest have none)."""
     found: dict[str, list[ScanFinding]] = {}
-    for row in _current_findings(viewer_id).order_by("viewer_id", "ordinal"):
-        found.setdefault(row.viewer_id, []).append(_finding_of(row))
+    rows = _current_findings(viewer_id).order_by("viewer_id", "ordinal")
+    for row in rows.values_list(*FINDING_COLUMNS):
+        found.setdefault(row[0], []).append(_finding_of(row))
+    return found
+
+
+# What a report sorts and filters its findings by, before it shows a page of them (_finding_of
+# for that page alone): the row's key, then as ScanFinding.to_dict names them.
+FINDING_KEY_COLUMNS = ("pk", "viewer_id", "section", "kind", "text", "start", "end", "count")
+
+
+def current_finding_keys(viewer_id: str | None = None) -> list[tuple]:
+    """FINDING_KEY_COLUMNS and the world of each stored finding current_findings gives, in its
+    order: 20,000 findings are a few small tuples each, not their occurrences and contexts."""
+    rows = _current_findings(viewer_id).order_by("viewer_id", "ordinal")
+    return list(rows.values_list(*FINDING_KEY_COLUMNS, "world_id"))
+
+
+def findings_by_key(pks: list[int]) -> dict[int, ScanFinding]:
+    """The stored findings of these keys (current_finding_keys' first column), whole."""
+    found: dict[int, ScanFinding] = {}
+    for start in range(0, len(pks), 500):
+        rows = LeakFinding.objects.filter(pk__in=pks[start : start + 500])
+        for pk, *row in rows.values_list("pk", *FINDING_COLUMNS):
+            found[pk] = _finding_of(tuple(row))
     return found
 
 

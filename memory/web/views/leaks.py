@@ -23,6 +23,7 @@ from memory.roles import EDIT_PERMISSION, READ_PERMISSION
 from memory.selectors import leaks as leak_reads
 from memory.selectors import viewers as viewer_reads
 from memory.web.saves import reverse
+from memory.web.views import markup
 from memory.web.views._common import (
     get_viewer_for_user,
     path_id,
@@ -104,6 +105,8 @@ def leaks_page(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
         )
     filters = _filters(request.GET)
     try:
+        if fmt == "html":
+            return _render_table(request, filters)
         findings = _findings(filters)
     except NotFound as exc:  # ?viewer= names nobody: a 404 in the format asked for
         if fmt == "json":
@@ -112,18 +115,28 @@ def leaks_page(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
         raise Http404(str(exc)) from None
     if fmt == "json":
         return JsonResponse({"items": findings, "count": len(findings)})
-    if fmt == "csv":
-        response = HttpResponse(content_type="text/csv; charset=utf-8")
-        response["Content-Disposition"] = 'attachment; filename="leaks.csv"'
-        writer = csv.writer(response)
-        writer.writerow(CSV_HEADER)
-        writer.writerows(safe_row(_csv_cell(f, column) for column in CSV_HEADER) for f in findings)
-        return response
-    return _render_table(request, filters, findings)
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = 'attachment; filename="leaks.csv"'
+    writer = csv.writer(response)
+    writer.writerow(CSV_HEADER)
+    writer.writerows(safe_row(_csv_cell(f, column) for column in CSV_HEADER) for f in findings)
+    return response
 
 
 def _findings(filters: dict[str, str]) -> list[dict]:
     return leak_reads.leak_findings(
+        viewer_id=filters.get("viewer"),
+        kind=filters.get("kind"),
+        world_id=filters.get("world"),
+        state=filters.get("state"),
+        sort=filters.get("sort"),
+    )
+
+
+def _page(filters: dict[str, str], start: int) -> tuple[list[dict], int, set[str]]:
+    return leak_reads.leak_findings_page(
+        start,
+        LEAK_ROWS_SHOWN,
         viewer_id=filters.get("viewer"),
         kind=filters.get("kind"),
         world_id=filters.get("world"),
@@ -142,24 +155,23 @@ def _csv_cell(finding: dict, column: str) -> object:
 def _render_table(
     request: HttpRequest,
     filters: dict[str, str],
-    findings: list[dict] | None = None,
     *,
     status: int = 200,
     problem: dict[str, str] | None = None,
     confirmed: dict | None = None,
 ) -> HttpResponse:
-    if findings is None:
-        findings = _findings(filters)
-    total = len(findings)
-    viewers_found = {f["viewer_id"] for f in findings}  # the filter lists them, every page
     raw_from = filters.get("from", "")
-    start = int(raw_from) if raw_from.isdigit() and len(raw_from) < 9 else 0
-    start = min(start, max(total - 1, 0)) // LEAK_ROWS_SHOWN * LEAK_ROWS_SHOWN
+    asked = int(raw_from) if raw_from.isdigit() and len(raw_from) < 9 else 0
+    start = asked // LEAK_ROWS_SHOWN * LEAK_ROWS_SHOWN
+    # viewers_found: the filter lists them, every page
+    findings, total, viewers_found = _page(filters, start)
+    if start and start >= total:  # past the end: the last page
+        start = max(total - 1, 0) // LEAK_ROWS_SHOWN * LEAK_ROWS_SHOWN
+        findings, total, viewers_found = _page(filters, start)
     if start:
         filters = {**filters, "from": str(start)}
     else:
         filters = {k: v for k, v in filters.items() if k != "from"}
-    findings = findings[start : start + LEAK_ROWS_SHOWN]
     exported = [(k, v) for k, v in filters.items() if k != "from"]
     listed = [(k, v) for k, v in exported if k != "sort"]
     query = urlencode(listed)
@@ -221,7 +233,12 @@ def _render_table(
         "states": list(FINDING_STATES),
         "sorts": list(leak_reads.SORT_NAMES),
         "worlds": leak_reads.leak_worlds(),
-        "viewers": leak_reads.viewer_choices(filters.get("viewer"), viewers_found),
+        # Every viewer with a finding (2,000 at most): the options made in Python, as the
+        # alias rows are (memory/web/views/markup.py).
+        "viewer_options": markup.viewer_options(
+            leak_reads.viewer_choices(filters.get("viewer"), viewers_found, viewers_found),
+            filters.get("viewer"),
+        ),
         "can_edit": request.user.has_perm(EDIT_PERMISSION),
         "csv_url": f"{base}?{urlencode([('format', 'csv'), *exported])}",
         "json_url": f"{base}?{urlencode([('format', 'json'), *exported])}",

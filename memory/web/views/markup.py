@@ -16,6 +16,7 @@ these for every row state and compares.
 
 from __future__ import annotations
 
+from html import escape
 from typing import Any
 
 from django.utils.html import format_html, format_html_join
@@ -186,6 +187,21 @@ def switch_link(link: dict[str, Any]) -> SafeString:
         if link["named"]
         else _EMPTY,
     )
+
+
+def viewer_options(choices: list[tuple[str, str]], selected: str | None) -> SafeString:
+    """The leak report's viewer filter: an <option> per (id, name), the name with the id
+    beside it when they differ, as its template loop printed them. A 2,000-viewer world
+    lists 2,000: made with html.escape (Django's escape, character for character), a tenth
+    of what format_html takes for each."""
+    out = []
+    for viewer_id, name in choices:
+        value = escape(viewer_id)
+        out.append(
+            f'<option value="{value}"{" selected" if viewer_id == selected else ""}>'
+            f"{escape(name)}{f' ({value})' if name != viewer_id else ''}</option>"
+        )
+    return mark_safe("".join(out))
 
 
 _SELF_CELL = mark_safe('<td class="self" aria-label="self">·</td>')
