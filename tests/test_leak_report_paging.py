@@ -89,3 +89,59 @@ def test_the_viewer_options_are_what_the_template_loop_printed():
     for selected in (None, "bob", 'x"><script>alert(1)</script>', "nobody"):
         old = loop.render(Context({"viewers": choices, "filters": {"viewer": selected}}))
         assert viewer_options(choices, selected) == old
+
+
+def _open_counts_by_every_finding(viewer_id=None):
+    """What open_counts counted before each scan row kept its counts: every finding."""
+    from collections import Counter
+
+    from memory.active_save import scoped_cursor
+
+    who = "(o.is_agent IS NULL OR o.is_agent <> 0)" if viewer_id is None else "o.id = %s"
+    sql = (
+        "SELECT f.viewer_id, f.kind, COUNT(*) FROM memory_leak_findings f "
+        "WHERE f.game_save_id = %(save)s AND EXISTS (SELECT 1 FROM memory_leak_scans s "
+        "WHERE s.game_save_id = f.game_save_id AND s.viewer_id = f.viewer_id AND NOT s.stale) "
+        "AND EXISTS (SELECT 1 FROM objects o WHERE o.game_save_id = f.game_save_id "
+        f"AND o.id = f.viewer_id AND o.type = %s AND {who}) "
+        "AND NOT EXISTS (SELECT 1 FROM memory_leak_acceptances a WHERE a.game_save_id = "
+        "f.game_save_id AND a.viewer_id = f.viewer_id AND a.section = f.section "
+        "AND a.kind = f.kind AND a.text = f.text) GROUP BY f.viewer_id, f.kind"
+    )
+    counts = {}
+    with scoped_cursor() as cursor:
+        cursor.execute(sql, ["entity", *([] if viewer_id is None else [viewer_id])])
+        for viewer, kind, n in cursor.fetchall():
+            counts.setdefault(viewer, Counter())[kind] = n
+    return counts
+
+
+def test_open_counts_from_the_scan_rows_are_every_finding_counted(leaky):
+    """The scan rows' counts less the accepted findings are what counting every open finding
+    gives: with acceptances (every finding of one viewer among them), a viewer behind, a
+    viewer that is no agent, an acceptance whose finding is gone, and after a rescan."""
+    from memory.engine.leaks.standing import open_counts
+    from memory.engine.leaks.stored import refresh
+    from memory.models import LeakAcceptance, LeakFinding, LeakScan, WorldObject
+    from memory.services import accept_leak
+
+    viewers = list(
+        LeakFinding.objects.order_by("viewer_id").values_list("viewer_id", flat=True).distinct()
+    )
+    for row in LeakFinding.objects.filter(viewer_id=viewers[0]):
+        accept_leak(row.viewer_id, row.section, row.kind, row.text, "all of them")
+    others = LeakFinding.objects.exclude(viewer_id=viewers[0]).order_by("viewer_id", "ordinal")
+    for row in others[5::9]:
+        accept_leak(row.viewer_id, row.section, row.kind, row.text, "this one")
+    LeakAcceptance.objects.create(
+        viewer_id=viewers[1], section="Recent memories", kind="unknown_name", text="Nobody"
+    )
+    LeakScan.objects.filter(viewer_id=viewers[2]).update(stale=True)
+    WorldObject.objects.filter(id=viewers[3]).update(is_agent=0)
+    assert open_counts() == _open_counts_by_every_finding()
+    assert viewers[0] not in open_counts() and viewers[2] not in open_counts()
+    for viewer in viewers[:5]:
+        assert open_counts(viewer) == _open_counts_by_every_finding(viewer)
+    refresh()  # the stale one rescanned: its counts written with its findings
+    assert open_counts() == _open_counts_by_every_finding()
+    assert viewers[2] in open_counts()

@@ -50,6 +50,9 @@ class LeakScan(SaveScoped):
     flaws = models.IntegerField(default=0)
     # The viewer's stored labels worth a second look as of that scan (leaks.labels), JSON.
     labels_json = models.TextField(default="[]")
+    # The viewer's stored findings per kind as of that scan, JSON ({kind: n}): the pages count
+    # open findings from these rows and the few accepted ones, never from every finding.
+    kinds_json = models.TextField(default="{}")
 
     objects = LeakScanManager()
 

@@ -13,6 +13,7 @@ which the rescan still compares: a door that forgot its mark is rescanned at the
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass
 
@@ -138,19 +139,34 @@ def findings_by_key(pks: list[int]) -> dict[int, ScanFinding]:
 
 def open_counts(viewer_id: str | None = None) -> dict[str, Counter[str]]:
     """viewer -> kind -> its stored findings no editor accepted, for each current viewer with
-    one at least: counted by the database, a row per (viewer, kind)."""
+    one at least: each scan row's count of its findings by kind (LeakScan.kinds_json, written
+    with them), less the accepted ones, read from the acceptances (a few) to their findings.
+    Counting every finding here took 17 ms of a save's page at 20,000 findings."""
     who, params = _who(viewer_id)
-    sql = (
-        f"SELECT f.viewer_id, f.kind, COUNT(*) FROM {_FINDINGS} f WHERE f.game_save_id = %(save)s "
-        f"AND {CURRENT_SCAN.format(save='f.game_save_id', viewer='f.viewer_id')} "
-        f"AND EXISTS (SELECT 1 FROM {_OBJECTS} o WHERE o.game_save_id = f.game_save_id "
-        f"AND o.id = f.viewer_id AND o.type = %s AND {who}) "
-        f"AND NOT EXISTS (SELECT 1 FROM {_ACCEPTANCES} a WHERE a.game_save_id = f.game_save_id "
-        "AND a.viewer_id = f.viewer_id AND a.section = f.section AND a.kind = f.kind "
-        "AND a.text = f.text) "
-        "GROUP BY f.viewer_id, f.kind"
+    agent = (
+        f"EXISTS (SELECT 1 FROM {_OBJECTS} o WHERE o.game_save_id = %(save)s "
+        f"AND o.id = {{viewer}} AND o.type = %s AND {who})"
     )
     counts: dict[str, Counter[str]] = {}
-    for viewer, kind, n in _rows(sql, [ObjectType.ENTITY.value, *params]):
-        counts.setdefault(viewer, Counter())[kind] = int(n)
-    return counts
+    scans = (
+        f"SELECT s.viewer_id, s.kinds_json FROM {_SCANS} s WHERE s.game_save_id = %(save)s "
+        f"AND NOT s.stale AND s.kinds_json <> '{{}}' AND {agent.format(viewer='s.viewer_id')}"
+    )
+    for viewer, kinds in _rows(scans, [ObjectType.ENTITY.value, *params]):
+        counts[viewer] = Counter(json.loads(kinds))
+    accepted = (
+        f"SELECT f.viewer_id, f.kind, COUNT(DISTINCT f.id) FROM {_ACCEPTANCES} a "
+        f"JOIN {_FINDINGS} f ON f.game_save_id = a.game_save_id AND f.viewer_id = a.viewer_id "
+        "AND f.section = a.section AND f.kind = a.kind AND f.text = a.text "
+        f"WHERE a.game_save_id = %(save)s "
+        f"AND {CURRENT_SCAN.format(save='f.game_save_id', viewer='f.viewer_id')} "
+        f"AND {agent.format(viewer='f.viewer_id')} GROUP BY f.viewer_id, f.kind"
+    )
+    for viewer, kind, n in _rows(accepted, [ObjectType.ENTITY.value, *params]):
+        if viewer in counts:
+            counts[viewer][kind] -= int(n)
+    return {
+        viewer: Counter({kind: n for kind, n in kinds.items() if n > 0})
+        for viewer, kinds in counts.items()
+        if any(n > 0 for n in kinds.values())
+    }

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -224,7 +225,8 @@ def _claim(viewer_ids: Sequence[str], current: dict[str, tuple[str, str]]) -> li
 
 _MARK_SCANNED_SQL = (
     f"UPDATE {LeakScan._meta.db_table} SET world_id = %s, fingerprint = %s, stale = %s, "
-    "scanned_at = %s, flaws = %s, labels_json = %s WHERE game_save_id = %(save)s AND viewer_id = %s"
+    "scanned_at = %s, flaws = %s, labels_json = %s, kinds_json = %s "
+    "WHERE game_save_id = %(save)s AND viewer_id = %s"
 )
 
 
@@ -233,10 +235,12 @@ def _mark_scanned(
     current: dict[str, tuple[str, str]],
     flaws: dict[str, int],
     owners: dict[str, set[str]],
+    scans: dict[str, list[ScanFinding]],
 ) -> None:
-    """Each scan row current as of now, with its count of omnia's line flaws and its
-    viewer's suspicious labels (`owners`: knowledge.every_name_owner): one statement for the
-    chunk (an ORM update per viewer was a query built and run 2,000 times in a rebuild)."""
+    """Each scan row current as of now, with its count of omnia's line flaws, its viewer's
+    suspicious labels (`owners`: knowledge.every_name_owner) and its findings (`scans`)
+    counted by kind: one statement for the chunk (an ORM update per viewer was a query built
+    and run 2,000 times in a rebuild)."""
     now = connection.ops.adapt_datetimefield_value(timezone.now())
     aliases = dict(
         WorldObject.objects.filter(id__in=list(viewer_ids)).values_list("id", "aliases_json")
@@ -251,6 +255,7 @@ def _mark_scanned(
                     now,
                     flaws.get(v, 0),
                     labels.to_json(labels.suspicious_of(v, aliases.get(v), owners)),
+                    json.dumps(Counter(f.finding.kind for f in scans.get(v, ())), sort_keys=True),
                     v,
                 )
                 for v in viewer_ids
@@ -336,7 +341,7 @@ def _store_chunk(
             for ordinal, f in enumerate(scans.get(viewer_id, []))
         ]
         LeakFinding.objects.bulk_create(rows, batch_size=1000)
-        _mark_scanned(claimed, state.current, flaws, owners)
+        _mark_scanned(claimed, state.current, flaws, owners, scans)
         result.viewers_scanned += len(claimed)
         result.findings_written += len(rows)
 
