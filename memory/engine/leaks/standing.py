@@ -14,7 +14,6 @@ which the rescan still compares: a door that forgot its mark is rescanned at the
 from __future__ import annotations
 
 import json
-from collections import Counter
 from dataclasses import dataclass
 
 from django.db.models import Exists, OuterRef, QuerySet
@@ -137,7 +136,7 @@ def findings_by_key(pks: list[int]) -> dict[int, ScanFinding]:
     return found
 
 
-def open_counts(viewer_id: str | None = None) -> dict[str, Counter[str]]:
+def open_counts(viewer_id: str | None = None) -> dict[str, dict[str, int]]:
     """viewer -> kind -> its stored findings no editor accepted, for each current viewer with
     one at least: each scan row's count of its findings by kind (LeakScan.kinds_json, written
     with them), less the accepted ones, read from the acceptances (a few) to their findings.
@@ -147,13 +146,12 @@ def open_counts(viewer_id: str | None = None) -> dict[str, Counter[str]]:
         f"EXISTS (SELECT 1 FROM {_OBJECTS} o WHERE o.game_save_id = %(save)s "
         f"AND o.id = {{viewer}} AND o.type = %s AND {who})"
     )
-    counts: dict[str, Counter[str]] = {}
     scans = (
         f"SELECT s.viewer_id, s.kinds_json FROM {_SCANS} s WHERE s.game_save_id = %(save)s "
         f"AND NOT s.stale AND s.kinds_json <> '{{}}' AND {agent.format(viewer='s.viewer_id')}"
     )
-    for viewer, kinds in _rows(scans, [ObjectType.ENTITY.value, *params]):
-        counts[viewer] = Counter(json.loads(kinds))
+    # (each count written is one at least: only a viewer with an acceptance can reach 0)
+    counts = {v: json.loads(kinds) for v, kinds in _rows(scans, [ObjectType.ENTITY.value, *params])}
     accepted = (
         f"SELECT f.viewer_id, f.kind, COUNT(DISTINCT f.id) FROM {_ACCEPTANCES} a "
         f"JOIN {_FINDINGS} f ON f.game_save_id = a.game_save_id AND f.viewer_id = a.viewer_id "
@@ -162,11 +160,14 @@ def open_counts(viewer_id: str | None = None) -> dict[str, Counter[str]]:
         f"AND {CURRENT_SCAN.format(save='f.game_save_id', viewer='f.viewer_id')} "
         f"AND {agent.format(viewer='f.viewer_id')} GROUP BY f.viewer_id, f.kind"
     )
+    touched = set()
     for viewer, kind, n in _rows(accepted, [ObjectType.ENTITY.value, *params]):
         if viewer in counts:
-            counts[viewer][kind] -= int(n)
-    return {
-        viewer: Counter({kind: n for kind, n in kinds.items() if n > 0})
-        for viewer, kinds in counts.items()
-        if any(n > 0 for n in kinds.values())
-    }
+            counts[viewer][kind] = counts[viewer].get(kind, 0) - int(n)
+            touched.add(viewer)
+    for viewer in touched:
+        if left := {kind: n for kind, n in counts[viewer].items() if n > 0}:
+            counts[viewer] = left
+        else:
+            del counts[viewer]
+    return counts
