@@ -18,7 +18,7 @@ from memory.engine.leaks import stored
 from memory.engine.leaks.world_scan import all_findings, scan_world
 from memory.engine.upkeep import run_upkeep, verify_all
 from memory.models import LeakFinding, LeakScan, WorldObject
-from memory.selectors import leaks
+from memory.selectors import leaks, prompt_view
 
 
 def fresh() -> list[dict]:
@@ -292,11 +292,11 @@ def test_the_prompt_page_reads_stored_findings_when_current_and_scans_when_behin
     from memory.engine.knowledge import get_viewer
 
     pip = get_viewer("npc-pip")
-    fresh_view = leaks.prompt_view(pip)  # nothing stored: a fresh scan
+    fresh_view = prompt_view.prompt_view(pip)  # nothing stored: a fresh scan
     stored.refresh()
-    assert leaks.stored_is_current("npc-pip")
-    assert leaks.prompt_view(pip) == fresh_view
+    assert prompt_view.stored_is_current("npc-pip")
+    assert prompt_view.prompt_view(pip) == fresh_view
     LeakFinding.objects.filter(viewer_id="npc-pip").update(reason="as stored")
-    assert [f["reason"] for f in leaks.prompt_view(pip).findings] == ["as stored"]
+    assert [f["reason"] for f in prompt_view.prompt_view(pip).findings] == ["as stored"]
     services.set_alias("npc-pip", "npc-sable", "Sable Quint", source="test")
-    assert leaks.prompt_view(get_viewer("npc-pip")).findings == []
+    assert prompt_view.prompt_view(get_viewer("npc-pip")).findings == []

@@ -57,16 +57,27 @@ def test_every_page_is_the_report_sliced(leaky, sort):
     assert any(f["viewer_id"] == behind for f in leak_findings(sort=sort))
 
 
-def test_only_the_page_is_read_whole(leaky):
-    """The occurrences and contexts of the findings past the page are never read: the only
-    statements naming occurrences_json read the page's rows by their keys."""
+@pytest.mark.parametrize("sort", [None, "text"])
+def test_only_the_page_is_read_whole(leaky, sort):
+    """The occurrences and contexts of the findings past the page are never read: in the
+    default order (by viewer) only the findings of the few viewers the page spans, found by
+    the scan rows' counts; in another order the page's rows by their keys."""
+    import re
+
     from memory.selectors.leaks import leak_findings_page
 
     with CaptureQueriesContext(connection) as captured:
-        page, total, _viewers = leak_findings_page(0, 25)
+        page, total, _viewers = leak_findings_page(0, 25, sort=sort)
     assert (len(page), total > 100) == (25, True)
     whole_reads = [q["sql"] for q in captured.captured_queries if "occurrences_json" in q["sql"]]
-    assert len(whole_reads) == 1 and '"id" IN (' in whole_reads[0], whole_reads
+    assert len(whole_reads) == 1, whole_reads
+    keys = re.search(r'"(viewer_id|id)" IN \(([^)]*)\)', whole_reads[0])
+    assert keys is not None, whole_reads[0]
+    if sort is None:
+        assert keys.group(1) == "viewer_id"
+        assert len(keys.group(2).split(",")) <= len({f["viewer_id"] for f in page})
+    else:
+        assert (keys.group(1), len(keys.group(2).split(","))) == ("id", 25)
 
 
 def test_the_viewer_options_are_what_the_template_loop_printed():
@@ -76,7 +87,7 @@ def test_the_viewer_options_are_what_the_template_loop_printed():
     from memory.web.views.markup import viewer_options
 
     loop = Template(
-        "{% for id, name in viewers %}<option value=\"{{ id }}\"{% if id == filters.viewer %}"
+        '{% for id, name in viewers %}<option value="{{ id }}"{% if id == filters.viewer %}'
         " selected{% endif %}>{{ name }}{% if name != id %} ({{ id }}){% endif %}</option>"
         "{% endfor %}"
     )

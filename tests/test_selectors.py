@@ -19,7 +19,7 @@ from memory.engine.projections import run_cycle
 from memory.engine.shards import shard_count
 from memory.engine.write_door import remember
 from memory.models import Attribute, ObjectType, WorldObject
-from memory.selectors import buffer, faces, leaks, projections, viewers
+from memory.selectors import buffer, faces, leaks, projections, prompt_view, viewers
 from memory.selectors import matrix as matrix_reads
 
 CHEST = "[12:03:00 PM] the hooded figure opened the wooden chest (Outcome: Succeeded)"
@@ -462,7 +462,7 @@ def test_long_term_entry_names_its_rollup_and_members(demo, django_assert_max_nu
 def test_prompt_view_on_the_cast_has_no_findings(story, django_assert_max_num_queries):
     alice = get_viewer("alice")
     with django_assert_max_num_queries(QUERIES["prompt_view"]):
-        view = leaks.prompt_view(alice)
+        view = prompt_view.prompt_view(alice)
     assert [s.name for s in view.sections] == [
         "Current moment",
         "The world as you perceive it",
@@ -479,7 +479,7 @@ def test_prompt_view_on_the_cast_has_no_findings(story, django_assert_max_num_qu
 def test_prompt_view_marks_the_planted_leak(demo, django_assert_max_num_queries):
     pip = get_viewer("npc-pip")
     with django_assert_max_num_queries(DEMO_QUERIES["prompt_view"]):
-        view = leaks.prompt_view(pip)
+        view = prompt_view.prompt_view(pip)
     # the prompt's findings carry their state, not the report's names
     prompt_leak = {
         k: v
@@ -564,7 +564,7 @@ def test_panel_reads_take_the_same_queries_in_a_bigger_world(story, django_asser
         "sessions_panel": lambda: projections.sessions_panel("alice"),
         "faces_view": lambda: faces.faces_view("alice"),
         "face_maps": lambda: faces.face_maps("alice"),
-        "prompt_view": lambda: leaks.prompt_view(alice),
+        "prompt_view": lambda: prompt_view.prompt_view(alice),
         "projection_status": projections.projection_status,
     }
     answers = {}

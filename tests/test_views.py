@@ -502,7 +502,7 @@ def test_entry_page_names_people_and_pretty_prints_the_intent(staff_client, demo
 
 
 def test_highlight_cuts_at_offsets_and_skips_overlaps() -> None:
-    from memory.selectors.leaks import Segment, highlight
+    from memory.selectors.prompt_view import Segment, highlight
 
     a = {"start": 4, "end": 7, "kind": "system_id"}
     b = {"start": 5, "end": 9, "kind": "unknown_name"}  # overlaps a: dropped

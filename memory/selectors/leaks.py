@@ -1,14 +1,15 @@
-"""A viewer's prompt context cut at its leak findings, and the findings of every viewer."""
+"""The leak findings of every viewer: the report (page, exports, API) and the tallies the
+overview and a save's page show. A viewer's prompt cut at its findings: prompt_view.py."""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from django.db.models import Count, Sum
 
-from memory.engine.knowledge import Viewer, get_viewer
+from memory.engine.knowledge import get_viewer
 from memory.engine.leaks.accepted import acceptances
 from memory.engine.leaks.scanner import reason_by_name
 from memory.engine.leaks.standing import (
@@ -16,111 +17,15 @@ from memory.engine.leaks.standing import (
     current_finding_keys,
     current_findings,
     current_viewers,
+    finding_counts,
     findings_by_key,
     open_counts,
     standing,
 )
-from memory.engine.leaks.stored import scan_fresh
-from memory.engine.leaks.world_scan import FINDING_KINDS, ScanFinding, scan_viewer, scan_viewer_at
-from memory.engine.prompt import prompt_context
+from memory.engine.leaks.stored import scan_fresh, stored_findings
+from memory.engine.leaks.world_scan import FINDING_KINDS, ScanFinding
 from memory.models import LeakFinding, LeakScan, ObjectType, WorldObject
-from memory.selectors.moments import finding_key, first_moments
-from memory.selectors.pair import followed, history_note
 from memory.selectors.viewers import display_names
-
-
-@dataclass(frozen=True)
-class Segment:
-    """A run of prompt text; `finding` is set when the run is a leak (with its list number)."""
-
-    text: str
-    finding: dict | None = None
-    number: int | None = None
-    start: int | None = None  # the anchor `leak-at-<start>` the leak report links to
-
-
-def highlight(text: str, findings: list[dict]) -> list[Segment]:
-    """Cut the prompt at every occurrence of each finding (numbered as the findings are);
-    overlapping occurrences keep the earlier span."""
-    spans = [
-        (occurrence["start"], occurrence["end"], finding, number)
-        for number, finding in enumerate(findings, 1)
-        for occurrence in finding.get("occurrences") or [finding]
-    ]
-    segments: list[Segment] = []
-    at = 0
-    for start, end, finding, number in sorted(spans, key=lambda s: (s[0], -s[1])):
-        if start < at or not 0 <= start < end <= len(text):
-            continue
-        if start > at:
-            segments.append(Segment(text[at:start]))
-        segments.append(Segment(text[start:end], finding, number, start))
-        at = end
-    if at < len(text):
-        segments.append(Segment(text[at:]))
-    return segments
-
-
-@dataclass
-class PromptView:
-    text: str
-    sections: list
-    findings: list[dict]
-    segments: list[Segment]
-    at: str | None = None  # the moment asked for; None: now
-    aliases_note: str | None = None  # at a moment: where its aliases come from, in words
-    # Where omnia's lines are wrong without leaking (issue 30): each with its line cut at the
-    # flaw (`before`, `text`, `after`) for the page to mark.
-    flaws: list[dict] = field(default_factory=list)
-
-
-def _cut_flaws(flaws: list[dict]) -> list[dict]:
-    out = []
-    for flaw in flaws:
-        line, start, end = flaw["line"], flaw["start"], flaw["end"]
-        out.append({**flaw, "before": line[:start], "after": line[end:]})
-    return out
-
-
-def prompt_view(viewer: Viewer, at: str | None = None) -> PromptView:
-    """The viewer's prompt context with its leak findings (one per distinct leak, each with
-    every occurrence, and the first moment it is in the prompt), cut into highlightable runs:
-    the stored findings when the viewer's are current (no automaton to build for the world),
-    else a fresh scan. `at` (clock.world_time_at's form): the prompt as it stood at that
-    moment, scanned here and never stored."""
-    if at is not None:
-        scan = scan_viewer_at(viewer, at)
-        prompt, found = scan.prompt, scan.findings
-    elif stored_is_current(viewer.id):
-        prompt = prompt_context(viewer)
-        found = current_findings(viewer.id).get(viewer.id, [])
-    else:
-        scan = scan_viewer(viewer.id)
-        prompt, found = scan.prompt, scan.findings
-    findings = _with_state(
-        sorted((f.to_dict() for f in found), key=lambda f: (f["start"], -f["end"])), found
-    )
-    firsts = first_moments(viewer, found, at)
-    for f in findings:
-        first = firsts.get(finding_key(f["section"], f["kind"], f["text"], f["entity_id"]))
-        f["first_at"] = first.at if first else None
-        f["first_line"] = first.line if first else None
-    text = prompt.text
-    note = history_note(followed()) if at is not None else None
-    return PromptView(
-        text,
-        list(prompt.sections),
-        findings,
-        highlight(text, findings),
-        at,
-        note,
-        _cut_flaws(prompt.flaws()),
-    )
-
-
-def stored_is_current(viewer_id: str) -> bool:
-    return standing(viewer_id).behind == []
-
 
 # A page rescans in memory at most this many viewers whose stored findings are behind (a
 # just-loaded world, a write not yet folded); past it they are listed as pending, and the
@@ -168,7 +73,7 @@ DEFAULT_SORT = "viewer"  # by the viewer's name, then where the leak stands in i
 ALIASABLE = ("unknown_name", "system_id")
 
 
-def _with_state(items: list[dict], found: Iterable[ScanFinding]) -> list[dict]:
+def with_state(items: list[dict], found: Iterable[ScanFinding]) -> list[dict]:
     """Each finding's acceptance state, beside it (no query when there is nothing to mark)."""
     accepted = acceptances({f.viewer_id for f in found}) if items else {}
     for item in items:
@@ -225,7 +130,7 @@ def leak_findings(
         found = [f for f in found if f.finding.kind == kind]
     if world_id is not None:
         found = [f for f in found if f.world_id == world_id]
-    items = _with_state([f.to_dict() for f in found], found)
+    items = with_state([f.to_dict() for f in found], found)
     if state is not None:
         items = [f for f in items if f["state"] == state]
     _named(items)
@@ -246,6 +151,8 @@ def leak_findings_page(
     every finding sorted and counted by its key alone, only the page's read and made whole.
     At 20,000 findings the report shaped every one to show 100 (754 ms on PostgreSQL)."""
     state_now, fresh, _pending = _behind(viewer_id)
+    if (sort if sort in SORTS else DEFAULT_SORT) == "viewer" and world_id is None:
+        return _page_by_viewer(start, size, viewer_id, kind, state, state_now.current, fresh)
     # Each finding's key (as to_dict names it), with what it is read by: its stored row's pk,
     # or the finding itself for a viewer behind, scanned for this page (after the stored).
     keyed = [
@@ -274,12 +181,66 @@ def leak_findings_page(
     refs = [k["ref"] for k in _sorted(keyed, sort)[start : start + size]]
     stored = findings_by_key([r for r in refs if isinstance(r, int)])
     found_page = [stored[r] if isinstance(r, int) else r for r in refs]
-    items = _with_state([f.to_dict() for f in found_page], found_page)
+    items = with_state([f.to_dict() for f in found_page], found_page)
     _named(items)
     return items, len(keyed), {k["viewer_id"]: k["viewer_name"] for k in keyed}
 
 
 _KEY = ("ref", "viewer_id", "section", "kind", "text", "start", "end", "count", "world_id")
+
+
+def _page_by_viewer(
+    start: int,
+    size: int,
+    viewer_id: str | None,
+    kind: str | None,
+    state: str | None,
+    current: int,
+    fresh: dict[str, list[ScanFinding]],
+) -> tuple[list[dict], int, dict[str, str]]:
+    """leak_findings_page in the report's default order (by viewer name, then id, then where
+    each finding stands): every viewer's findings are together, so the page is found among
+    the viewers by their counts (the scan rows' counts by kind and the accepted ones: a row a
+    viewer) and only the viewers it spans are read, not every finding."""
+    totals, accepted = finding_counts(viewer_id) if current else ({}, {})
+    shown: dict[str, int] = {}
+    for viewer, kinds in totals.items():
+        wanted = [kind] if kind is not None else kinds
+        everything = sum(kinds.get(k, 0) for k in wanted)
+        taken = sum(accepted.get(viewer, {}).get(k, 0) for k in wanted)
+        n = {None: everything, "open": everything - taken, "accepted": taken}.get(state, 0)
+        if n:
+            shown[viewer] = n
+    fresh_items: dict[str, list[dict]] = {}
+    for viewer, found in fresh.items():  # the viewers behind, scanned for this page
+        items = _filtered(with_state([f.to_dict() for f in found], found), kind, state)
+        if items:
+            fresh_items[viewer], shown[viewer] = items, len(items)
+    names = display_names(shown)
+    at, before, spanned = 0, 0, []  # where each viewer's findings begin; those of the page
+    for viewer in sorted(shown, key=lambda v: (names[v].casefold(), v)):
+        if at >= start + size:
+            break
+        if at + shown[viewer] <= start:
+            before = at + shown[viewer]
+        else:
+            spanned.append(viewer)
+        at += shown[viewer]
+    stored = stored_findings([v for v in spanned if v not in fresh_items])
+    found = [f for v in spanned if v not in fresh_items for f in stored[v]]
+    items = _filtered(with_state([f.to_dict() for f in found], found), kind, state)
+    items += [item for v in spanned for item in fresh_items.get(v, ())]
+    _named(items)
+    page = _sorted(items, "viewer")[start - before : start - before + size]
+    return page, sum(shown.values()), {v: names[v] for v in shown}
+
+
+def _filtered(items: list[dict], kind: str | None, state: str | None) -> list[dict]:
+    return [
+        item
+        for item in items
+        if (kind is None or item["kind"] == kind) and (state is None or item["state"] == state)
+    ]
 
 
 def _named(items: list[dict]) -> None:

@@ -9,6 +9,7 @@ from memory import inputs, services
 from memory.engine.clock import world_time_at
 from memory.engine.errors import InvalidInput
 from memory.selectors import leaks as leak_reads
+from memory.selectors import prompt_view as prompt_reads
 from memory.web.api import access
 from memory.web.api.errors import READ_ERRORS, WRITE_ERRORS, ApiError, ErrorOut
 from memory.web.auth import user_of
@@ -40,7 +41,7 @@ def prompt(request: HttpRequest, save: SaveName, viewer_id: str, at: str | None 
             moment = world_time_at(inputs.text(at, "at"))
         except InvalidInput as exc:
             raise ApiError(400, str(exc), "invalid", "at") from None
-    view = leak_reads.prompt_view(viewer, moment)
+    view = prompt_reads.prompt_view(viewer, moment)
     return {
         "viewer_id": viewer.id,
         "at": view.at,

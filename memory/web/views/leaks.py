@@ -21,6 +21,7 @@ from memory.engine.leaks.world_scan import CSV_HEADER, FINDING_STATES
 from memory.engine.spreadsheet import safe_row
 from memory.roles import EDIT_PERMISSION, READ_PERMISSION
 from memory.selectors import leaks as leak_reads
+from memory.selectors import prompt_view as prompt_reads
 from memory.selectors import viewers as viewer_reads
 from memory.web.saves import reverse
 from memory.web.views import markup
@@ -53,7 +54,7 @@ def prompt_page(request: HttpRequest, viewer_id: str) -> HttpResponse:
         "at": moment,
         "now_url": reverse("memory:prompt", args=[viewer.id]),
     }
-    prompt = leak_reads.prompt_view(viewer, moment)
+    prompt = prompt_reads.prompt_view(viewer, moment)
     # Every name the page shows, in one read: the viewer's and each finding's entity.
     names = viewer_reads.display_names(
         [viewer.id, *{f["entity_id"] for f in prompt.findings if f.get("entity_id")}]
