@@ -156,3 +156,45 @@ def test_open_counts_from_the_scan_rows_are_every_finding_counted(leaky):
     refresh()  # the stale one rescanned: its counts written with its findings
     assert open_counts() == _open_counts_by_every_finding()
     assert viewers[2] in open_counts()
+
+
+def test_the_triage_counts_from_the_scan_rows_are_every_finding_counted(
+    leaky, tmp_path, monkeypatch
+):
+    """The triage queue without a word filter counts its totals and its save, viewer, kind
+    and state facets from the scan rows: the same page as counting the findings, over two
+    saves, with acceptances, a viewer behind and one that is no agent, under every filter."""
+    from memory.models import LeakFinding, LeakScan, Save, WorldObject
+    from memory.selectors import triage
+    from memory.services import accept_leak
+
+    generate_omnia_world(tmp_path / "second.sqlite", Shape.named("uuid-head", rows=600,
+                         entities=12, hot_rows=90, leaks=0.5, seed=5))  # fmt: skip
+    call_command("import_omnia", str(tmp_path / "second.sqlite"), "--fold", verbosity=0)
+    rows = list(LeakFinding.objects.order_by("viewer_id", "ordinal")[3::8])
+    for row in rows:
+        accept_leak(row.viewer_id, row.section, row.kind, row.text, "fine")
+    viewers = sorted({r.viewer_id for r in LeakFinding.objects.all()})
+    LeakScan.objects.filter(viewer_id=viewers[1]).update(stale=True)
+    WorldObject.objects.filter(id=viewers[2]).update(is_agent=0)
+    saves = [s.name for s in Save.objects.live()]
+    assert len(saves) == 2
+    cases = [
+        {},
+        {"save": saves[1]},
+        {"viewer": viewers[0]},
+        {"viewer": rows[0].viewer_id, "state": "accepted"},
+        {"kind": "unknown_name"},
+        {"state": "open"},
+        {"state": "accepted", "save": saves[0]},
+        {"kind": "system_id"},
+        {"save": saves[0], "kind": "unknown_name", "state": "open"},
+    ]
+    for given in cases:
+        filters = triage.QueueFilters(**given)
+        counted = triage.queue(filters)
+        with monkeypatch.context() as m:
+            m.setattr(triage, "_counted", lambda saves: None)  # every count by the findings
+            by_findings = triage.queue(filters)
+        assert counted == by_findings, given
+    assert triage.queue(triage.QueueFilters()).total > 100

@@ -15,8 +15,12 @@ stale and rescans them: only a scan can tell where the word stands again.
 
 from __future__ import annotations
 
+import json
+from collections import Counter
+from collections.abc import Iterable
+
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from memory.active_save import current_save, use
@@ -125,8 +129,24 @@ def _apply(rule: LeakAllowRule) -> int:
         raise NotFound(f"no viewer with id {rule.viewer_id!r}", field="viewer_id")
     silenced = _silenced(rule)
     if silenced:
-        LeakFinding.objects.filter(pk__in=silenced).delete()
+        gone = LeakFinding.objects.filter(pk__in=silenced)
+        viewers = set(gone.values_list("viewer_id", flat=True))
+        gone.delete()
+        _recount_kinds(viewers)  # the scan rows count what is left
     return len(silenced)
+
+
+def _recount_kinds(viewer_ids: Iterable[str]) -> None:
+    """Each of these viewers' scan row counts its stored findings by kind again, as a rescan
+    writes them (stored._mark_scanned): the rule dropped findings without one."""
+    counts: dict[str, Counter[str]] = {v: Counter() for v in viewer_ids}
+    rows = LeakFinding.objects.filter(viewer_id__in=list(counts)).values_list("viewer_id", "kind")
+    for viewer, kind, n in rows.annotate(n=Count("id")).order_by():
+        counts[viewer][kind] = n
+    for viewer, kinds in counts.items():
+        LeakScan.objects.filter(viewer_id=viewer).update(
+            kinds_json=json.dumps(kinds, sort_keys=True)
+        )
 
 
 def get_rule(rule_id: int) -> LeakAllowRule:

@@ -152,32 +152,37 @@ def open_counts(viewer_id: str | None = None) -> dict[str, dict[str, int]]:
 
 
 def finding_counts(
-    viewer_id: str | None = None,
+    viewer_id: str | None = None, *, of_agents: bool = True
 ) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]:
     """(viewer -> kind -> stored findings, viewer -> kind -> the accepted among them) of each
-    current viewer with one at least (of the agents, or the one asked): each scan row's count
-    of its findings by kind (LeakScan.kinds_json, written with them), and the accepted ones
-    read from the acceptances (a few) to their findings. Counting every finding here took
-    17 ms of a save's page at 20,000 findings."""
+    current viewer with one at least (of the agents, or the one asked; without `of_agents`
+    every current viewer's, as the triage queue lists them): each scan row's count of its
+    findings by kind (LeakScan.kinds_json, written with them), and the accepted ones read
+    from the acceptances (a few) to their findings. Counting every finding here took 17 ms
+    of a save's page at 20,000 findings."""
     who, params = _who(viewer_id)
-    agent = (
-        f"EXISTS (SELECT 1 FROM {_OBJECTS} o WHERE o.game_save_id = %(save)s "
-        f"AND o.id = {{viewer}} AND o.type = %s AND {who})"
-    )
+    if of_agents:
+        agent = (
+            f"AND EXISTS (SELECT 1 FROM {_OBJECTS} o WHERE o.game_save_id = %(save)s "
+            f"AND o.id = {{viewer}} AND o.type = %s AND {who})"
+        )
+        params = [ObjectType.ENTITY.value, *params]
+    else:
+        agent, params = "", []
     scans = (
         f"SELECT s.viewer_id, s.kinds_json FROM {_SCANS} s WHERE s.game_save_id = %(save)s "
-        f"AND NOT s.stale AND s.kinds_json <> '{{}}' AND {agent.format(viewer='s.viewer_id')}"
+        f"AND NOT s.stale AND s.kinds_json <> '{{}}' {agent.format(viewer='s.viewer_id')}"
     )
-    counts = {v: json.loads(kinds) for v, kinds in _rows(scans, [ObjectType.ENTITY.value, *params])}
+    counts = {v: json.loads(kinds) for v, kinds in _rows(scans, params)}
     accepted_sql = (
         f"SELECT f.viewer_id, f.kind, COUNT(DISTINCT f.id) FROM {_ACCEPTANCES} a "
         f"JOIN {_FINDINGS} f ON f.game_save_id = a.game_save_id AND f.viewer_id = a.viewer_id "
         "AND f.section = a.section AND f.kind = a.kind AND f.text = a.text "
         f"WHERE a.game_save_id = %(save)s "
         f"AND {CURRENT_SCAN.format(save='f.game_save_id', viewer='f.viewer_id')} "
-        f"AND {agent.format(viewer='f.viewer_id')} GROUP BY f.viewer_id, f.kind"
+        f"{agent.format(viewer='f.viewer_id')} GROUP BY f.viewer_id, f.kind"
     )
     accepted: dict[str, dict[str, int]] = {}
-    for viewer, kind, n in _rows(accepted_sql, [ObjectType.ENTITY.value, *params]):
+    for viewer, kind, n in _rows(accepted_sql, params):
         accepted.setdefault(viewer, {})[kind] = int(n)
     return counts, accepted
