@@ -80,9 +80,10 @@ QUERIES = {
 # The demo world has layers of shared lore: one more query for the layers a viewer reads.
 # faces_view names what the listing leaves out (shadowed, withheld, rollups: one query) and the
 # layers in words (one query); a prompt with findings reads their acceptances: one more, and
-# finds the first moment each is in the prompt (issue 27): the rows holding its words, then
-# the prompt as it stood at the moment tried (a bounded number of moments, 12 at most).
-DEMO_QUERIES = {**QUERIES, "faces_view": 6, "face_maps": 4, "prompt_view": 28}
+# finds the first moment each is in the prompt (issue 27): the rows holding its words (named
+# by the text index, then read: one more), the viewer's rows once, then the prompt as it stood
+# at the moment tried (a bounded number of moments, 12 at most).
+DEMO_QUERIES = {**QUERIES, "faces_view": 6, "face_maps": 4, "prompt_view": 30}
 # The leak scan reads each world's knowledge once, then builds every viewer's prompt.
 CAST_LEAK_QUERIES = 24
 # The report adds three reads whatever the size: acceptances, names, which ids are entities.

@@ -193,7 +193,8 @@ def test_which_viewers_are_behind_is_read_from_the_entities_index(world, admin_c
     """The leak pages' count of viewers and which of them wait for a scan: the objects read
     on their (save, type, world, id, is_agent) index alone, never through their rows (an
     aliases_json of kilobytes each), the scan rows by their key; and the open findings counted
-    per viewer through the findings' own index."""
+    per viewer from the scan rows (their counts by kind) and the acceptances (to the findings
+    they accept, through the findings' own index)."""
     from memory.engine.leaks import standing
 
     _forget_statistics()
@@ -202,7 +203,8 @@ def test_which_viewers_are_behind_is_read_from_the_entities_index(world, admin_c
         standing.open_counts()
     statements = [q["sql"] for q in captured.captured_queries]
     plans = [_plan(sql) for sql in statements]
-    assert len(plans) == 3  # the viewers behind, how many viewers, the open findings counted
+    # the viewers behind, how many viewers, the scan rows' counts, the accepted findings
+    assert len(plans) == 4
     for plan in plans:
         assert not [step for step in plan if re.search(r"\bSCAN o\b|Seq Scan on objects", step)]
         assert _bad_steps(plan) == []

@@ -15,7 +15,7 @@ Another entity's true-name attributes are never listed; a name reaches you only 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from memory.engine.alias_history import viewer_at, world_changes
@@ -26,7 +26,7 @@ from memory.engine.clock import long_date, parse_timestamp, time_key, time_of_da
 from memory.engine.knowledge import Viewer, WorldKnowledge, true_name_attributes, world_knowledge
 from memory.engine.longterm.reader import index_entries_of_each
 from memory.engine.newest import first_rows_of_each
-from memory.engine.projections.doors import digest_at, digests
+from memory.engine.projections.doors import OwnerRows, digest_at, digests
 
 BUFFER_LINES = 50
 UNNAMED_PLACE = "a place you cannot name"
@@ -269,11 +269,16 @@ def recent_buffers(
     return sections
 
 
-def session_digests(viewers: Sequence[Viewer], at: str | None = None) -> dict[str, Section]:
+def session_digests(
+    viewers: Sequence[Viewer],
+    at: str | None = None,
+    rows: Mapping[str, OwnerRows] | None = None,
+) -> dict[str, Section]:
     if at is None:
         answers = digests(viewers)
     else:  # the stored sessions hold their latest terms only: folded again up to the moment
-        answers = {v.id: digest_at(v.id, time_key(at)) for v in viewers}
+        rows = rows or {}
+        answers = {v.id: digest_at(v.id, time_key(at), rows=rows.get(v.id)) for v in viewers}
     return {
         v.id: Section(
             "Sessions", "\n".join(answers[v.id].lines) if answers[v.id].lines else "(no sessions)"
@@ -283,7 +288,11 @@ def session_digests(viewers: Sequence[Viewer], at: str | None = None) -> dict[st
 
 
 def prompt_contexts(
-    viewers: Sequence[Viewer], knowledge: WorldKnowledge | None = None, *, at: str | None = None
+    viewers: Sequence[Viewer],
+    knowledge: WorldKnowledge | None = None,
+    *,
+    at: str | None = None,
+    rows: Mapping[str, OwnerRows] | None = None,
 ) -> list[PromptContext]:
     """The prompt context of each viewer, in order, every store read made for all of them at
     once (a statement per chunk of viewers, not one per viewer): the leak rescan builds
@@ -295,6 +304,7 @@ def prompt_contexts(
     rows written at or before it, and each viewer's aliases as the follower last saw them
     before it (memory.engine.alias_history). Where people stand and what the world's
     attributes say are kept only as they are now: the file keeps no history of them.
+    `rows`: viewer -> its rows (owner_rows), read once by a caller asking several moments.
     """
     if at is not None:
         moment = time_key(at)
@@ -306,7 +316,7 @@ def prompt_contexts(
             worlds[world_id] = knowledge or world_knowledge(world_id)
     indexes = long_term_indexes(viewers, at)
     recent = recent_buffers(viewers, at=at)
-    sessions = session_digests(viewers, at)
+    sessions = session_digests(viewers, at, rows)
     contexts = []
     for viewer in viewers:
         known = worlds[viewer.obj.world_id]
@@ -326,6 +336,10 @@ def prompt_contexts(
 
 
 def prompt_context(
-    viewer: Viewer, knowledge: WorldKnowledge | None = None, *, at: str | None = None
+    viewer: Viewer,
+    knowledge: WorldKnowledge | None = None,
+    *,
+    at: str | None = None,
+    rows: Mapping[str, OwnerRows] | None = None,
 ) -> PromptContext:
-    return prompt_contexts([viewer], knowledge, at=at)[0]
+    return prompt_contexts([viewer], knowledge, at=at, rows=rows)[0]

@@ -51,6 +51,7 @@ from memory.engine.leaks.scanner import (
     tag_findings,
 )
 from memory.engine.newest import chunks
+from memory.engine.projections.doors import OwnerRows
 from memory.engine.prompt import PromptContext, prompt_context, prompt_contexts
 from memory.engine.visibility import PUBLIC
 from memory.models import ObjectType, WorldObject
@@ -294,15 +295,25 @@ def scan_viewer_at(
     at: str,
     knowledge: WorldKnowledge | None = None,
     changes: Sequence[WorldChange] | None = None,
+    *,
+    rows: Mapping[str, OwnerRows] | None = None,
+    indexes: dict[tuple, LeakIndex] | None = None,
 ) -> ViewerScan:
     """The viewer's prompt as it stood at a moment (prompt.prompt_context's `at`) and its
     leaks, judged with the aliases the viewer had then. Never stored: the stored findings are
-    of the prompt as it is now."""
+    of the prompt as it is now. A caller asking several moments hands in the viewer's `rows`
+    (prompt_context's) and a dict of `indexes`, which keeps the leak index of each set of
+    aliases the viewer held (built once, not once a moment: 45 ms each at 2,000 entities)."""
     knowledge = knowledge or world_knowledge(viewer.obj.world_id)
     changes = world_changes(viewer.id) if changes is None else changes
     then = viewer_at(viewer, time_key(at), changes)
-    index = build_leak_index(leak_world_from(knowledge, {viewer.id: then.aliases}))
-    prompt = prompt_context(viewer, knowledge, at=at)
+    held = tuple(sorted(then.aliases.items()))
+    index = indexes.get(held) if indexes is not None else None
+    if index is None:
+        index = build_leak_index(leak_world_from(knowledge, {viewer.id: then.aliases}))
+        if indexes is not None:
+            indexes[held] = index
+    prompt = prompt_context(viewer, knowledge, at=at, rows=rows)
     return scan_prompt(index, viewer.id, prompt, viewer.obj.world_id)
 
 

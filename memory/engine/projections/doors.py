@@ -28,7 +28,7 @@ from memory.engine.cursor import decode_cursor, encode_cursor
 from memory.engine.errors import InvalidInput, NotFound
 from memory.engine.knowledge import Viewer
 from memory.engine.newest import chunks, first_rows_of_each
-from memory.engine.projections.rows import owner_rows
+from memory.engine.projections.rows import FoldRow, owner_rows
 from memory.engine.projections.sessions import fold_owner, session_key_of
 from memory.engine.shards import shard_of
 from memory.engine.visibility import PUBLIC, can_see
@@ -343,11 +343,28 @@ def digests(viewers: Sequence[str | Viewer], *, limit: int = DIGEST_SESSIONS) ->
     return _digests_of(pages, {v: len(rows) for v, rows in newest.items()})
 
 
-def digest_at(viewer_id: str, at_key: str, *, limit: int = DIGEST_SESSIONS) -> Digest:
+# A viewer's rows as digest_at folds them (owner_rows): read once by a caller asking the
+# digest at several moments (the first moments of a prompt's findings), handed back each time.
+OwnerRows = Sequence[FoldRow]
+
+
+def rows_for_digests(viewer_id: str) -> OwnerRows:
+    return owner_rows(viewer_id)
+
+
+def digest_at(
+    viewer_id: str,
+    at_key: str,
+    *,
+    limit: int = DIGEST_SESSIONS,
+    rows: OwnerRows | None = None,
+) -> Digest:
     """The digest as it stood at a moment (`at_key`, a clock.time_key): the viewer's sessions
     folded again from its rows of that moment or before (the stored sessions hold only their
-    latest terms), the newest `limit` of them, read as digest() reads the stored ones."""
-    rows = [r for r in owner_rows(viewer_id) if (r.key or time_key(r.timestamp)) <= at_key]
+    latest terms), the newest `limit` of them, read as digest() reads the stored ones. `rows`:
+    the viewer's rows (rows_for_digests) when the caller read them for several moments."""
+    every = owner_rows(viewer_id) if rows is None else rows
+    rows = [r for r in every if (r.key or time_key(r.timestamp)) <= at_key]
     states = sorted(
         fold_owner(rows).values(), key=lambda s: (s.last_key, s.session_key), reverse=True
     )
