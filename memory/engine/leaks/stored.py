@@ -138,25 +138,35 @@ def _finding_of(row: tuple) -> ScanFinding:
     )
 
 
-def _row_of(viewer_id: str, ordinal: int, f: ScanFinding) -> LeakFinding:
-    return LeakFinding(
-        viewer_id=viewer_id,
-        ordinal=ordinal,
-        section=f.section,
-        kind=f.finding.kind,
-        start=f.finding.start,
-        end=f.finding.end,
-        text=f.finding.text,
-        entity_id=f.finding.entity_id,
-        attribute_name=f.finding.attribute_name,
-        reason=f.finding.reason,
-        world_id=f.world_id,
-        count=f.count,
-        source_id=f.source_id,
-        occurrences_json=json.dumps([list(o) for o in f.occurrences]),
-        context_before=f.context_before,
-        context_after=f.context_after,
-        likely_description=f.finding.likely_description,
+# A finding's row as _store_chunk writes it, in these columns (`start` and `end` quoted: SQL
+# keywords). Tuples through the cursor's insert_rows (COPY on PostgreSQL): 20,000 findings as
+# model instances through bulk_create were 0.7 s of a rebuild.
+_ROW_COLUMNS = tuple(  # noqa: SIM905 (a column a word: the list reads as the table does)
+    'viewer_id ordinal section kind "start" "end" text entity_id attribute_name reason world_id '
+    "count source_id occurrences_json context_before context_after likely_description".split()
+)
+
+
+def _row_of(viewer_id: str, ordinal: int, f: ScanFinding) -> tuple:
+    found = f.finding
+    return (
+        viewer_id,
+        ordinal,
+        f.section,
+        found.kind,
+        found.start,
+        found.end,
+        found.text,
+        found.entity_id,
+        found.attribute_name,
+        found.reason,
+        f.world_id,
+        f.count,
+        f.source_id,
+        json.dumps([list(o) for o in f.occurrences]),
+        f.context_before,
+        f.context_after,
+        found.likely_description,
     )
 
 
@@ -340,7 +350,8 @@ def _store_chunk(
             for viewer_id in claimed
             for ordinal, f in enumerate(scans.get(viewer_id, []))
         ]
-        LeakFinding.objects.bulk_create(rows, batch_size=1000)
+        with scoped_cursor() as cursor:
+            cursor.insert_rows(LeakFinding._meta.db_table, _ROW_COLUMNS, rows)
         _mark_scanned(claimed, state.current, flaws, owners, scans)
         result.viewers_scanned += len(claimed)
         result.findings_written += len(rows)
