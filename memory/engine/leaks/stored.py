@@ -141,8 +141,8 @@ def _finding_of(row: tuple) -> ScanFinding:
 # A finding's row as _store_chunk writes it, in these columns (`start` and `end` quoted: SQL
 # keywords). Tuples through the cursor's insert_rows (COPY on PostgreSQL): 20,000 findings as
 # model instances through bulk_create were 0.7 s of a rebuild.
-_ROW_COLUMNS = tuple(  # noqa: SIM905 (a column a word: the list reads as the table does)
-    'viewer_id ordinal section kind "start" "end" text entity_id attribute_name reason world_id '
+_ROW_COLUMNS = tuple(
+    'viewer_id ordinal section kind "start" "end" text entity_id attribute_name reason world_id '  # noqa: SIM905
     "count source_id occurrences_json context_before context_after likely_description".split()
 )
 
