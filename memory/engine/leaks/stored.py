@@ -273,6 +273,11 @@ def _mark_scanned(
         )
 
 
+# The helper's share of the viewers to scan. This process also stores every chunk, yet an even
+# split is the fastest (1M rows, 20,155 findings, PostgreSQL: 3.8 s at a half, 4.4 s at 0.6 or
+# 0.45, 4.6-4.9 s at 0.65): storing a chunk is a small part of scanning one.
+REFRESH_HELPER_SHARE = 0.5
+
 # What a scan of some viewers gives: each one's findings, and its count of omnia's quiet line
 # flaws (issue 30).
 Scanned = tuple[dict[str, list[ScanFinding]], dict[str, int]]
@@ -302,7 +307,7 @@ def refresh(
         for chunk in _chunks(behind, REFRESH_CHUNK):
             _store_chunk(chunk, state, owners, result, scan_now)
         return result
-    middle = len(behind) // 2
+    middle = round(len(behind) * (1 - REFRESH_HELPER_SHARE))
     with fanout.Beside(lambda: _scanned_chunks(behind[middle:])) as helper:
         for chunk in _chunks(behind[:middle], REFRESH_CHUNK):
             _store_chunk(chunk, state, owners, result, scan_now)
