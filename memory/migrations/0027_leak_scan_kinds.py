@@ -33,4 +33,10 @@ class Migration(migrations.Migration):
             field=models.TextField(default="{}"),
         ),
         migrations.RunPython(counted, migrations.RunPython.noop),
+        migrations.AddIndex(
+            model_name="leakfinding",
+            index=models.Index(
+                fields=["game_save", "viewer_id", "kind", "text"], name="leak_findings_facets"
+            ),
+        ),
     ]

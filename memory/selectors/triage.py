@@ -176,7 +176,7 @@ def _facet(name: str, filters: QueueFilters, saves: dict[int, Save]) -> Facet:
         "state": "accepted",
     }[name]
     group = ["game_save_id", column] if name == "viewer" else [column]
-    counted = rows.values(*group).annotate(n=Count("id")).order_by("-n", *group)
+    counted = rows.values(*group).annotate(n=Count("*")).order_by("-n", *group)
     values: dict[str, int] = {}
     viewer_saves: dict[str, int] = {}
     for row in counted:
@@ -250,7 +250,10 @@ def _count_facet(
     words: dict[str, str] = {}
     if name == "viewer":
         # Named as the save holding most of its findings names it (ties: the first save).
-        where = {v: min((-n, pk) for (w, pk), n in per_save.items() if w == v)[1] for v, _ in shown}
+        most: dict[str, tuple[int, int]] = {}
+        for (viewer, pk), n in per_save.items():
+            most[viewer] = min(most.get(viewer, (-n, pk)), (-n, pk))
+        where = {v: most[v][1] for v, _n in shown}
         names = _names({(where[v], v) for v, _n in shown}, saves)
         words = {v: names[(where[v], v)] for v, _n in shown}
     elif name == "kind":
@@ -276,7 +279,7 @@ def queue(filters: QueueFilters, *, cursor: str | None = None, limit: int = PAGE
     # Without a word, every count but the word facet's comes from the scan rows' counts.
     counted = _counted(saves) if filters.word is None else None
     if counted is None:
-        states = dict(rows.values_list("accepted").annotate(n=Count("id")).order_by())
+        states = dict(rows.values_list("accepted").annotate(n=Count("*")).order_by())
     else:
         states = {
             state == "accepted": facet_n
