@@ -198,3 +198,20 @@ def test_the_triage_counts_from_the_scan_rows_are_every_finding_counted(
             by_findings = triage.queue(filters)
         assert counted == by_findings, given
     assert triage.queue(triage.QueueFilters()).total > 100
+
+
+def test_verify_compares_the_scan_rows_counts_with_the_findings(leaky):
+    """A scan row whose counts by kind no longer say what is stored beside it (a hand edit) is
+    drift: `rebuild_projections --verify` names the viewer, the counts and the findings'."""
+    from memory.engine.leaks.stored import verify
+    from memory.models import LeakFinding, LeakScan
+
+    assert verify().drift == []
+    viewer = LeakFinding.objects.order_by("viewer_id").values_list("viewer_id", flat=True)[0]
+    kinds = {}
+    for kind in LeakFinding.objects.filter(viewer_id=viewer).values_list("kind", flat=True):
+        kinds[kind] = kinds.get(kind, 0) + 1
+    LeakScan.objects.filter(viewer_id=viewer).update(kinds_json='{"unknown_name": 999}')
+    assert verify().drift == [
+        {"viewer_id": viewer, "counted": {"unknown_name": 999}, "stored": kinds}
+    ]
