@@ -3,6 +3,8 @@ findings an editor accepted as expected."""
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from collections.abc import Iterable
 
 from django.conf import settings
@@ -55,6 +57,12 @@ class LeakScan(SaveScoped):
     kinds_json = models.TextField(default="{}")
 
     objects = LeakScanManager()
+
+    @staticmethod
+    def kinds_json_of(kinds: Iterable[str]) -> str:
+        """`kinds_json` for findings of these kinds (one a finding): what every writer of the
+        counts (a rescan, an allow rule's recount) stores, so the pages read one form."""
+        return json.dumps(Counter(kinds), sort_keys=True)
 
     class Meta(SaveScoped.Meta):
         db_table = "memory_leak_scans"

@@ -280,12 +280,10 @@ def queue(filters: QueueFilters, *, cursor: str | None = None, limit: int = PAGE
     counted = _counted(saves) if filters.word is None else None
     if counted is None:
         states = dict(rows.values_list("accepted").annotate(n=Count("*")).order_by())
-    else:
+    else:  # the state facet's counts (which leave the state filter out), under it if given
         states = {
-            state == "accepted": facet_n
-            for state, _words, facet_n in _count_facet(
-                "state", QueueFilters(**{**filters.__dict__, "state": None}), saves, counted
-            ).values
+            state == "accepted": n
+            for state, _words, n in _count_facet("state", filters, saves, counted).values
             if filters.state in (None, state)
         }
     page = list(

@@ -15,12 +15,10 @@ stale and rescans them: only a scan can tell where the word stands again.
 
 from __future__ import annotations
 
-import json
-from collections import Counter
 from collections.abc import Iterable
 
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Q
+from django.db.models import Q
 from django.utils import timezone
 
 from memory.active_save import current_save, use
@@ -139,14 +137,13 @@ def _apply(rule: LeakAllowRule) -> int:
 def _recount_kinds(viewer_ids: Iterable[str]) -> None:
     """Each of these viewers' scan row counts its stored findings by kind again, as a rescan
     writes them (stored._mark_scanned): the rule dropped findings without one."""
-    counts: dict[str, Counter[str]] = {v: Counter() for v in viewer_ids}
-    rows = LeakFinding.objects.filter(viewer_id__in=list(counts)).values_list("viewer_id", "kind")
-    for viewer, kind, n in rows.annotate(n=Count("id")).order_by():
-        counts[viewer][kind] = n
-    for viewer, kinds in counts.items():
-        LeakScan.objects.filter(viewer_id=viewer).update(
-            kinds_json=json.dumps(kinds, sort_keys=True)
-        )
+    kinds: dict[str, list[str]] = {v: [] for v in viewer_ids}
+    for viewer, kind in LeakFinding.objects.filter(viewer_id__in=list(kinds)).values_list(
+        "viewer_id", "kind"
+    ):
+        kinds[viewer].append(kind)
+    for viewer, found in kinds.items():
+        LeakScan.objects.filter(viewer_id=viewer).update(kinds_json=LeakScan.kinds_json_of(found))
 
 
 def get_rule(rule_id: int) -> LeakAllowRule:

@@ -22,6 +22,7 @@ from memory.active_save import scoped_cursor
 from memory.engine.knowledge import AGENTS
 from memory.engine.leaks.stored import FINDING_COLUMNS, _finding_of
 from memory.engine.leaks.world_scan import ScanFinding
+from memory.engine.newest import chunks
 from memory.models import LeakAcceptance, LeakFinding, LeakScan, ObjectType, WorldObject
 
 
@@ -129,8 +130,8 @@ def current_finding_keys(viewer_id: str | None = None) -> list[tuple]:
 def findings_by_key(pks: list[int]) -> dict[int, ScanFinding]:
     """The stored findings of these keys (current_finding_keys' first column), whole."""
     found: dict[int, ScanFinding] = {}
-    for start in range(0, len(pks), 500):
-        rows = LeakFinding.objects.filter(pk__in=pks[start : start + 500])
+    for chunk in chunks(pks, 500):
+        rows = LeakFinding.objects.filter(pk__in=list(chunk))
         for pk, *row in rows.values_list("pk", *FINDING_COLUMNS):
             found[pk] = _finding_of(tuple(row))
     return found

@@ -253,7 +253,7 @@ def _mark_scanned(
                     now,
                     flaws.get(v, 0),
                     labels.to_json(labels.suspicious_of(v, aliases.get(v), owners)),
-                    json.dumps(Counter(f.finding.kind for f in scans.get(v, ())), sort_keys=True),
+                    LeakScan.kinds_json_of(f.finding.kind for f in scans.get(v, ())),
                     v,
                 )
                 for v in viewer_ids
