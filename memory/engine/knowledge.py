@@ -69,14 +69,16 @@ def true_name_attributes() -> list[str]:
     return list(settings.OMNIA_TRUE_NAME_ATTRIBUTES)
 
 
-def true_names(object_ids: list[str]) -> dict[str, str]:
+def true_names(object_ids: list[str] | None) -> dict[str, str]:
     """The true name of each of these objects that has one (the first of the true-name
-    attributes it carries), in one query bounded by the ids asked for."""
+    attributes it carries), in one query bounded by the ids asked for; None: of every object
+    of the save (one read without a list of ids, for a page that names thousands)."""
     order = true_name_attributes()
     found: dict[str, tuple[int, str]] = {}
-    rows = Attribute.objects.filter(object_id__in=object_ids, name__in=order).values_list(
-        "object_id", "name", "value"
-    )
+    rows = Attribute.objects.filter(name__in=order)
+    if object_ids is not None:
+        rows = rows.filter(object_id__in=object_ids)
+    rows = rows.values_list("object_id", "name", "value")
     for object_id, name, value in rows:
         rank = order.index(name)
         if object_id not in found or rank < found[object_id][0]:

@@ -174,7 +174,12 @@ def finding_counts(
         f"SELECT s.viewer_id, s.kinds_json FROM {_SCANS} s WHERE s.game_save_id = %(save)s "
         f"AND NOT s.stale AND s.kinds_json <> '{{}}' {agent.format(viewer='s.viewer_id')}"
     )
-    counts = {v: json.loads(kinds) for v, kinds in _rows(scans, params)}
+    # A few dozen distinct texts among 2,000 rows: each parsed once, each viewer its own copy.
+    parsed: dict[str, dict[str, int]] = {}
+    counts = {
+        v: dict(parsed[kinds] if kinds in parsed else parsed.setdefault(kinds, json.loads(kinds)))
+        for v, kinds in _rows(scans, params)
+    }
     accepted_sql = (
         f"SELECT f.viewer_id, f.kind, COUNT(DISTINCT f.id) FROM {_ACCEPTANCES} a "
         f"JOIN {_FINDINGS} f ON f.game_save_id = a.game_save_id AND f.viewer_id = a.viewer_id "

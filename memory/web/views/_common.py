@@ -4,6 +4,7 @@ id made with one reverse."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from urllib.parse import quote
 
 from django.core.exceptions import BadRequest, PermissionDenied
@@ -70,10 +71,13 @@ def offset_of(request: HttpRequest, name: str) -> int:
     return int(raw) if raw.isdigit() and len(raw) < 9 else 0
 
 
-def reverse_each(name: str, head: list[str], ids: list[str]) -> dict[str, str]:
+def reverse_each(
+    name: str, head: list[str], ids: list[str], reverse: Callable[..., str] = reverse
+) -> dict[str, str]:
     """reverse(name, args=[*head, i]) for each id, as one reverse and a splice per id: the
     last argument is quoted the way reverse quotes an <oid:> segment (a reverse per row was a
-    sixth of the aliases panel's rows)."""
+    sixth of the aliases panel's rows). `reverse`: the request's save's (the default), or
+    Django's for a page across saves, the save's name first in `head`."""
     marker = "\ue000"  # a private-use character no id needs; its quoted form appears once
     pattern = reverse(name, args=[*head, marker])
     before, sep, after = pattern.partition(quote(marker))

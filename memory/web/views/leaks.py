@@ -11,6 +11,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
 from django.core.exceptions import BadRequest
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.middleware.csrf import get_token
 from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_POST
 
@@ -24,7 +25,7 @@ from memory.selectors import leaks as leak_reads
 from memory.selectors import prompt_view as prompt_reads
 from memory.selectors import viewers as viewer_reads
 from memory.web.saves import reverse
-from memory.web.views import markup
+from memory.web.views import leak_rows, markup
 from memory.web.views._common import (
     get_viewer_for_user,
     path_id,
@@ -225,11 +226,26 @@ def _render_table(
         # A problem is shown beside its row; one whose row is gone (the finding moved) above.
         keys = {f["problem_key"] for f in findings} | {f["alias_key"] for f in findings}
         problem["placed"] = problem["key"] in keys
+    can_edit = request.user.has_perm(EDIT_PERMISSION)
+    csrf = markup.csrf_input(get_token(request)) if can_edit and findings else ""
+    hidden = leak_rows.filter_inputs(filters)
+    urls = {
+        "accept": reverse("memory:leak_accept"),
+        "reopen": reverse("memory:leak_reopen"),
+        "alias": reverse("memory:leak_alias"),
+    }
+    rows_html = [
+        leak_rows.leak_row(
+            f, can_edit=can_edit, csrf=csrf, filters=hidden, problem=problem, urls=urls
+        )
+        for f in findings
+    ]
     viewer_name = None
     if filters.get("viewer"):
         viewer_name = viewer_reads.display_names([filters["viewer"]])[filters["viewer"]]
     context = {
         "findings": findings,
+        "rows_html": rows_html,
         "total": total,
         "pages": pages,
         "filters": filters,
@@ -247,11 +263,7 @@ def _render_table(
             leak_reads.viewer_choices(filters.get("viewer"), viewers_found, viewers_found),
             filters.get("viewer"),
         ),
-        "can_edit": request.user.has_perm(EDIT_PERMISSION),
-        # The rows' forms post to these (one reverse each, not one a row).
-        "accept_url": reverse("memory:leak_accept"),
-        "reopen_url": reverse("memory:leak_reopen"),
-        "alias_post_url": reverse("memory:leak_alias"),
+        "can_edit": can_edit,
         "csv_url": f"{base}?{urlencode([('format', 'csv'), *exported])}",
         "json_url": f"{base}?{urlencode([('format', 'json'), *exported])}",
         "json_twin": reverse("api:leaks") + (f"?{query}" if query else ""),

@@ -1,8 +1,9 @@
 """The pieces of HTML pages print by the dozen, made in Python rather than in their
 templates: the aliases panel's rows and the viewer switcher's links (and the CSRF input the
 rows' forms carry), and the knowledge matrix's rows (300 cells on a save's page: 13-15 ms of
-its template, of about 25). Nothing else in the app builds HTML in Python, and every value
-here goes through `format_html`, escaped as the template escaped it.
+its template, of about 25); leak_rows.py beside it makes the leak report's and the triage
+queue's. Nothing else in the app builds HTML in Python, and every value goes through `html`
+(format_html without its lazy-string checks), escaped as the template escaped it.
 
 Why not the template (issue 26, measured with a throwaway script, 60 editor rows, the four
 ways run in turn 150 times on 2 shared cores at load 2-3; min / median): the row as a
@@ -16,13 +17,33 @@ these for every row state and compares.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from html import escape
 from typing import Any
 
-from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
 from memory.engine.aliases import shown_label
+
+
+def html(template: str, *args: Any, **kwargs: Any) -> SafeString:
+    """format_html without its lazy-string checks: each value escaped as conditional_escape
+    escapes it (its own __html__ if it has one, else Django's escape, which is html.escape),
+    then formatted in. format_html wraps each value in two keep_lazy checks, which cost more
+    than the escaping itself: most of what a row of the leak report cost."""
+    return SafeString(
+        template.format(*map(_escaped, args), **{k: _escaped(v) for k, v in kwargs.items()})
+    )
+
+
+def html_join(template: str, rows: Iterable[tuple]) -> SafeString:
+    """format_html_join("", template, rows), each row made as `html` makes it."""
+    return SafeString("".join(html(template, *row) for row in rows))
+
+
+def _escaped(value: Any) -> str:
+    return value.__html__() if hasattr(value, "__html__") else escape(str(value))
+
 
 # Pieces of a row that hold no value, made safe once.
 _SELECTED = mark_safe(' class="selected" aria-current="true"')
@@ -41,7 +62,7 @@ def alias_row(item: dict[str, Any], viewer_name: str, can_edit: bool, csrf: str)
     target in words: `viewer_name`, and the item's `person` (true name, else what the viewer
     can see)."""
     if item["named"]:
-        who = format_html(
+        who = html(
             '<span class="qa-info" title="true name: QA information, never shown to the '
             'viewer">{}</span> <code class="id-hint">{}</code>',
             item["name"],
@@ -52,37 +73,37 @@ def alias_row(item: dict[str, Any], viewer_name: str, can_edit: bool, csrf: str)
     if can_edit:
         cell = _editor_cell(item, viewer_name, csrf)
     else:
-        cell = format_html('<span class="state-{}">{}</span>', item["state"], item["shown_as"])
+        cell = html('<span class="state-{}">{}</span>', item["state"], item["shown_as"])
     errors = warnings = offer = _EMPTY
     if item["errors"]:
-        errors = format_html(
+        errors = html(
             '<ul class="error" id="alias-err-{}" role="alert">{}{}</ul>',
             item["dom"],
-            format_html_join("", "<li>{}</li>", ((m,) for m in item["errors"])),
+            html_join("<li>{}</li>", ((m,) for m in item["errors"])),
             _EMPTY
             if item["rejected"] is None
-            else format_html(
+            else html(
                 '<li class="muted">Not saved; {} still calls them \u201c{}\u201d.</li>',
                 viewer_name,
                 item["shown_as"],
             ),
         )
     if item["warnings"]:
-        warnings = format_html(
+        warnings = html(
             '<ul class="warning" id="alias-warn-{}" role="status">{}</ul>',
             item["dom"],
-            format_html_join("", "<li>Saved, but: {}</li>", ((m,) for m in item["warnings"])),
+            html_join("<li>Saved, but: {}</li>", ((m,) for m in item["warnings"])),
         )
     suspicious = _EMPTY
     if item["suspicions"]:
         # Stored already (an import, the game): said, never hidden or changed.
-        suspicious = format_html(
+        suspicious = html(
             '<ul class="warning suspicious" id="alias-check-{}">{}</ul>',
             item["dom"],
-            format_html_join("", "<li>Check: {}</li>", ((m,) for m in item["suspicions"])),
+            html_join("<li>Check: {}</li>", ((m,) for m in item["suspicions"])),
         )
     if item["offer"]:
-        offer = format_html(
+        offer = html(
             '\n            <form class="alias-suggest" method="post" action="{url}" '
             'hx-post="{url}" hx-target="#aliases-panel" hx-swap="outerHTML">{csrf}'
             '<button type="submit" name="action" value="suggest" class="secondary" '
@@ -95,13 +116,13 @@ def alias_row(item: dict[str, Any], viewer_name: str, can_edit: bool, csrf: str)
         )
     pair = _EMPTY
     if item["pair_url"]:
-        pair = format_html(
+        pair = html(
             '<br><a class="pair-link small" href="{}">what {} remembers of {}</a>',
             item["pair_url"],
             viewer_name,
             item["person"],
         )
-    return format_html(
+    return html(
         '<tr id="alias-{dom}" data-target="{target}"{selected}>\n        <th scope="row">'
         "{who}{not_in_world}\n"
         '          <a class="uses-link small" href="{uses}" hx-get="{uses}" '
@@ -132,14 +153,14 @@ def alias_row(item: dict[str, Any], viewer_name: str, can_edit: bool, csrf: str)
 def _editor_cell(item: dict[str, Any], viewer_name: str, csrf: str) -> SafeString:
     """The label's inline editor: Save, and Forget when there is a label to forget."""
     if item["errors"]:
-        described = format_html(' aria-invalid="true" aria-describedby="alias-err-{}"', item["dom"])
+        described = html(' aria-invalid="true" aria-describedby="alias-err-{}"', item["dom"])
     elif item["warnings"]:
-        described = format_html(' aria-describedby="alias-warn-{}"', item["dom"])
+        described = html(' aria-describedby="alias-warn-{}"', item["dom"])
     else:
         described = _EMPTY
     forget = _EMPTY
     if item["label"] is not None:
-        forget = format_html(
+        forget = html(
             '<button type="submit" name="action" value="delete" class="secondary" '
             'data-confirm="Forget the label \u201c{}\u201d that {} uses for {}? Lines about '
             'them will use a description again.">Forget</button>',
@@ -147,7 +168,7 @@ def _editor_cell(item: dict[str, Any], viewer_name: str, csrf: str) -> SafeStrin
             viewer_name,
             item["person"],
         )
-    return format_html(
+    return html(
         '\n          <form class="alias-form" method="post" action="{url}" hx-post="{url}" '
         'hx-target="#aliases-panel" hx-swap="outerHTML">{csrf}\n'
         '            <label class="visually-hidden" for="label-{dom}">Label {viewer_name} uses for '
@@ -170,22 +191,20 @@ def _editor_cell(item: dict[str, Any], viewer_name: str, csrf: str) -> SafeStrin
 
 def csrf_input(token: str) -> SafeString:
     """What {% csrf_token %} prints, made once for the two forms of every alias row."""
-    return format_html('<input type="hidden" name="csrfmiddlewaretoken" value="{}">', token)
+    return html('<input type="hidden" name="csrfmiddlewaretoken" value="{}">', token)
 
 
 def switch_link(link: dict[str, Any]) -> SafeString:
     """One viewer switcher <li>: fifty of them in the engine cost more than the two queries
     that pick them."""
-    return format_html(
+    return html(
         '<li><a href="{url}" hx-get="{url}" hx-target="#viewer-panels" hx-swap="outerHTML" '
         'hx-push-url="true" data-viewer-id="{viewer_id}"{current}>{name}{hint}</a></li>',
         url=link["url"],
         viewer_id=link["id"],
         current=_CURRENT if link["current"] else _EMPTY,
         name=link["name"],
-        hint=format_html(' <code class="id-hint">{}</code>', link["id"])
-        if link["named"]
-        else _EMPTY,
+        hint=html(' <code class="id-hint">{}</code>', link["id"]) if link["named"] else _EMPTY,
     )
 
 
@@ -212,9 +231,7 @@ def matrix_row(viewer_id: str, viewer_name: str, url: str, cells) -> SafeString:
     the label it uses (— for none), classed by state; its own column marked self. `cells`
     is the window's [(target, cell or None)]."""
     hint = (
-        format_html(' <code class="id-hint">{}</code>', viewer_id)
-        if viewer_name != viewer_id
-        else _EMPTY
+        html(' <code class="id-hint">{}</code>', viewer_id) if viewer_name != viewer_id else _EMPTY
     )
     tds = [
         (_checked_cell if cell.suspicions else _cell)(viewer_id, target.id, cell)
@@ -222,7 +239,7 @@ def matrix_row(viewer_id: str, viewer_name: str, url: str, cells) -> SafeString:
         else _SELF_CELL
         for target, cell in cells
     ]
-    return format_html(
+    return html(
         '<tr>\n        <th scope="row"><a href="{}">{}</a>{}</th>\n        {}\n      </tr>',
         url,
         viewer_name,
@@ -232,7 +249,7 @@ def matrix_row(viewer_id: str, viewer_name: str, url: str, cells) -> SafeString:
 
 
 def _cell(viewer_id: str, target_id: str, cell) -> SafeString:
-    return format_html(
+    return html(
         '<td class="state-{state}" data-viewer="{viewer}" data-target="{target}" '
         'title="{state}">{label}</td>',
         state=cell.state,
@@ -246,7 +263,7 @@ def _checked_cell(viewer_id: str, target_id: str, cell) -> SafeString:
     """A cell whose stored label is suspicious: marked and said (a blank label shows as
     [no label]), its label still as omnia prints it."""
     reasons = "; ".join(cell.suspicions)
-    return format_html(
+    return html(
         '<td class="state-{state} suspicious" data-viewer="{viewer}" data-target="{target}" '
         'title="{state}; check: {reasons}"><span aria-hidden="true">⚠ </span>{label}'
         '<span class="visually-hidden"> (check: {reasons})</span></td>',

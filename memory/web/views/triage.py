@@ -12,14 +12,18 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
 from django.core.exceptions import BadRequest
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.middleware.csrf import get_token
+from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
 from memory import inputs, services
 from memory.engine.errors import Conflict, InvalidInput, NotFound
 from memory.roles import EDIT_PERMISSION, READ_PERMISSION
 from memory.selectors import triage as triage_reads
-from memory.web.views._common import render_page, wants_fragment
+from memory.web.views import leak_rows, markup
+from memory.web.views._common import render_page, reverse_each, wants_fragment
 
 FILTER_PREFIX = "filter_"
 # Findings one bulk action may name: a page shows PAGE_SIZE, "select all" takes that page.
@@ -86,10 +90,29 @@ def _context(
         raise BadRequest(str(exc)) from None
     base = reverse("memory:triage")
     pairs = filters.as_pairs()
+    prompt_urls: dict[str, dict[str, str]] = {}
     for item in page.items:
+        prompt_urls.setdefault(item["save"], {})[item["viewer_id"]] = ""
+    for save, viewers in prompt_urls.items():
+        viewers.update(reverse_each("memory:prompt", [save], list(viewers), reverse=reverse))
+    can_edit = request.user.has_perm(EDIT_PERMISSION)
+    csrf = markup.csrf_input(get_token(request)) if can_edit and page.items else ""
+    # What the rows' forms carry back: the include the page's other forms print.
+    hidden = mark_safe(
+        render_to_string(
+            "memory/_triage_filters.html", {"filters": dict(filters.as_pairs()), "cursor": cursor}
+        )
+    )
+    allow_url = reverse("memory:triage_allow")
+    rows_html = []
+    for n, item in enumerate(page.items, 1):
         item["key"] = _key_value(item)
-        item["prompt_url"] = reverse("memory:prompt", args=[item["save"], item["viewer_id"]])
-        item["leaks_url"] = reverse("memory:leaks", args=[item["save"]])
+        item["prompt_url"] = prompt_urls[item["save"]][item["viewer_id"]]
+        rows_html.append(
+            leak_rows.triage_row(
+                item, n, can_edit=can_edit, csrf=csrf, filters=hidden, allow_url=allow_url
+            )
+        )
     facets = []
     for facet in page.facets:
         chosen = getattr(filters, facet.name)
@@ -101,6 +124,7 @@ def _context(
         facets.append({"name": facet.name, "values": values, "chosen": chosen, "more": facet.more})
     return {
         "page": page,
+        "rows_html": rows_html,
         "facets": facets,
         "filters": dict(pairs),
         "here": urlencode(pairs + ([("cursor", cursor)] if cursor else [])),
@@ -109,7 +133,7 @@ def _context(
         if page.next_cursor
         else None,
         "first_url": f"{base}?{urlencode(pairs)}" if pairs else base,
-        "can_edit": request.user.has_perm(EDIT_PERMISSION),
+        "can_edit": can_edit,
         "json_twin": reverse("api:triage") + (f"?{urlencode(pairs)}" if pairs else ""),
         "rules_url": reverse("memory:triage_rules"),
     }
