@@ -36,6 +36,26 @@ def test_display_names_are_true_names_else_ids_in_one_query(
     assert viewers.display_names([]) == {}
 
 
+def test_display_names_of_many_ids_read_the_save_s_names_once(
+    demo, monkeypatch, django_assert_num_queries
+) -> None:
+    """Past NAMED_BY_ID_UPTO ids, every name of the save is read once, without the list:
+    the same names as asking by id, still one query, no other save's names."""
+    from memory.models import Attribute, Save, WorldObject
+
+    other = Save.objects.create(name="other")
+    WorldObject.every_save.create(game_save=other, id="npc-pip", type="entity")
+    Attribute.every_save.create(game_save=other, object_id="npc-pip", name="name", value="Nope")
+    ids = [*WorldObject.objects.values_list("id", flat=True), "no-such-entity", "npc-pip"]
+    by_id = viewers.display_names(ids)
+    monkeypatch.setattr(viewers, "NAMED_BY_ID_UPTO", 2)
+    with django_assert_num_queries(1):
+        whole = viewers.display_names(ids, known={"npc-tobiah": "Known"})
+    assert whole == {**by_id, "npc-tobiah": "Known"}
+    assert whole["npc-pip"] == "Pip Dunn" and whole["no-such-entity"] == "no-such-entity"
+    assert len(whole) > 3
+
+
 def test_overview_lists_names_and_keeps_non_agents_apart(staff_client, demo) -> None:
     WorldObject.objects.create(id="crate-7", type="entity", world_id="harbor-town", is_agent=0)
     body = staff_client.get("/saves/demo/").content.decode()
