@@ -158,6 +158,27 @@ def test_open_counts_from_the_scan_rows_are_every_finding_counted(leaky):
     assert viewers[2] in open_counts()
 
 
+def test_a_scan_row_whose_counts_are_unreadable_is_counted_from_its_findings(
+    leaky, staff_client
+):
+    """A scan row's counts edited by hand into something else (not JSON, a list, a count
+    that is no number): its findings are counted instead, and the pages that show the counts
+    answer as before (never a 500)."""
+    from memory.engine.leaks.standing import open_counts
+    from memory.models import LeakScan
+
+    expected = _open_counts_by_every_finding()
+    viewers = sorted(expected)[:4]
+    texts = ["{not json", "[1, 2]", '{"unknown_name": "<b>"}', "7"]
+    for viewer, text in zip(viewers, texts, strict=True):
+        LeakScan.objects.filter(viewer_id=viewer).update(kinds_json=text)
+    assert open_counts() == expected
+    for url in ["/saves/leaky/", "/saves/leaky/leaks/", "/triage/", "/"]:
+        response = staff_client.get(url)
+        assert response.status_code == 200, url
+        assert b"<b>" not in response.content
+
+
 def test_the_triage_counts_from_the_scan_rows_are_every_finding_counted(
     leaky, tmp_path, monkeypatch
 ):

@@ -104,6 +104,33 @@ OLD_TRIAGE_LOOP = """{% for f in page.items %}
     {% endfor %}"""
 
 
+# templates/memory/save.html's loop of open leaks per viewer before its rows were made in Python.
+OLD_COUNT_LOOP = """    {% for viewer_id, viewer_name, per_kind, total, prompt_url, report_url in leak_rows %}
+      <tr data-viewer="{{ viewer_id }}"><th scope="row"><a href="{{ prompt_url }}">{{ viewer_name }}</a>{% if viewer_name != viewer_id %} <code class="id-hint">{{ viewer_id }}</code>{% endif %}</th>{% for n in per_kind %}<td>{{ n }}</td>{% endfor %}<td>{% if total %}<a href="{{ report_url }}"><strong>{{ total }}</strong></a>{% else %}0{% endif %}</td></tr>
+    {% endfor %}"""
+
+
+def test_count_row_prints_what_the_template_loop_printed() -> None:
+    rows = [
+        (
+            "npc-1",
+            "Pip Dunn",
+            [3, 0, 1],
+            4,
+            "/saves/s/viewers/npc-1/prompt/",
+            "/s/leaks/?viewer=npc-1",
+        ),
+        ("npc-2", "npc-2", [0, 0, 0], 0, "/p/", "/r/?viewer=npc-2"),
+        (HOSTILE, HOSTILE, [1], 1, "/p?a=1&b=2", "/r/?viewer=%3Cscript%3E"),
+    ]
+    before = Template(OLD_COUNT_LOOP).render(Context({"leak_rows": rows}))
+    made = [leak_rows.count_row(*row) for row in rows]
+    after = Template("    {% for row in rows %}\n      {{ row }}\n    {% endfor %}").render(
+        Context({"rows": made})
+    )
+    assert after == before
+
+
 def _leaks() -> list[dict]:
     base = {
         "dom": "npc-1-recent-unknown_name-12",

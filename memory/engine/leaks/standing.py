@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import Count, Exists, OuterRef, QuerySet
 
 from memory.active_save import scoped_cursor
 from memory.engine.knowledge import AGENTS
@@ -152,6 +152,18 @@ def open_counts(viewer_id: str | None = None) -> dict[str, dict[str, int]]:
     return counts
 
 
+def _kinds_of(text: str) -> dict[str, int] | None:
+    """A scan row's counts by kind as written (kind -> a count above 0), None if it is not."""
+    try:
+        kinds = json.loads(text)
+    except ValueError:
+        return None
+    good = isinstance(kinds, dict) and all(
+        isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in kinds.values()
+    )
+    return kinds if good else None
+
+
 def finding_counts(
     viewer_id: str | None = None, *, of_agents: bool = True
 ) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]:
@@ -175,11 +187,23 @@ def finding_counts(
         f"AND NOT s.stale AND s.kinds_json <> '{{}}' {agent.format(viewer='s.viewer_id')}"
     )
     # A few dozen distinct texts among 2,000 rows: each parsed once, each viewer its own copy.
-    parsed: dict[str, dict[str, int]] = {}
-    counts = {
-        v: dict(parsed[kinds] if kinds in parsed else parsed.setdefault(kinds, json.loads(kinds)))
-        for v, kinds in _rows(scans, params)
-    }
+    parsed: dict[str, dict[str, int] | None] = {}
+    counts: dict[str, dict[str, int]] = {}
+    unreadable = []
+    for viewer, kinds in _rows(scans, params):
+        if kinds not in parsed:
+            parsed[kinds] = _kinds_of(kinds)
+        if parsed[kinds] is None:
+            unreadable.append(viewer)
+        else:
+            counts[viewer] = dict(parsed[kinds])
+    # A row edited by hand into something else: its findings counted (--verify names it).
+    for chunk in chunks(unreadable, 500):
+        rows = LeakFinding.objects.filter(viewer_id__in=list(chunk)).values_list(
+            "viewer_id", "kind"
+        )
+        for viewer, kind, n in rows.annotate(n=Count("*")).order_by():
+            counts.setdefault(viewer, {})[kind] = n
     accepted_sql = (
         f"SELECT f.viewer_id, f.kind, COUNT(DISTINCT f.id) FROM {_ACCEPTANCES} a "
         f"JOIN {_FINDINGS} f ON f.game_save_id = a.game_save_id AND f.viewer_id = a.viewer_id "

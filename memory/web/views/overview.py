@@ -3,8 +3,9 @@ knowledge matrix window, the leak counts and projection panel, the header picker
 
 from __future__ import annotations
 
+import heapq
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from django.contrib.auth.decorators import login_required, permission_required
 from django.http import HttpRequest, HttpResponse
@@ -21,7 +22,7 @@ from memory.selectors import saves as save_reads
 from memory.selectors import viewers as viewer_reads
 from memory.selectors.problems import problem_list
 from memory.web import saves
-from memory.web.views import markup
+from memory.web.views import leak_rows, markup
 from memory.web.views._common import (
     get_viewer_for_user,
     offset_of,
@@ -128,7 +129,7 @@ def projection_context(request: HttpRequest) -> dict[str, Any]:
     tally = leak_reads.leak_tally()
     # Every kind a known viewer could have, then any other the store holds; omnia's tag kinds
     # only where a prompt holds one (most saves never do: a column of zeros on a phone).
-    seen = {k for per_kind in tally.counts.values() for k in per_kind}
+    seen = set().union(*tally.counts.values())
     known = (
         [k for k in leak_reads.leak_kinds() if k not in TAG_KINDS or k in seen]
         if tally.known
@@ -137,23 +138,35 @@ def projection_context(request: HttpRequest) -> dict[str, Any]:
     kinds = known + sorted(seen - set(known))
     # A crowd: only the viewers with findings, most first; the clean ones are summed up.
     crowd = tally.known > LEAK_ALL_ROWS_UPTO
-    rows = [
+    if crowd:  # the most first, ties by id: only the rows listed are made
+        totals = ((-sum(per_kind.values()), v) for v, per_kind in tally.counts.items())
+        order = [v for _n, v in heapq.nsmallest(LEAK_ROWS_LISTED, totals)]
+        hidden = len(tally.counts) - len(order)
+    else:
+        order, hidden = tally.known_viewers()[:LEAK_ROWS_LISTED], 0
+    listed = [
         (viewer_id, [per_kind.get(k, 0) for k in kinds], sum(per_kind.values()))
-        for viewer_id in (tally.counts if crowd else tally.known_viewers())
+        for viewer_id in order
         for per_kind in [tally.counts.get(viewer_id, {})]
     ]
-    if crowd:
-        rows.sort(key=lambda r: (-r[2], r[0]))
-    listed = rows[:LEAK_ROWS_LISTED]
     names = viewer_reads.display_names(r[0] for r in listed)
+    prompt_urls = reverse_each("memory:prompt", [], [r[0] for r in listed])
+    report = saves.reverse("memory:leaks")
+    rows = [
+        (v, names[v], per_kind, total, prompt_urls[v], f"{report}?viewer={quote(v, safe='/')}")
+        for v, per_kind, total in listed
+    ]
     return {
         "leak_kinds": kinds,
         # A kind in words for a column head (the scanner's names are for machines).
         "leak_kind_heads": [LEAK_KIND_HEADS.get(k, k.replace("_", " ")) for k in kinds],
         # names first: (id, name, counts per kind, total)
-        "leak_rows": [(v, names[v], per_kind, total) for v, per_kind, total in listed],
+        # (id, name, counts per kind, total, its prompt's URL, its rows in the leak report)
+        "leak_rows": rows,
+        # Made in Python (leak_rows.count_row), from leak_rows.
+        "leak_rows_html": [leak_rows.count_row(*row) for row in rows],
         "leak_viewers": tally.known,
-        "leak_rows_hidden": len(rows) - len(listed),
+        "leak_rows_hidden": hidden,
         "leak_pending": len(tally.pending),
         "leak_clean": tally.known - len(tally.counts),
         "omnia_flaws": leak_reads.flaw_counts(),

@@ -17,7 +17,7 @@ from memory.selectors import labels as label_reads
 from memory.selectors import saves as save_reads
 from memory.selectors import viewers as viewer_reads
 from memory.web import saves
-from memory.web.views._common import query_text, render_page, wants_fragment
+from memory.web.views._common import query_text, render_page, reverse_each, wants_fragment
 from memory.web.views.overview import VIEWERS_LISTED, matrix, projection_context
 
 
@@ -31,14 +31,16 @@ def save_page(request: HttpRequest) -> HttpResponse:
         # A search that finds one entity opens it (the live list, typed into, never jumps).
         return redirect(saves.reverse("memory:viewer", kwargs={"viewer_id": entities[0].id}))
     save = saves.current()
+    urls = reverse_each("memory:viewer", [], [e.id for e in entities])
     context = {
         **projection_context(request),
         "save": save,
         "provenance": save_reads.provenance(save),
         "q": q or "",
-        "viewers": [e for e in entities if e.agent],
+        # (entity, its page's URL): a reverse each was a tenth of the page.
+        "viewers": [(e, urls[e.id]) for e in entities if e.agent],
         # is_agent=0: things the save keeps as entities that never think (a crate, a door).
-        "non_agents": [e for e in entities if not e.agent],
+        "non_agents": [(e, urls[e.id]) for e in entities if not e.agent],
         "viewer_total": viewer_total,
         "listed": len(entities),
         "worlds": [matrix(request, world) for world in viewer_reads.list_worlds()],
@@ -58,11 +60,13 @@ def _suspicious() -> dict:
     found = label_reads.suspicious_labels()
     shown = found[:SUSPICIOUS_LISTED]
     names = viewer_reads.display_names([i for s in shown for i in (s.viewer_id, s.target_id)])
+    urls = reverse_each("memory:aliases_panel", [], [s.viewer_id for s in shown])
     return {
         "total": len(found),
         "rows": [
             {
                 "viewer_id": s.viewer_id,
+                "url": urls[s.viewer_id],
                 "viewer": names[s.viewer_id],
                 "target": names[s.target_id],
                 "label": s.label,
