@@ -179,12 +179,23 @@ def test_a_scan_row_whose_counts_are_unreadable_is_counted_from_its_findings(
         assert b"<b>" not in response.content
 
 
+def _every_word_checking_each(saves):
+    """The word facet's rows as the queue's filters count them: each finding's scan checked."""
+    from django.db.models import Count
+
+    from memory.selectors import triage
+
+    rows = triage._findings(triage.QueueFilters(), saves, without="word")
+    return list(rows.values("text").annotate(n=Count("*")).order_by())
+
+
 def test_the_triage_counts_from_the_scan_rows_are_every_finding_counted(
     leaky, tmp_path, monkeypatch
 ):
     """The triage queue without a word filter counts its totals and its save, viewer, kind
-    and state facets from the scan rows: the same page as counting the findings, over two
-    saves, with acceptances, a viewer behind and one that is no agent, under every filter."""
+    and state facets from the scan rows, and its word facet from every finding less those
+    of the viewers behind: the same page as counting the findings, over two saves, with
+    acceptances, a viewer behind and one that is no agent, under every filter."""
     from memory.models import LeakFinding, LeakScan, Save, WorldObject
     from memory.selectors import triage
     from memory.services import accept_leak
@@ -218,6 +229,7 @@ def test_the_triage_counts_from_the_scan_rows_are_every_finding_counted(
         counted = triage.queue(filters)
         with monkeypatch.context() as m:
             m.setattr(triage, "_count_facets", lambda *a: {})  # every count by the findings
+            m.setattr(triage, "_every_word", _every_word_checking_each)
             by_findings = triage.queue(filters)
         assert counted == by_findings, given
     assert triage.queue(triage.QueueFilters()).total > 100
