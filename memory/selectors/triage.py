@@ -89,7 +89,7 @@ def _findings(
     if listed:
         current = Q()
         for pk in sorted(saves):
-            scans = LeakScan.every_save.filter(game_save_id=pk, stale=False)
+            scans = LeakScan.objects.in_save(pk).filter(stale=False)
             current |= Q(game_save_id=pk, viewer_id__in=scans.values("viewer_id"))
         rows = rows.filter(current) if saves else rows.none()
     else:
@@ -189,7 +189,7 @@ def _every_word(saves: dict[int, Save]) -> list[dict]:
     every = LeakFinding.every_save.filter(game_save_id__in=sorted(saves))
     behind = Q()
     for pk in sorted(saves):
-        stale = LeakScan.every_save.filter(game_save_id=pk, stale=True).values("viewer_id")
+        stale = LeakScan.objects.in_save(pk).filter(stale=True).values("viewer_id")
         behind |= Q(game_save_id=pk, viewer_id__in=stale)
     counts: dict[str, int] = {}
     for text, n in every.values_list("text").annotate(n=Count("*")).order_by():

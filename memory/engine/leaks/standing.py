@@ -84,10 +84,14 @@ def _entities_sql(viewer_id: str | None, current: bool | None, what: str) -> tup
 
 def standing(viewer_id: str | None = None) -> Standing:
     """How many viewers (of the agents, or the one asked) have current findings, and which
-    are behind: one read of the objects' index and the scan rows (ids only for those behind),
-    one count of the index. Sorted here: ORDER BY id would walk the (save, id) index."""
-    behind = sorted(row[0] for row in _rows(*_entities_sql(viewer_id, False, "o.id")))
-    ((viewers,),) = _rows(*_entities_sql(viewer_id, None, "COUNT(*)"))
+    are behind: one statement, a count of the objects' index and (ids only for those behind)
+    a read of it beside the scan rows. Sorted here: ORDER BY id would walk the (save, id)
+    index."""
+    behind_sql, behind_params = _entities_sql(viewer_id, False, "o.id, NULL")
+    count_sql, count_params = _entities_sql(viewer_id, None, "NULL, COUNT(*)")
+    rows = _rows(f"{count_sql} UNION ALL {behind_sql}", [*count_params, *behind_params])
+    viewers = next(n for i, n in rows if i is None)
+    behind = sorted(i for i, _n in rows if i is not None)
     return Standing(current=max(viewers - len(behind), 0), behind=behind)
 
 
