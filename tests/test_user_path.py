@@ -199,16 +199,19 @@ def test_which_viewers_are_behind_is_read_from_the_entities_index(world, admin_c
     per viewer from the scan rows (their counts by kind) and the acceptances (to the findings
     they accept, through the findings' own index)."""
     from memory.engine.leaks import standing
+    from memory.models import LeakAcceptance, WorldObject
 
+    viewer = WorldObject.objects.filter(type="entity").values_list("id", flat=True)[0]
+    LeakAcceptance.objects.create(viewer_id=viewer, section="s", kind="system_id", text="t")
     _forget_statistics()
     with CaptureQueriesContext(connection) as captured:
         assert standing.standing().viewers == SHAPE.entities
         standing.open_counts()
     statements = [q["sql"] for q in captured.captured_queries]
     plans = [_plan(sql) for sql in statements]
-    # how many viewers and which are behind (one statement), the scan rows' counts, the
-    # accepted findings
-    assert len(plans) == 3
+    # how many viewers and which are behind (one statement), the scan rows' counts, whether
+    # anything is accepted, the accepted findings
+    assert len(plans) == 4
     for plan in plans:
         assert not [step for step in plan if re.search(r"\bSCAN o\b|Seq Scan on objects", step)]
         assert _bad_steps(plan) == []

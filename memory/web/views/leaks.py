@@ -203,16 +203,20 @@ def _render_table(
     viewer_urls = reverse_each("memory:viewer", [], viewers)
     prompt_urls = reverse_each("memory:prompt", [], viewers)
     alias_urls = reverse_each("memory:aliases_panel", [], viewers)
+    # Each viewer's source rows by one reverse (a page spans a few viewers).
+    sources: dict[str, dict[str, None]] = {}
+    for f in findings:
+        rows = dict.fromkeys(o["source_id"] for o in f["occurrences"] if o["source_id"])
+        f["source_ids"] = list(rows)[:SOURCES_LISTED]
+        sources.setdefault(f["viewer_id"], {}).update(dict.fromkeys(f["source_ids"]))
+    source_urls = {v: reverse_each("memory:entry", [v], list(ids)) for v, ids in sources.items()}
     for f in findings:
         f["viewer_url"] = viewer_urls[f["viewer_id"]]
         f["prompt_url"] = f"{prompt_urls[f['viewer_id']]}#leak-at-{f['start']}"
         names = {f["viewer_id"]: f["viewer_name"], f["entity_id"]: f["entity_name"]}
         f["reason_named"] = leak_reads.named_reason(f, names)
-        sources = list(dict.fromkeys(o["source_id"] for o in f["occurrences"] if o["source_id"]))
         # The first occurrence's row, then the other rows the leak stands in (a few).
-        f["source_urls"] = list(
-            reverse_each("memory:entry", [f["viewer_id"]], sources[:SOURCES_LISTED]).values()
-        )
+        f["source_urls"] = [source_urls[f["viewer_id"]][i] for i in f.pop("source_ids")]
         f["alias_url"] = (
             f"{alias_urls[f['viewer_id']]}?all_aliases=1#alias-{slugify(f['entity_id'])}"
             if f["can_alias"]
