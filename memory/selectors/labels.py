@@ -9,6 +9,7 @@ from memory.active_save import scoped_cursor
 from memory.engine.knowledge import every_name_owner
 from memory.engine.leaks import labels
 from memory.engine.leaks.standing import CURRENT_SCAN
+from memory.engine.newest import chunks
 from memory.models import LeakScan, ObjectType, WorldObject
 
 
@@ -21,6 +22,8 @@ class SuspiciousLabel:
 
 
 _OBJECTS, _SCANS = WorldObject._meta.db_table, LeakScan._meta.db_table
+# What an entity without labels holds in aliases_json (or NULL).
+EMPTY_ALIASES = ("", "[]", "{}")
 # The viewers whose current scan found labels to look at, with what it found ('[]' is the
 # column's default: nothing).
 _KEPT = (
@@ -28,12 +31,12 @@ _KEPT = (
     "ON o.game_save_id = s.game_save_id AND o.id = s.viewer_id "
     "WHERE s.game_save_id = %(save)s AND o.type = %s AND NOT s.stale AND s.labels_json <> '[]'"
 )
-# The entities holding labels that no current scan has looked at: a write since, never scanned
-# (an import before its first cycle), or no agent.
+# The entities that no current scan has looked at (a write since, never scanned: an import
+# before its first cycle, or no agent), on the entities' index alone; then the labels of those
+# few. Asking for the labels in the same statement read every entity's row (an aliases_json
+# of kilobytes each): 2.7 ms on PostgreSQL against 1.3.
 _UNSCANNED = (
-    f"SELECT o.id, o.aliases_json FROM {_OBJECTS} o WHERE o.game_save_id = %(save)s "
-    "AND o.type = %s AND o.aliases_json IS NOT NULL "
-    "AND o.aliases_json NOT IN ('', '[]', '{}') AND NOT "
+    f"SELECT o.id FROM {_OBJECTS} o WHERE o.game_save_id = %(save)s AND o.type = %s AND NOT "
     + CURRENT_SCAN.format(save="o.game_save_id", viewer="o.id")
 )
 
@@ -48,7 +51,15 @@ def suspicious_labels() -> list[SuspiciousLabel]:
         cursor.execute(_KEPT, [entity])
         found = {viewer: labels.from_json(text) for viewer, text in cursor.fetchall()}
         cursor.execute(_UNSCANNED, [entity])
-        unscanned = cursor.fetchall()
+        ids = [row[0] for row in cursor.fetchall()]
+    unscanned = [
+        (viewer, text)
+        for chunk in chunks(ids, 500)
+        for viewer, text in WorldObject.objects.filter(id__in=list(chunk))
+        .exclude(aliases_json__in=EMPTY_ALIASES)
+        .exclude(aliases_json=None)
+        .values_list("id", "aliases_json")
+    ]
     if unscanned:
         owners = every_name_owner()
         for viewer, text in unscanned:
