@@ -113,7 +113,8 @@ def entity_list(
     qs = world_entities(world_id)
     if q:
         qs = search_entities(qs, q)
-    qs = qs.order_by("world_id", "id")
+    # What a list shows of each: not its labels and connections (kilobytes of JSON each).
+    qs = qs.order_by("world_id", "id").only("id", "world_id", "location_id", "is_agent")
     objs = list(qs[offset:] if limit is None else qs[offset : offset + limit])
     complete = objs and (limit is None or len(objs) < limit)
     total = offset + len(objs) if complete or (not objs and offset == 0) else qs.count()
