@@ -158,9 +158,7 @@ def test_open_counts_from_the_scan_rows_are_every_finding_counted(leaky):
     assert viewers[2] in open_counts()
 
 
-def test_a_scan_row_whose_counts_are_unreadable_is_counted_from_its_findings(
-    leaky, staff_client
-):
+def test_a_scan_row_whose_counts_are_unreadable_is_counted_from_its_findings(leaky, staff_client):
     """A scan row's counts edited by hand into something else (not JSON, a list, a count
     that is no number): its findings are counted instead, and the pages that show the counts
     answer as before (never a 500)."""
