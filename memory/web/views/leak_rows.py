@@ -12,9 +12,8 @@ from typing import Any
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import slugify
 
-from memory.web.views.markup import html
+from memory.web.views.markup import EMPTY, html, html_join, id_hint
 
-_EMPTY = mark_safe("")
 _DESCRIPTION = mark_safe(
     ' <span class="badge description" title="an ordinary word written as a description at '
     'every occurrence">likely a description</span>'
@@ -23,19 +22,9 @@ _OPEN = mark_safe('<span class="badge open">open</span>')
 _ACCEPTED = mark_safe('<span class="badge accepted">accepted</span>')
 
 
-def _hint(name: str, entity_id: str) -> SafeString:
-    """The id beside a name that is not the id."""
-    return html(' <code class="id-hint">{}</code>', entity_id) if name != entity_id else _EMPTY
-
-
 def filter_inputs(filters: dict[str, str]) -> SafeString:
     """The report's filters as hidden inputs, which every form of a row carries back."""
-    return SafeString(
-        "".join(
-            html('<input type="hidden" name="filter_{}" value="{}">', name, value)
-            for name, value in filters.items()
-        )
-    )
+    return html_join('<input type="hidden" name="filter_{}" value="{}">', filters.items())
 
 
 def leak_row(
@@ -57,12 +46,12 @@ def leak_row(
             '{} <span class="small">{}</span>{}',
             _ACCEPTED,
             f["accepted_reason"],
-            by if f["accepted_by"] else _EMPTY,
+            by if f["accepted_by"] else EMPTY,
         )
     else:
         state = _OPEN
     if f["entity_id"]:
-        entity = html("{}{}", f["entity_name"], _hint(f["entity_name"], f["entity_id"]))
+        entity = html("{}{}", f["entity_name"], id_hint(f["entity_name"], f["entity_id"]))
     else:
         entity = "—"
     sources = SafeString(
@@ -100,9 +89,9 @@ def leak_row(
         kind=f["kind"],
         viewer_url=f["viewer_url"],
         viewer_name=f["viewer_name"],
-        viewer_hint=_hint(f["viewer_name"], f["viewer_id"]),
+        viewer_hint=id_hint(f["viewer_name"], f["viewer_id"]),
         world=f["world_id"] or "—",
-        description=_DESCRIPTION if f["likely_description"] else _EMPTY,
+        description=_DESCRIPTION if f["likely_description"] else EMPTY,
         section=f["section"],
         before=f["context_before"],
         text=f["text"],
@@ -113,7 +102,7 @@ def leak_row(
         state_cell=state,
         prompt_url=f["prompt_url"],
         sources=sources,
-        actions=_leak_actions(f, csrf, filters, problem, urls) if can_edit else _EMPTY,
+        actions=_leak_actions(f, csrf, filters, problem, urls) if can_edit else EMPTY,
     )
     return row
 
@@ -157,13 +146,13 @@ def _leak_actions(
             '              <input id="reason-{dom}" name="reason" required maxlength="2000">\n'
             '              <button type="submit">Accept</button>\n'
             "            </form>\n          </details>\n          ",
-            open=mark_safe(" open") if problem.get("key") == f["problem_key"] else _EMPTY,
+            open=mark_safe(" open") if problem.get("key") == f["problem_key"] else EMPTY,
             url=urls["accept"],
             csrf=csrf,
             key=key,
             dom=f["dom"],
         )
-    alias = _EMPTY
+    alias = EMPTY
     if f["can_alias"]:
         alias = html(
             '\n          <details class="add-alias"{open}>\n'
@@ -178,7 +167,7 @@ def _leak_actions(
             '              <button type="submit">Save alias</button>\n'
             '              <a class="small" href="{alias_url}">alias editor</a>\n'
             "            </form>\n          </details>\n          ",
-            open=mark_safe(" open") if problem.get("key") == f["alias_key"] else _EMPTY,
+            open=mark_safe(" open") if problem.get("key") == f["alias_key"] else EMPTY,
             url=urls["alias"],
             csrf=csrf,
             viewer_id=f["viewer_id"],
@@ -190,7 +179,7 @@ def _leak_actions(
             label=f["entity_name"] if f["kind"] == "unknown_name" else "",
             alias_url=f["alias_url"],
         )
-    error = _EMPTY
+    error = EMPTY
     if problem.get("error") and problem.get("key") in (f["problem_key"], f["alias_key"]):
         error = html('<p class="error" role="alert">{}</p>', problem["error"])
     return html(
@@ -215,7 +204,7 @@ def triage_row(
     whom it is about and its state; for editors, allowing its word for its entity.
     `counter`: the row's place on the page (1…), which its ids carry; `filters`: the queue's
     filters (and cursor) as the forms carry them back."""
-    tick = _EMPTY
+    tick = EMPTY
     if can_edit:
         tick = html(
             '<td data-label="select"><input type="checkbox" form="bulk" name="key" value="{}" '
@@ -226,11 +215,11 @@ def triage_row(
             f["viewer_name"],
             f["save"],
         )
-    allow = _EMPTY
+    allow = EMPTY
     if can_edit:
         allow = html(
             '<td data-label="allow" class="actions">{}</td>',
-            _allow_form(f, counter, csrf, filters, allow_url) if f["entity_id"] else _EMPTY,
+            _allow_form(f, counter, csrf, filters, allow_url) if f["entity_id"] else EMPTY,
         )
     return html(
         '\n      <tr class="leak-row state-{state}{likely}" data-save="{save}" '
@@ -249,7 +238,7 @@ def triage_row(
         "        {allow}\n"
         "      </tr>\n    ",
         state=f["state"],
-        likely=mark_safe(" likely-description") if f["likely_description"] else _EMPTY,
+        likely=mark_safe(" likely-description") if f["likely_description"] else EMPTY,
         save=f["save"],
         viewer_id=f["viewer_id"],
         kind=f["kind"],
@@ -258,7 +247,7 @@ def triage_row(
         viewer_name=f["viewer_name"],
         slug=slugify(f["kind"]),
         kind_words=f["kind_words"],
-        description=_DESCRIPTION if f["likely_description"] else _EMPTY,
+        description=_DESCRIPTION if f["likely_description"] else EMPTY,
         section=f["section"],
         before=f["context_before"],
         text=f["text"],
@@ -315,13 +304,13 @@ def count_row(
 ) -> SafeString:
     """One row of a save page's open leaks per viewer: the viewer (to its prompt), its open
     findings of each kind, and the total (to its rows in the leak report)."""
-    cells = SafeString("".join(html("<td>{}</td>", n) for n in per_kind))
+    cells = html_join("<td>{}</td>", ((n,) for n in per_kind))
     return html(
         '<tr data-viewer="{}"><th scope="row"><a href="{}">{}</a>{}</th>{}<td>{}</td></tr>',
         viewer_id,
         prompt_url,
         viewer_name,
-        _hint(viewer_name, viewer_id),
+        id_hint(viewer_name, viewer_id),
         cells,
         html('<a href="{}"><strong>{}</strong></a>', report_url, total) if total else 0,
     )

@@ -49,7 +49,14 @@ def _escaped(value: Any) -> str:
 _SELECTED = mark_safe(' class="selected" aria-current="true"')
 _NOT_IN_WORLD = mark_safe(' <span class="muted">(not in world)</span>')
 _SET = mark_safe('<button type="submit" name="action" value="set">Save</button>')
-_EMPTY = mark_safe("")
+EMPTY = mark_safe("")
+
+
+def id_hint(name: str, entity_id: str) -> SafeString:
+    """The id beside a name that is not the id (nothing when the name is the id)."""
+    return html(' <code class="id-hint">{}</code>', entity_id) if name != entity_id else EMPTY
+
+
 _CURRENT = mark_safe(' aria-current="page"')
 
 
@@ -74,13 +81,13 @@ def alias_row(item: dict[str, Any], viewer_name: str, can_edit: bool, csrf: str)
         cell = _editor_cell(item, viewer_name, csrf)
     else:
         cell = html('<span class="state-{}">{}</span>', item["state"], item["shown_as"])
-    errors = warnings = offer = _EMPTY
+    errors = warnings = offer = EMPTY
     if item["errors"]:
         errors = html(
             '<ul class="error" id="alias-err-{}" role="alert">{}{}</ul>',
             item["dom"],
             html_join("<li>{}</li>", ((m,) for m in item["errors"])),
-            _EMPTY
+            EMPTY
             if item["rejected"] is None
             else html(
                 '<li class="muted">Not saved; {} still calls them \u201c{}\u201d.</li>',
@@ -94,7 +101,7 @@ def alias_row(item: dict[str, Any], viewer_name: str, can_edit: bool, csrf: str)
             item["dom"],
             html_join("<li>Saved, but: {}</li>", ((m,) for m in item["warnings"])),
         )
-    suspicious = _EMPTY
+    suspicious = EMPTY
     if item["suspicions"]:
         # Stored already (an import, the game): said, never hidden or changed.
         suspicious = html(
@@ -114,7 +121,7 @@ def alias_row(item: dict[str, Any], viewer_name: str, can_edit: bool, csrf: str)
             suggestion=item["suggestion"],
             target=item["person"],
         )
-    pair = _EMPTY
+    pair = EMPTY
     if item["pair_url"]:
         pair = html(
             '<br><a class="pair-link small" href="{}">what {} remembers of {}</a>',
@@ -134,9 +141,9 @@ def alias_row(item: dict[str, Any], viewer_name: str, can_edit: bool, csrf: str)
         "      </tr>",
         dom=item["dom"],
         target=item["target"],
-        selected=_SELECTED if item["selected"] else _EMPTY,
+        selected=_SELECTED if item["selected"] else EMPTY,
         who=who,
-        not_in_world=_EMPTY if item["in_world"] else _NOT_IN_WORLD,
+        not_in_world=EMPTY if item["in_world"] else _NOT_IN_WORLD,
         uses=item["uses_url"],
         name=item["name"],
         pair=pair,
@@ -157,8 +164,8 @@ def _editor_cell(item: dict[str, Any], viewer_name: str, csrf: str) -> SafeStrin
     elif item["warnings"]:
         described = html(' aria-describedby="alias-warn-{}"', item["dom"])
     else:
-        described = _EMPTY
-    forget = _EMPTY
+        described = EMPTY
+    forget = EMPTY
     if item["label"] is not None:
         forget = html(
             '<button type="submit" name="action" value="delete" class="secondary" '
@@ -202,9 +209,9 @@ def switch_link(link: dict[str, Any]) -> SafeString:
         'hx-push-url="true" data-viewer-id="{viewer_id}"{current}>{name}{hint}</a></li>',
         url=link["url"],
         viewer_id=link["id"],
-        current=_CURRENT if link["current"] else _EMPTY,
+        current=_CURRENT if link["current"] else EMPTY,
         name=link["name"],
-        hint=html(' <code class="id-hint">{}</code>', link["id"]) if link["named"] else _EMPTY,
+        hint=html(' <code class="id-hint">{}</code>', link["id"]) if link["named"] else EMPTY,
     )
 
 
@@ -230,9 +237,7 @@ def matrix_row(viewer_id: str, viewer_name: str, url: str, cells) -> SafeString:
     """One knowledge-matrix row: the viewer (a link, its id beside a name), then per target
     the label it uses (— for none), classed by state; its own column marked self. `cells`
     is the window's [(target, cell or None)]."""
-    hint = (
-        html(' <code class="id-hint">{}</code>', viewer_id) if viewer_name != viewer_id else _EMPTY
-    )
+    hint = id_hint(viewer_name, viewer_id)
     tds = [
         (_checked_cell if cell.suspicions else _cell)(viewer_id, target.id, cell)
         if cell

@@ -99,9 +99,7 @@ def _context(
     csrf = markup.csrf_input(get_token(request)) if can_edit and page.items else ""
     # What the rows' forms carry back: the include the page's other forms print.
     hidden = mark_safe(
-        render_to_string(
-            "memory/_triage_filters.html", {"filters": dict(filters.as_pairs()), "cursor": cursor}
-        )
+        render_to_string("memory/_triage_filters.html", {"filters": dict(pairs), "cursor": cursor})
     )
     allow_url = reverse("memory:triage_allow")
     rows_html = []
