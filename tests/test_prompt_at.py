@@ -15,9 +15,12 @@ from memory.active_save import use
 from memory.engine.clock import now_us, world_time_at
 from memory.engine.errors import InvalidInput
 from memory.engine.knowledge import get_viewer
-from memory.engine.prompt import prompt_context
+from memory.engine.leaks.world_scan import scan_viewer, scan_viewer_at
+from memory.engine.projections.doors import rows_for_digests as moments_rows_for_digests
+from memory.engine.prompt import RECENT, SECTION_NAMES, SESSIONS, prompt_context
 from memory.engine.saves import get_save
-from memory.models import BufferEntry, LedgerEntry
+from memory.models import Attribute, BufferEntry, LedgerEntry, WorldObject
+from memory.selectors import moments
 from memory.selectors.pair import FOLLOWED_ALIASES, IMPORTED_ALIASES
 from memory.worlds.live import Follower
 from memory.worlds.standin import StandIn
@@ -66,6 +69,7 @@ def evening(cast):
     return cast
 
 
+AT_12_06, AT_12_10 = "2026-07-06T12:06:00.000Z", "2026-07-06T12:10:00.000Z"
 AT_1206 = """\
 ## Current moment
 It is 12:06 PM on Monday, July 6, 2026.
@@ -246,4 +250,84 @@ def test_prompt_at_reads_the_aliases_the_follower_saw_before_the_moment(reader_c
         after["text"]
         .split(recent)[1]
         .startswith("A wiry dockhand ties a rope\nA wiry dockhand whistles")
+    )
+
+
+@pytest.mark.parametrize("at", [None, "2026-07-06T11:59:59.999Z", AT_12_06, AT_12_10])
+@pytest.mark.django_db
+def test_a_prompt_of_some_sections_is_those_sections_of_the_whole(evening, at):
+    alice = get_viewer("alice")
+    whole = prompt_context(alice, at=at).sections
+    assert [s.name for s in whole] == list(SECTION_NAMES)
+    for name in SECTION_NAMES:
+        assert prompt_context(alice, at=at, only=[name]).sections == [
+            s for s in whole if s.name == name
+        ]
+    assert prompt_context(alice, at=at, only=[RECENT, SESSIONS]).sections == whole[3:]
+    assert prompt_context(alice, at=at, only=[]).sections == []
+
+
+@pytest.mark.django_db
+def test_first_moments_probe_each_finding_s_section_alone(evening, monkeypatch):
+    """The answers are those of probing whole prompts, and the viewer's rows, which only the
+    Sessions section folds again, are never read for findings elsewhere."""
+    alice = get_viewer("alice")
+    found = scan_viewer("alice").findings
+    assert sorted({f.section for f in found}) == ["Recent memories"]
+    built: list[tuple[str, tuple[str, ...]]] = []
+    real_scan = moments.scan_viewer_at
+
+    def scan_whole(viewer, moment, *args, only=None, **kwargs):
+        built.append((moment, tuple(only or ())))
+        return real_scan(viewer, moment, *args, **kwargs)  # `only` dropped: the whole prompt
+
+    monkeypatch.setattr(moments, "scan_viewer_at", scan_whole)
+    whole = moments.first_moments(alice, found)
+    monkeypatch.undo()
+
+    def unread(viewer_id):
+        raise AssertionError(f"{viewer_id}'s rows read for a finding outside Sessions")
+
+    monkeypatch.setattr(moments, "rows_for_digests", unread)
+    alone = moments.first_moments(alice, found)
+    assert alone == whole
+    assert {(key[2], seen.at) for key, seen in alone.items()} == {
+        ("Gareth", "2026-07-06T12:00:00.000Z"),
+        ("Charlie", "2026-07-06T12:00:00.000Z"),
+        ("a dagger strapped to his ankle", "2026-07-06T12:10:00.000Z"),
+    }
+    assert built == [
+        ("2026-07-06T12:00:00.000Z", ("Recent memories",)),
+        ("2026-07-06T12:10:00.000Z", ("Recent memories",)),
+    ]
+
+
+@pytest.mark.django_db
+def test_a_finding_in_the_sessions_section_is_probed_with_the_viewer_s_rows(evening, monkeypatch):
+    """A leak the digest carries (a scene at a place whose name holds a true name) is found
+    at its first moment by folding the viewer's rows again, as the whole prompt is: the
+    moments asked are those of the rows holding the name, the Sessions section built alone."""
+    WorldObject.objects.create(id="forge", type="location", world_id="tavern")
+    Attribute.objects.create(
+        object_id="forge", name="name", value="Gareth's forge", visibility="PUBLIC"
+    )
+    _row("m3", "2026-07-06T12:20:00.000Z", "Gareth, mind the bellows", 3)
+    BufferEntry.objects.filter(id="m3").update(location_id="forge")
+    alice, at = get_viewer("alice"), "2026-07-06T12:30:00.000Z"
+    found = scan_viewer_at(alice, at).findings
+    assert [(f.section, f.finding.text) for f in found if f.section == SESSIONS] == [
+        (SESSIONS, "Gareth")
+    ]
+    read: list[str] = []
+
+    def rows_read(viewer_id):
+        read.append(viewer_id)
+        return moments_rows_for_digests(viewer_id)
+
+    monkeypatch.setattr(moments, "rows_for_digests", rows_read)
+    firsts = moments.first_moments(alice, found, at)
+    assert read == ["alice"]
+    assert firsts[(SESSIONS, "unknown_name", "Gareth", "bob")] == moments.FirstSeen(
+        "2026-07-06T12:20:00.000Z",
+        "A scene at Gareth's forge at 12:20 PM: 1 memory, 1 spoken",
     )

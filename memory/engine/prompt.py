@@ -15,7 +15,7 @@ Another entity's true-name attributes are never listed; a name reaches you only 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from memory.engine.alias_history import viewer_at, world_changes
@@ -30,6 +30,14 @@ from memory.engine.projections.doors import OwnerRows, digest_at, digests
 
 BUFFER_LINES = 50
 UNNAMED_PLACE = "a place you cannot name"
+
+# The sections' names, in the order a prompt holds them.
+CURRENT_MOMENT = "Current moment"
+PERCEIVED_WORLD = "The world as you perceive it"
+LONG_TERM = "Long-term memory"
+RECENT = "Recent memories"
+SESSIONS = "Sessions"
+SECTION_NAMES = (CURRENT_MOMENT, PERCEIVED_WORLD, LONG_TERM, RECENT, SESSIONS)
 
 
 @dataclass(frozen=True)
@@ -164,7 +172,7 @@ def current_moment(viewer: Viewer, knowledge: WorldKnowledge, at: str | None = N
     world = knowledge.objects.get(viewer.obj.world_id or "")
     lines = [_format_clock(at if at is not None else world.clock_iso if world else None)]
     lines.append(f"You are in {place_name(knowledge, viewer.id, viewer.obj.location_id)}.")
-    return Section("Current moment", "\n".join(lines))
+    return Section(CURRENT_MOMENT, "\n".join(lines))
 
 
 def perceived_world(viewer: Viewer, knowledge: WorldKnowledge) -> Section:
@@ -202,7 +210,7 @@ def perceived_world(viewer: Viewer, knowledge: WorldKnowledge) -> Section:
         lines += _attribute_lines(knowledge.visible_attributes(viewer.id, other.id), names, "  ")
     if not present:
         lines.append("Nobody else is here.")
-    return Section("The world as you perceive it", "\n".join(lines))
+    return Section(PERCEIVED_WORLD, "\n".join(lines))
 
 
 def _exits(connections_json: str, knowledge: WorldKnowledge, viewer_id: str) -> list[str]:
@@ -224,8 +232,7 @@ def _exits(connections_json: str, knowledge: WorldKnowledge, viewer_id: str) -> 
 def long_term_indexes(viewers: Sequence[Viewer], at: str | None = None) -> dict[str, Section]:
     entries = index_entries_of_each(viewers, at)
     return {
-        v.id: _lines_section("Long-term memory", entries[v.id], "(no long-term memory)")
-        for v in viewers
+        v.id: _lines_section(LONG_TERM, entries[v.id], "(no long-term memory)") for v in viewers
     }
 
 
@@ -265,7 +272,7 @@ def recent_buffers(
                 quiet = tuple(f for f in line_flaws(line, corrected) if f.kind not in TAG_FLAWS)
                 if quiet:
                     flaws[row_id] = quiet
-        sections[viewer.id] = _lines_section("Recent memories", rows, "(nothing yet)", flaws)
+        sections[viewer.id] = _lines_section(RECENT, rows, "(nothing yet)", flaws)
     return sections
 
 
@@ -281,7 +288,7 @@ def session_digests(
         answers = {v.id: digest_at(v.id, time_key(at), rows=rows.get(v.id)) for v in viewers}
     return {
         v.id: Section(
-            "Sessions", "\n".join(answers[v.id].lines) if answers[v.id].lines else "(no sessions)"
+            SESSIONS, "\n".join(answers[v.id].lines) if answers[v.id].lines else "(no sessions)"
         )
         for v in viewers
     }
@@ -293,6 +300,7 @@ def prompt_contexts(
     *,
     at: str | None = None,
     rows: Mapping[str, OwnerRows] | None = None,
+    only: Collection[str] | None = None,
 ) -> list[PromptContext]:
     """The prompt context of each viewer, in order, every store read made for all of them at
     once (a statement per chunk of viewers, not one per viewer): the leak rescan builds
@@ -305,6 +313,9 @@ def prompt_contexts(
     before it (memory.engine.alias_history). Where people stand and what the world's
     attributes say are kept only as they are now: the file keeps no history of them.
     `rows`: viewer -> its rows (owner_rows), read once by a caller asking several moments.
+    `only`: the names of the sections to build, the others left out (a caller looking for one
+    section's leak at many moments: a section's text never depends on another's, and the
+    Sessions section at a moment folds every row of the viewer again).
     """
     if at is not None:
         moment = time_key(at)
@@ -314,24 +325,23 @@ def prompt_contexts(
         world_id = viewer.obj.world_id
         if world_id not in worlds:
             worlds[world_id] = knowledge or world_knowledge(world_id)
-    indexes = long_term_indexes(viewers, at)
-    recent = recent_buffers(viewers, at=at)
-    sessions = session_digests(viewers, at, rows)
+    wanted = set(SECTION_NAMES if only is None else only)
+    # Each viewer's part of the three sections read from the store (viewer id -> Section).
+    read = {
+        LONG_TERM: long_term_indexes(viewers, at) if LONG_TERM in wanted else {},
+        RECENT: recent_buffers(viewers, at=at) if RECENT in wanted else {},
+        SESSIONS: session_digests(viewers, at, rows) if SESSIONS in wanted else {},
+    }
     contexts = []
     for viewer in viewers:
         known = worlds[viewer.obj.world_id]
-        contexts.append(
-            PromptContext(
-                viewer_id=viewer.id,
-                sections=[
-                    current_moment(viewer, known, at),
-                    perceived_world(viewer, known),
-                    indexes[viewer.id],
-                    recent[viewer.id],
-                    sessions[viewer.id],
-                ],
-            )
-        )
+        sections = []
+        if CURRENT_MOMENT in wanted:
+            sections.append(current_moment(viewer, known, at))
+        if PERCEIVED_WORLD in wanted:
+            sections.append(perceived_world(viewer, known))
+        sections += [read[name][viewer.id] for name in (LONG_TERM, RECENT, SESSIONS) if read[name]]
+        contexts.append(PromptContext(viewer_id=viewer.id, sections=sections))
     return contexts
 
 
@@ -341,5 +351,6 @@ def prompt_context(
     *,
     at: str | None = None,
     rows: Mapping[str, OwnerRows] | None = None,
+    only: Collection[str] | None = None,
 ) -> PromptContext:
-    return prompt_contexts([viewer], knowledge, at=at, rows=rows)[0]
+    return prompt_contexts([viewer], knowledge, at=at, rows=rows, only=only)[0]

@@ -5,8 +5,9 @@ moment of play: when the row whose line carries it came in, or, for what is not 
 row (the world's section, a label), at the viewer's first moment. The moments worth asking
 are the viewer's rows whose stored text holds the finding's words, oldest first: each is
 asked by building the prompt as it stood then and scanning it (the prompt can drop a line
-again, and aliases change, so only a scan says). A page asks at most FIRST_PROBES moments;
-a finding not found within them says so rather than guess.
+again, and aliases change, so only a scan says): the finding's own section of it, which is
+all that decides. A page builds at most FIRST_PROBES of them; a finding not found within
+them says so rather than guess.
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ from memory.engine.alias_history import world_changes
 from memory.engine.buffer.words import IndexTerm, words_of
 from memory.engine.clock import is_untimed, time_key, world_time_at
 from memory.engine.errors import InvalidInput
-from memory.engine.knowledge import Viewer, world_knowledge
+from memory.engine.knowledge import Viewer, WorldKnowledge, world_knowledge
 from memory.engine.leaks.scanner import LeakIndex
 from memory.engine.leaks.world_scan import ScanFinding, scan_viewer_at
 from memory.engine.projections.doors import OwnerRows, rows_for_digests
+from memory.engine.prompt import SESSIONS
 from memory.engine.text_index import candidates
 from memory.models import BufferEntry, LedgerEntry
 
@@ -108,20 +110,27 @@ def _line_at(text: str, offset: int) -> str:
 
 
 def first_moments(
-    viewer: Viewer, found: Sequence[ScanFinding], at: str | None = None
+    viewer: Viewer,
+    found: Sequence[ScanFinding],
+    at: str | None = None,
+    knowledge: WorldKnowledge | None = None,
 ) -> dict[Key, FirstSeen | None]:
     """finding key -> where it first appears in the viewer's prompt (at or before `at`; None:
-    not within FIRST_PROBES prompts)."""
+    not within FIRST_PROBES prompts). `knowledge`: the viewer's world, when the caller read it."""
     if not found:
         return {}
-    knowledge = world_knowledge(viewer.obj.world_id)
+    knowledge = knowledge or world_knowledge(viewer.obj.world_id)
     changes = world_changes(viewer.id)
     # Read once for every probe, when one is made: the viewer's rows (each probe's digest
     # folds them up to its moment: 11 reads of 100,000 rows were 6 s of one page) and the
     # leak index of each set of aliases it held.
     rows: dict[str, OwnerRows] = {}
     indexes: dict[tuple, LeakIndex] = {}
-    scans: dict[str, tuple[str, dict[Key, ScanFinding]]] = {}
+    # A probe builds and scans the finding's own section only: whether a leak is in a
+    # section never depends on the others, and only the Sessions section needs the rows
+    # (a busy viewer's prompt at eleven moments was 1.1-1.4 s, most of it folding sessions
+    # no finding was in).
+    scans: dict[tuple[str, str], tuple[str, dict[Key, ScanFinding]]] = {}
     answers: dict[Key, FirstSeen | None] = {}
     for f in found:
         key = _key_of(f)
@@ -130,16 +139,17 @@ def first_moments(
         answers[key] = None
         moments = _moments_holding(viewer.id, f.finding.text, at) or _first_moment(viewer.id, at)
         for moment in moments:
-            if moment not in scans:
+            probe = (moment, f.section)
+            if probe not in scans:
                 if len(scans) >= FIRST_PROBES:
                     break
-                if not rows:
+                if f.section == SESSIONS and not rows:
                     rows[viewer.id] = rows_for_digests(viewer.id)
                 scan = scan_viewer_at(
-                    viewer, moment, knowledge, changes, rows=rows, indexes=indexes
+                    viewer, moment, knowledge, changes, rows=rows, indexes=indexes, only=[f.section]
                 )
-                scans[moment] = (scan.prompt.text, {_key_of(s): s for s in scan.findings})
-            text, there = scans[moment][0], scans[moment][1].get(key)
+                scans[probe] = (scan.prompt.text, {_key_of(s): s for s in scan.findings})
+            text, there = scans[probe][0], scans[probe][1].get(key)
             if there is not None:
                 answers[key] = FirstSeen(moment, _line_at(text, there.finding.start))
                 break

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from memory.engine.knowledge import Viewer
+from memory.engine.knowledge import Viewer, world_knowledge
 from memory.engine.leaks.standing import current_findings, standing
 from memory.engine.leaks.world_scan import scan_viewer, scan_viewer_at
 from memory.engine.prompt import prompt_context
@@ -72,19 +72,20 @@ def prompt_view(viewer: Viewer, at: str | None = None) -> PromptView:
     the stored findings when the viewer's are current (no automaton to build for the world),
     else a fresh scan. `at` (clock.world_time_at's form): the prompt as it stood at that
     moment, scanned here and never stored."""
+    knowledge = world_knowledge(viewer.obj.world_id)  # read once: the probes build on it too
     if at is not None:
-        scan = scan_viewer_at(viewer, at)
+        scan = scan_viewer_at(viewer, at, knowledge)
         prompt, found = scan.prompt, scan.findings
     elif stored_is_current(viewer.id):
-        prompt = prompt_context(viewer)
+        prompt = prompt_context(viewer, knowledge)
         found = current_findings(viewer.id).get(viewer.id, [])
     else:
-        scan = scan_viewer(viewer.id)
+        scan = scan_viewer(viewer.id, knowledge)
         prompt, found = scan.prompt, scan.findings
     findings = with_state(
         sorted((f.to_dict() for f in found), key=lambda f: (f["start"], -f["end"])), found
     )
-    firsts = first_moments(viewer, found, at)
+    firsts = first_moments(viewer, found, at, knowledge)
     for f in findings:
         first = firsts.get(finding_key(f["section"], f["kind"], f["text"], f["entity_id"]))
         f["first_at"] = first.at if first else None

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from memory.engine.alias_history import WorldChange, viewer_at, world_changes
@@ -283,9 +283,10 @@ def scan_prompt(
     return ViewerScan(viewer_id=viewer_id, prompt=prompt, findings=findings)
 
 
-def scan_viewer(viewer_id: str) -> ViewerScan:
+def scan_viewer(viewer_id: str, knowledge: WorldKnowledge | None = None) -> ViewerScan:
+    """The viewer's prompt now and its leaks; `knowledge`: its world, when the caller read it."""
     viewer = get_viewer(viewer_id)
-    knowledge = world_knowledge(viewer.obj.world_id)
+    knowledge = knowledge or world_knowledge(viewer.obj.world_id)
     index = build_leak_index(leak_world_from(knowledge))
     return scan_prompt(index, viewer.id, prompt_context(viewer, knowledge), viewer.obj.world_id)
 
@@ -298,12 +299,14 @@ def scan_viewer_at(
     *,
     rows: Mapping[str, OwnerRows] | None = None,
     indexes: dict[tuple, LeakIndex] | None = None,
+    only: Collection[str] | None = None,
 ) -> ViewerScan:
     """The viewer's prompt as it stood at a moment (prompt.prompt_context's `at`) and its
     leaks, judged with the aliases the viewer had then. Never stored: the stored findings are
     of the prompt as it is now. A caller asking several moments hands in the viewer's `rows`
     (prompt_context's) and a dict of `indexes`, which keeps the leak index of each set of
-    aliases the viewer held (built once, not once a moment: 45 ms each at 2,000 entities)."""
+    aliases the viewer held (built once, not once a moment: 45 ms each at 2,000 entities).
+    `only`: the sections to build and scan (prompt_contexts' `only`); the others are left out."""
     knowledge = knowledge or world_knowledge(viewer.obj.world_id)
     changes = world_changes(viewer.id) if changes is None else changes
     then = viewer_at(viewer, time_key(at), changes)
@@ -313,7 +316,7 @@ def scan_viewer_at(
         index = build_leak_index(leak_world_from(knowledge, {viewer.id: then.aliases}))
         if indexes is not None:
             indexes[held] = index
-    prompt = prompt_context(viewer, knowledge, at=at, rows=rows)
+    prompt = prompt_context(viewer, knowledge, at=at, rows=rows, only=only)
     return scan_prompt(index, viewer.id, prompt, viewer.obj.world_id)
 
 

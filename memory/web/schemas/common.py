@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ninja import Schema
-from pydantic import ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from memory.engine.strict_json import text_problem
 
@@ -24,6 +24,15 @@ class _In(Schema):
             if isinstance(item, str) and (problem := text_problem(item)):
                 raise ValueError(problem)
         return value
+
+
+class DictOut(BaseModel):
+    """An answer made of the dicts a selector returns, validated by pydantic's core alone.
+    ninja's Schema reads every field through a Python getter made for ORM objects (and its
+    resolvers): the leak report's 20,155 findings spent 2.5 s of a 4 s answer there. An
+    answer read off model instances, or with a resolve_ method, stays a Schema."""
+
+    model_config = ConfigDict(from_attributes=True)
 
 
 class ErrorOut(Schema):

@@ -5,19 +5,21 @@ from __future__ import annotations
 from ninja import Schema
 from pydantic import Field
 
+from memory.web.schemas.common import DictOut
+
 
 class PromptSectionOut(Schema):
     name: str
     text: str
 
 
-class LeakOccurrenceOut(Schema):
+class LeakOccurrenceOut(DictOut):
     start: int
     end: int
     source_id: str | None = Field(description="the stored row (buffer or long-term) the line is")
 
 
-class LeakFindingOut(Schema):
+class LeakFindingOut(DictOut):
     world_id: str | None
     viewer_id: str
     section: str
