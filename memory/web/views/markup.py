@@ -1,9 +1,10 @@
 """The pieces of HTML pages print by the dozen, made in Python rather than in their
 templates: the aliases panel's rows and the viewer switcher's links (and the CSRF input the
-rows' forms carry), and the knowledge matrix's rows (300 cells on a save's page: 13-15 ms of
-its template, of about 25); leak_rows.py beside it makes the leak report's and the triage
-queue's. Nothing else in the app builds HTML in Python, and every value goes through `html`
-(format_html without its lazy-string checks), escaped as the template escaped it.
+rows' forms carry), the knowledge matrix's rows (300 cells on a save's page: 13-15 ms of
+its template, of about 25) and the buffer panel's lines; leak_rows.py beside it makes the
+leak report's and the triage queue's. Nothing else in the app builds HTML in Python but
+memory.html_pieces, whose `html` (format_html without its lazy-string checks) every value
+goes through, escaped as the template escaped it.
 
 Why not the template (issue 26, measured with a throwaway script, 60 editor rows, the four
 ways run in turn 150 times on 2 shared cores at load 2-3; min / median): the row as a
@@ -17,39 +18,21 @@ these for every row state and compares.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from html import escape
 from typing import Any
 
 from django.utils.safestring import SafeString, mark_safe
 
 from memory.engine.aliases import shown_label
+from memory.html_pieces import EMPTY, html, html_join, moment_html, reading_lines
 
-
-def html(template: str, *args: Any, **kwargs: Any) -> SafeString:
-    """format_html without its lazy-string checks: each value escaped as conditional_escape
-    escapes it (its own __html__ if it has one, else Django's escape, which is html.escape),
-    then formatted in. format_html wraps each value in two keep_lazy checks, which cost more
-    than the escaping itself: most of what a row of the leak report cost."""
-    return SafeString(
-        template.format(*map(_escaped, args), **{k: _escaped(v) for k, v in kwargs.items()})
-    )
-
-
-def html_join(template: str, rows: Iterable[tuple]) -> SafeString:
-    """format_html_join("", template, rows), each row made as `html` makes it."""
-    return SafeString("".join(html(template, *row) for row in rows))
-
-
-def _escaped(value: Any) -> str:
-    return value.__html__() if hasattr(value, "__html__") else escape(str(value))
+__all__ = ["EMPTY", "html", "html_join"]  # leak_rows.py prints through these too
 
 
 # Pieces of a row that hold no value, made safe once.
 _SELECTED = mark_safe(' class="selected" aria-current="true"')
 _NOT_IN_WORLD = mark_safe(' <span class="muted">(not in world)</span>')
 _SET = mark_safe('<button type="submit" name="action" value="set">Save</button>')
-EMPTY = mark_safe("")
 
 
 def id_hint(name: str, entity_id: str) -> SafeString:
@@ -278,3 +261,78 @@ def _checked_cell(viewer_id: str, target_id: str, cell) -> SafeString:
         reasons=reasons,
         label=shown_label(cell.label),
     )
+
+
+_ABSTRACTED = mark_safe('<span class="badge">abstracted</span>')
+_RETRACTED = mark_safe(' <span class="badge">retracted</span>')
+
+
+def buffer_line(item: dict[str, Any], *, years: bool, qa: bool) -> SafeString:
+    """One line of a viewer's buffer panel (an item of viewer_panels' buffer context): its
+    time (the permalink that selects it), the line as the viewer reads it, who saw the
+    moment, and in QA mode the row's ids and intent. Fifty lines through the template's
+    loop, include and tags were 7 of the buffer fragment's 16 ms."""
+    e = item["e"]
+    if e.line is not None:
+        text = reading_lines(e)
+    else:
+        text = html('<span class="line muted">undeliverable: {}</span>', e.undeliverable)
+    classes = "".join(
+        name
+        for name, on in (
+            (" retracted", e.retracted),
+            (" undeliverable", e.line is None),
+            (" selected", item["selected"]),
+        )
+        if on
+    )
+    return html(
+        '<li id="{dom}" class="buffer-line{classes}" tabindex="-1" data-entry-id="{id}"{current}>'
+        '\n      <a class="line-time" href="{url}" hx-get="{url}" hx-target="#viewer-panels" '
+        'hx-swap="outerHTML" hx-push-url="true">{moment}<span class="visually-hidden"> (select '
+        'this line)</span></a>\n      <div class="line-body">\n      {text}{retracted}\n      '
+        '{abstracted}\n      <a class="seen-by" href="{event_url}">seen by {witnesses}<span '
+        'class="visually-hidden"> witness{es}: the moment as each remembers it</span></a>\n'
+        "      {qa}\n      </div>\n    </li>",
+        dom=item["dom"],
+        classes=classes,
+        id=e.id,
+        current=mark_safe(' aria-current="true"') if item["selected"] else EMPTY,
+        url=item["select_url"],
+        moment=moment_html(e.timestamp, years),
+        text=text,
+        retracted=_RETRACTED if e.retracted else EMPTY,
+        abstracted=_ABSTRACTED if e.abstracted_into else EMPTY,
+        event_url=item["event_url"],
+        witnesses=item["witnesses"],
+        es="" if item["witnesses"] == 1 else "es",
+        qa=_qa_ids(item) if qa else EMPTY,
+    )
+
+
+def _qa_ids(item: dict[str, Any]) -> SafeString:
+    """A buffer line's ids in QA mode: the row (a link to it), its type, actor and targets
+    each by true name beside the id, and the stored intent and outcome as written."""
+    e = item["e"]
+    targets = [_qa_who(t) for t in item["targets"]]
+    return html(
+        '\n      <div class="qa-ids">\n        <a href="{url}">id {id}</a> · type {type} · '
+        'actor {actor} · targets {targets}\n        <pre class="qa-intent">{intent}</pre>\n'
+        "        {outcome}\n      </div>\n      ",
+        url=item["entry_url"],
+        id=e.id,
+        type="?" if e.type is None else e.type,
+        actor=_qa_who(item["actor"]) if item["actor"] else "?",
+        targets=mark_safe(", ".join(targets)) if targets else "none",
+        intent=e.intent_json,
+        outcome=html('<pre class="qa-intent">{}</pre>', e.outcome_json)
+        if e.outcome_json
+        else EMPTY,
+    )
+
+
+def _qa_who(who: dict[str, Any]) -> SafeString:
+    """An entity as QA mode names it: the true name, the id beside it when they differ."""
+    if who["named"]:
+        return html('{} <code class="id-hint">{}</code>', who["name"], who["id"])
+    return html("<code>{}</code>", who["id"])

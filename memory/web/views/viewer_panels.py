@@ -26,6 +26,7 @@ from memory.selectors import events as event_reads
 from memory.selectors import faces as face_reads
 from memory.selectors import projections as projection_reads
 from memory.selectors import viewers as viewer_reads
+from memory.web.context import world_years
 from memory.web.saves import reverse
 from memory.web.views import markup
 from memory.web.views._common import (
@@ -86,7 +87,10 @@ def _who(names: dict[str, str], entity_id: str | None) -> dict[str, Any] | None:
     return {"id": entity_id, "name": name, "named": name != entity_id}
 
 
-def _buffer_context(viewer: Viewer, state: BufferState) -> dict[str, Any]:
+def _buffer_context(viewer: Viewer, state: BufferState, years: object) -> dict[str, Any]:
+    """The buffer panel: a page of lines (each made whole in Python, markup.buffer_line),
+    its filters and pager. `years`: the page's world_years (memory.web.context), read once
+    the lines are made."""
     base = reverse("memory:buffer_panel", args=[viewer.id])
     error = None
     try:
@@ -139,8 +143,14 @@ def _buffer_context(viewer: Viewer, state: BufferState) -> dict[str, Any]:
         for e in page.entries
         for dom in (f"line-{slugify(e.id)}",)
     ]
+    if state.qa:
+        entry_urls = reverse_each("memory:entry", [viewer.id], [e.id for e in page.entries])
+        for item in lines:
+            item["entry_url"] = entry_urls[item["e"].id]
+    says_years = bool(years) if lines else False
     return {
         "lines": lines,
+        "lines_html": [markup.buffer_line(i, years=says_years, qa=state.qa) for i in lines],
         "uses_name": viewer_reads.display_names([state.uses])[state.uses] if state.uses else None,
         "clear_uses_url": url(uses=None, before=None, after=None),
         "page": page,
@@ -286,7 +296,7 @@ def viewer_context(
                 **aliases_extra,
             )
         ),
-        "buffer": SimpleLazyObject(lambda: _buffer_context(viewer, state)),
+        "buffer": SimpleLazyObject(lambda: _buffer_context(viewer, state, world_years(request))),
         "sessions": SimpleLazyObject(lambda: _sessions_context(viewer, links, state.qa)),
         "faces": SimpleLazyObject(lambda: _faces_context(request, viewer)),
         "can_edit": can_edit,
