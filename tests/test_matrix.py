@@ -28,7 +28,7 @@ def crowd(cast):
 
 
 def test_matrix_window_pages_rows_and_columns(crowd, django_assert_num_queries):
-    with django_assert_num_queries(6):  # counts, windows, names, labels-as-names
+    with django_assert_num_queries(5):  # both axes counted at once, windows, names, labels
         window = matrix_window(crowd.world)
     assert (window.entities, window.viewer_total, window.target_total) == (63, 63, 63)
     assert [v.id for v in window.viewers] == ["alice", "bob", "charlie"] + [
@@ -56,10 +56,15 @@ def test_matrix_window_filters_by_id_or_name_and_stays_bounded(crowd, django_ass
     assert [t.id for t in window.targets] == ["bob"]  # Gareth is bob's (private) true name
     for n in range(60, 400):
         WorldObject.objects.create(id=f"sailor-{n:03d}", type="entity", world_id=crowd.world.id)
-    with django_assert_num_queries(5):
+    with django_assert_num_queries(4):
         bigger = matrix_window(crowd.world, row_start=100)
     assert bigger.entities == 403
     assert len(bigger.viewers) == MATRIX_ROWS
+    # The same filter on both axes: counted at once too.
+    WorldObject.objects.filter(id="sailor-100").update(is_agent=0)
+    with django_assert_num_queries(5):  # the counts, the world's entities, windows, names
+        same = matrix_window(crowd.world, row_q="sailor-1", col_q="sailor-1")
+    assert (same.viewer_total, same.target_total) == (109, 110)  # sailor-1x, sailor-1xx
 
 
 def test_overview_draws_a_window_with_links_to_the_next(client, crowd, django_user_model):

@@ -16,6 +16,7 @@ from django.conf import settings
 from django.db.models import BooleanField, Func, Q
 from django.db.models.functions import Lower
 
+from memory.active_save import scoped_cursor
 from memory.engine.aliases import AliasesJsonError, parse_aliases_json
 from memory.engine.descriptors import KnownIds
 from memory.engine.errors import NotFound
@@ -69,20 +70,40 @@ def true_name_attributes() -> list[str]:
     return list(settings.OMNIA_TRUE_NAME_ATTRIBUTES)
 
 
+# Ids a statement of true_names asks at most (a list of thousands is read in parts).
+NAMES_ASKED_AT_ONCE = 500
+
+
 def true_names(object_ids: list[str] | None) -> dict[str, str]:
     """The true name of each of these objects that has one (the first of the true-name
     attributes it carries), in one query bounded by the ids asked for; None: of every object
-    of the save (one read without a list of ids, for a page that names thousands)."""
+    of the save (one read without a list of ids, for a page that names thousands).
+
+    Raw SQL: every page names through here, and the ORM prepared each id of the IN list in
+    Python (50 ids: 0.91 against 0.52 ms on PostgreSQL, 0.39 against 0.08 on SQLite)."""
     order = true_name_attributes()
+    sql = (
+        f"SELECT object_id, name, value FROM {Attribute._meta.db_table} "
+        f"WHERE game_save_id = %(save)s AND name IN ({', '.join(['%s'] * len(order))})"
+    )
+    if object_ids is None:
+        asks = [(sql, order)]
+    else:
+        ids = list(object_ids)
+        asks = [
+            (f"{sql} AND object_id IN ({', '.join(['%s'] * len(part))})", [*order, *part])
+            for start in range(0, len(ids), NAMES_ASKED_AT_ONCE)
+            for part in (ids[start : start + NAMES_ASKED_AT_ONCE],)
+        ]
     found: dict[str, tuple[int, str]] = {}
-    rows = Attribute.objects.filter(name__in=order)
-    if object_ids is not None:
-        rows = rows.filter(object_id__in=object_ids)
-    rows = rows.values_list("object_id", "name", "value")
-    for object_id, name, value in rows:
-        rank = order.index(name)
-        if object_id not in found or rank < found[object_id][0]:
-            found[object_id] = (rank, value)
+    for ask, params in asks:
+        with scoped_cursor() as cursor:
+            cursor.execute(ask, params)
+            rows = cursor.fetchall()
+        for object_id, name, value in rows:
+            rank = order.index(name)
+            if object_id not in found or rank < found[object_id][0]:
+                found[object_id] = (rank, value)
     return {object_id: value for object_id, (_rank, value) in found.items()}
 
 
@@ -101,14 +122,22 @@ def every_name_owner() -> dict[str, set[str]]:
 
 def name_owners(labels: Iterable[str]) -> dict[str, set[str]]:
     """Which objects carry each of these labels (stripped) as a true name, in one query per
-    500 labels: a label equal to another entity's name is suspicious (aliases.label_suspicions).
-    The match is exact, as omnia's lines would print the two alike."""
+    NAMES_ASKED_AT_ONCE labels: a label equal to another entity's name is suspicious
+    (aliases.label_suspicions). The match is exact, as omnia's lines would print the two
+    alike. Raw SQL, as true_names is."""
     wanted = sorted({label.strip() for label in labels if label and label.strip()})
+    order = true_name_attributes()
     owners: dict[str, set[str]] = {}
-    for start in range(0, len(wanted), 500):
-        rows = Attribute.objects.filter(
-            name__in=true_name_attributes(), value__in=wanted[start : start + 500]
-        ).values_list("value", "object_id")
+    for start in range(0, len(wanted), NAMES_ASKED_AT_ONCE):
+        part = wanted[start : start + NAMES_ASKED_AT_ONCE]
+        with scoped_cursor() as cursor:
+            cursor.execute(
+                f"SELECT value, object_id FROM {Attribute._meta.db_table} "
+                f"WHERE game_save_id = %(save)s AND name IN ({', '.join(['%s'] * len(order))}) "
+                f"AND value IN ({', '.join(['%s'] * len(part))})",
+                [*order, *part],
+            )
+            rows = cursor.fetchall()
         for value, object_id in rows:
             owners.setdefault(value, set()).add(object_id)
     return owners

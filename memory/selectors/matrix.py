@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.db.models import Count
+
 from memory.engine.aliases import alias_state, label_suspicions
 from memory.engine.knowledge import (
     AGENTS,
@@ -120,7 +122,11 @@ def matrix_window(
     # names nobody, so it is only ever a column.
     viewers_qs = _matching(world.id, row_q).filter(AGENTS)
     targets_qs = _matching(world.id, col_q)
-    viewer_total, target_total = viewers_qs.count(), targets_qs.count()
+    if row_q == col_q:  # the same entities on both axes (no filter, most often): one count
+        counted = targets_qs.aggregate(targets=Count("pk"), viewers=Count("pk", filter=AGENTS))
+        viewer_total, target_total = counted["viewers"], counted["targets"]
+    else:
+        viewer_total, target_total = viewers_qs.count(), targets_qs.count()
     row_start = max(0, min(row_start, max(viewer_total - 1, 0)))
     col_start = max(0, min(col_start, max(target_total - 1, 0)))
     viewers = list(viewers_qs[row_start : row_start + MATRIX_ROWS])
