@@ -33,7 +33,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from _harness import (
     FLOOR,
@@ -74,9 +74,18 @@ print(BufferEntry.objects.in_save(save).filter(owner_id={viewer!r}).order_by("ti
       .values_list("id", flat=True).first())
 """
 
+# The moment halfway through the viewer's rows: where a person asks the prompt as it stood.
+MIDDLE_MOMENT = """
+from memory.models import BufferEntry, Save
+save = Save.objects.get(name={name!r})
+rows = BufferEntry.objects.in_save(save).filter(owner_id={viewer!r}).order_by("timestamp")
+print(rows.values_list("timestamp", flat=True)[rows.count() // 2])
+"""
 
-def pages(save: str, info: dict, entry: str) -> dict[str, tuple[str, bool]]:
-    """Every page a user opens: name → (path, as an htmx fragment)."""
+
+def pages(save: str, info: dict, entry: str, moment: str) -> dict[str, tuple[str, bool]]:
+    """Every page a user opens: name → (path, as an htmx fragment). `moment`: a world time
+    the prompt is asked at."""
     v, person, word = quote(info["viewer"]), quote(info["person"]), info["word"]
     p, a = f"/saves/{save}", f"/api/saves/{save}"
     return {
@@ -95,6 +104,7 @@ def pages(save: str, info: dict, entry: str) -> dict[str, tuple[str, bool]]:
         "sessions_panel": (f"{p}/viewers/{v}/sessions/", True),
         "faces_panel": (f"{p}/viewers/{v}/faces/", True),
         "prompt_page": (f"{p}/viewers/{v}/prompt/", False),
+        "prompt_at": (f"{p}/viewers/{v}/prompt/?{urlencode({'at': moment})}", False),
         "entry_page": (f"{p}/viewers/{v}/entries/{quote(entry)}/", False),
         "api_aliases": (f"{a}/viewers/{v}/aliases", False),
         "api_sessions": (f"{a}/viewers/{v}/sessions", False),
@@ -188,6 +198,11 @@ def main() -> None:
             .stdout.strip()
             .splitlines()[-1]
         )
+        moment = (
+            manage(env, "shell", "-c", MIDDLE_MOMENT.format(name="harbour", viewer=info["viewer"]))
+            .stdout.strip()
+            .splitlines()[-1]
+        )
         findings = int(
             manage(env, "shell", "-c", FINDINGS.format(name="harbour")).stdout.strip().split()[-1]
         )
@@ -197,7 +212,7 @@ def main() -> None:
         figures: dict[str, dict] = {}
         with servers(env) as run:
             django = run["start"]("django", gunicorn_argv())
-            for name, (path, is_fragment) in pages("harbour", info, entry).items():
+            for name, (path, is_fragment) in pages("harbour", info, entry, moment).items():
                 figures[name] = measure(
                     django, path, fragment if is_fragment else auth, args.repeat
                 )
@@ -215,7 +230,7 @@ def main() -> None:
                     manage(env, "import_omnia", str(world_file), "--as", f"harbour-{n}")
                     manage(env, "run_projections")
                 for name in ("viewer_page", "buffer_fragment"):
-                    path, is_fragment = pages("harbour", info, entry)[name]
+                    path, is_fragment = pages("harbour", info, entry, moment)[name]
                     headers = fragment if is_fragment else auth
                     figures[f"{name}_{args.saves}_saves"] = measure(
                         django, path, headers, args.repeat
