@@ -12,11 +12,13 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from memory.active_save import use
-from memory.engine.clock import now_us, world_time_at
+from memory.engine.clock import now_us, time_key, world_time_at
 from memory.engine.errors import InvalidInput
 from memory.engine.knowledge import get_viewer
 from memory.engine.leaks.world_scan import scan_viewer, scan_viewer_at
+from memory.engine.projections.doors import digest_at
 from memory.engine.projections.doors import rows_for_digests as moments_rows_for_digests
+from memory.engine.projections.rows import owner_rows
 from memory.engine.prompt import RECENT, SECTION_NAMES, SESSIONS, prompt_context
 from memory.engine.saves import get_save
 from memory.models import Attribute, BufferEntry, LedgerEntry, WorldObject
@@ -331,3 +333,45 @@ def test_a_finding_in_the_sessions_section_is_probed_with_the_viewer_s_rows(even
         "2026-07-06T12:20:00.000Z",
         "A scene at Gareth's forge at 12:20 PM: 1 memory, 1 spoken",
     )
+
+
+# Stamps in every form a row may hold: toISOString()'s, the same instants written otherwise
+# (no milliseconds, an offset, a lowercase t), one shaped like toISOString's that names no
+# instant, and text that is no time at all.
+STAMPS = [
+    "2026-07-06T12:00:00.000Z",
+    "2026-07-06T12:00:00Z",
+    "2026-07-06T12:00:00.500Z",
+    "2026-07-06T14:00:01+02:00",
+    "2026-07-06T11:59:59.999Z",
+    "2026-07-06t12:00:02.000z",
+    "2026-07-06T12:00:03.000Z",
+    "2026-13-45T25:00:00.000Z",
+    "yesterday",
+    "2026-07-06T23:59:59.999999+00:00",
+    "2026-07-07T00:00:00.000Z",
+]
+
+
+@pytest.mark.django_db
+def test_a_digest_at_a_moment_reads_the_rows_it_needs_and_folds_the_same(cast):
+    """The digest at a moment reads only the rows that may be at or before it (stamps in
+    toISOString's form by their text, every other form whole), and folds the same rows, in
+    the same order, as a fold of every row kept by key."""
+    for n, stamp in enumerate(STAMPS):
+        _row(f"s{n}", stamp, f"line {n}", created_at=100 - n)
+        BufferEntry.objects.filter(id=f"s{n}").update(conversation_id=f"c{n % 4}")
+    every = owner_rows("alice")
+    moments = sorted({time_key(s) for s in STAMPS} | {"2026-07-06T12:00:00.499999Z"})
+    for key in moments:
+        kept = [r for r in every if (r.key or time_key(r.timestamp)) <= key]
+        read = owner_rows("alice", until=key)
+        assert [r for r in read if (r.key or time_key(r.timestamp)) <= key] == kept, key
+        assert digest_at("alice", key) == digest_at("alice", key, rows=every), key
+    # At noon: the rows up to noon in toISOString's form, and every row in another form.
+    noon = owner_rows("alice", until=time_key("2026-07-06T12:00:00.000Z"))
+    assert sorted(r.timestamp for r in noon) == sorted(
+        [STAMPS[0], STAMPS[4]] + [s for s in STAMPS if len(s) != 24 or s[10] != "T" or s[23] != "Z"]
+    )
+    # A key that names no instant reads every row.
+    assert owner_rows("alice", until=time_key("yesterday")) == every

@@ -363,7 +363,7 @@ def digest_at(
     folded again from its rows of that moment or before (the stored sessions hold only their
     latest terms), the newest `limit` of them, read as digest() reads the stored ones. `rows`:
     the viewer's rows (rows_for_digests) when the caller read them for several moments."""
-    every = owner_rows(viewer_id) if rows is None else rows
+    every = owner_rows(viewer_id, until=at_key) if rows is None else rows
     rows = [r for r in every if (r.key or time_key(r.timestamp)) <= at_key]
     states = sorted(
         fold_owner(rows).values(), key=lambda s: (s.last_key, s.session_key), reverse=True

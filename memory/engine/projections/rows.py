@@ -148,10 +148,37 @@ def by_owner(rows: Iterable[FoldRow]) -> Iterator[tuple[str, list[FoldRow]]]:
         yield owner, list(group)
 
 
-def owner_rows(owner_id: str) -> list[FoldRow]:
-    """One owner's rows in fold order (idx_buffer_owner_fold): a refold of that owner."""
+# A stamp in toISOString()'s form, "2026-07-06T12:00:00.000Z" (the shape clock.time_key keys
+# without a parse): among such stamps, their order as text is the order of their keys.
+_ISO_SHAPED = (
+    "length(timestamp) = 24 AND substr(timestamp, 11, 1) = 'T' "
+    "AND substr(timestamp, 20, 1) = '.' AND substr(timestamp, 24, 1) = 'Z'"
+)
+
+
+def owner_rows(owner_id: str, until: str | None = None) -> list[FoldRow]:
+    """One owner's rows in fold order (idx_buffer_owner_fold): a refold of that owner.
+
+    `until` (a clock.time_key): read only the rows that may be at or before it, which the
+    caller keeps by key: the rows in toISOString()'s form whose text is at most the key's
+    (their text orders as their keys do), and every row in another form (an offset, no
+    milliseconds, no time at all), whose text says nothing of its key. A busy viewer's digest
+    at a moment halfway through its 100,000 rows read all of them: 0.7 s of a 1.1 s page."""
     sql = (
-        f"SELECT {FOLD_COLUMNS} FROM buffer_entries WHERE game_save_id = %(save)s "
-        "AND owner_id = %s ORDER BY game_save_id, owner_id, created_at, id"
+        f"SELECT {FOLD_COLUMNS} FROM buffer_entries WHERE game_save_id = %(save)s AND owner_id = %s"
     )
-    return [_fold_row(r) for r in fetch(sql, (owner_id,))]
+    params: tuple = (owner_id,)
+    bound = _text_bound(until) if until is not None else None
+    if bound is not None:
+        sql += f" AND (timestamp <= %s OR NOT ({_ISO_SHAPED}))"
+        params = (owner_id, bound)
+    sql += " ORDER BY game_save_id, owner_id, created_at, id"
+    return [_fold_row(r) for r in fetch(sql, params)]
+
+
+def _text_bound(key: str) -> str | None:
+    """The greatest toISOString() stamp whose key is at most `key` ("…12:00:00.123456Z" ->
+    "…12:00:00.123Z"), None when `key` names no instant (then every row is read)."""
+    if len(key) == 27 and key[10] == "T" and key[19] == "." and key[26] == "Z":
+        return key[:23] + "Z"
+    return None
