@@ -13,10 +13,9 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 
-from django.db import connection
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 
-from memory.active_save import use
+from memory.active_save import scoped_cursor, use
 from memory.engine.cursor import decode_cursor, encode_cursor
 from memory.engine.errors import InvalidInput
 from memory.engine.leaks import allowed as allowed_leaks
@@ -190,24 +189,22 @@ def _every_word(saves: dict[int, Save]) -> list[dict]:
     counted by its text, less those of the viewers whose scan is stale (a few, found on the
     scan rows' stale index). Checking each of 20,000 findings' scan cost as much as counting
     them (PostgreSQL 8.7 ms against 5.4, SQLite 12 against 7); the ORM's statement and its
-    converters on 2,000 rows of counts were another 2-3 ms, hence SQL."""
-    marks = ", ".join(["%s"] * len(saves))
-    every = (
-        f"SELECT f.text, COUNT(*) FROM {_FINDINGS} f WHERE f.game_save_id IN ({marks}) "
-        "GROUP BY f.text"
-    )
+    converters on 2,000 rows of counts were another 2-3 ms, hence SQL, a save at a time."""
+    every = f"SELECT text, COUNT(*) FROM {_FINDINGS} WHERE game_save_id = %(save)s GROUP BY text"
     behind = (
-        f"SELECT f.text, COUNT(*) FROM {_FINDINGS} f WHERE (f.game_save_id, f.viewer_id) IN "
-        f"(SELECT s.game_save_id, s.viewer_id FROM {_SCANS} s WHERE s.game_save_id IN ({marks}) "
-        "AND s.stale) GROUP BY f.text"
+        f"SELECT f.text, COUNT(*) FROM {_FINDINGS} f WHERE f.game_save_id = %(save)s "
+        f"AND f.viewer_id IN (SELECT s.viewer_id FROM {_SCANS} s "
+        "WHERE s.game_save_id = %(save)s AND s.stale) GROUP BY f.text"
     )
-    ids = sorted(saves)
-    with connection.cursor() as cursor:
-        cursor.execute(every, ids)
-        counts = dict(cursor.fetchall())
-        cursor.execute(behind, ids)
-        for text, n in cursor.fetchall():
-            counts[text] -= n
+    counts: dict[str, int] = {}
+    for pk in sorted(saves):
+        with scoped_cursor(pk) as cursor:
+            cursor.execute(every)
+            for text, n in cursor.fetchall():
+                counts[text] = counts.get(text, 0) + n
+            cursor.execute(behind)
+            for text, n in cursor.fetchall():
+                counts[text] -= n
     return [{"text": text, "n": n} for text, n in counts.items() if n]
 
 
