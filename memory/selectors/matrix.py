@@ -122,8 +122,9 @@ def matrix_window(
     # names nobody, so it is only ever a column.
     viewers_qs = _matching(world.id, row_q).filter(AGENTS)
     targets_qs = _matching(world.id, col_q)
-    if row_q == col_q:  # the same entities on both axes (no filter, most often): one count
-        counted = targets_qs.aggregate(targets=Count("pk"), viewers=Count("pk", filter=AGENTS))
+    if row_q == col_q:  # the same entities on both axes (no filter, most often): one count,
+        # of the id the entities' index holds (COUNT(uid) read every row's heap: 1.3 ms)
+        counted = targets_qs.aggregate(targets=Count("id"), viewers=Count("id", filter=AGENTS))
         viewer_total, target_total = counted["viewers"], counted["targets"]
     else:
         viewer_total, target_total = viewers_qs.count(), targets_qs.count()
