@@ -9,6 +9,7 @@ import itertools
 import pytest
 from django.template import Context, Template
 
+from memory import html_pieces
 from memory.web.views import leak_rows, markup
 
 HOSTILE = '<script>alert("x")</script> & it\'s {0} {name}'
@@ -271,7 +272,7 @@ def test_html_escapes_as_format_html_does() -> None:
 
     values = [HOSTILE, mark_safe("<b>safe</b>"), 3, None, "\u00e9\"'&<>", 2.5]
     template = " | ".join("{}" for _ in values)
-    assert markup.html(template, *values) == format_html(template, *values)
-    assert markup.html("{a}{b}", a=HOSTILE, b=mark_safe("<i>")) == format_html(
+    assert html_pieces.html(template, *values) == format_html(template, *values)
+    assert html_pieces.html("{a}{b}", a=HOSTILE, b=mark_safe("<i>")) == format_html(
         "{a}{b}", a=HOSTILE, b=mark_safe("<i>")
     )

@@ -12,7 +12,8 @@ from typing import Any
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import slugify
 
-from memory.web.views.markup import EMPTY, html, html_join, id_hint
+from memory.html_pieces import EMPTY, html, html_join
+from memory.web.views.markup import id_hint
 
 _DESCRIPTION = mark_safe(
     ' <span class="badge description" title="an ordinary word written as a description at '

@@ -26,9 +26,6 @@ from django.utils.safestring import SafeString, mark_safe
 from memory.engine.aliases import shown_label
 from memory.html_pieces import EMPTY, html, html_join, moment_html, reading_lines
 
-__all__ = ["EMPTY", "html", "html_join"]  # leak_rows.py prints through these too
-
-
 # Pieces of a row that hold no value, made safe once.
 _SELECTED = mark_safe(' class="selected" aria-current="true"')
 _NOT_IN_WORLD = mark_safe(' <span class="muted">(not in world)</span>')
