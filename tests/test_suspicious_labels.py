@@ -107,7 +107,8 @@ def test_a_scanned_save_reads_its_labels_from_the_scans(odd_labels) -> None:
     ]
     with CaptureQueriesContext(connection) as queries:
         assert suspicious_labels() == EXPECTED
-    assert len(queries.captured_queries) == 2  # the kept labels; nobody unscanned to check
+    # The entities' board (their scan rows' kept labels): nobody unscanned to check.
+    assert len(queries.captured_queries) == 1
     # A label edited at the door marks its viewer behind: checked afresh until rescanned.
     set_alias("charlie", "bob", "Bob's shadow")
     assert suspicious_labels() == EXPECTED[:2]

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memory.active_save import scoped_cursor
 from memory.engine.knowledge import every_name_owner
 from memory.engine.leaks import labels
-from memory.engine.leaks.standing import CURRENT_SCAN
+from memory.engine.leaks.standing import Board, read_board
 from memory.engine.newest import chunks
-from memory.models import LeakScan, ObjectType, WorldObject
+from memory.models import WorldObject
 
 
 @dataclass(frozen=True)
@@ -21,37 +20,24 @@ class SuspiciousLabel:
     reasons: tuple[str, ...]  # aliases.label_suspicions, in words
 
 
-_OBJECTS, _SCANS = WorldObject._meta.db_table, LeakScan._meta.db_table
 # What an entity without labels holds in aliases_json (or NULL).
 EMPTY_ALIASES = ("", "[]", "{}")
-# The viewers whose current scan found labels to look at, with what it found ('[]' is the
-# column's default: nothing).
-_KEPT = (
-    f"SELECT s.viewer_id, s.labels_json FROM {_SCANS} s JOIN {_OBJECTS} o "
-    "ON o.game_save_id = s.game_save_id AND o.id = s.viewer_id "
-    "WHERE s.game_save_id = %(save)s AND o.type = %s AND NOT s.stale AND s.labels_json <> '[]'"
-)
-# The entities that no current scan has looked at (a write since, never scanned: an import
-# before its first cycle, or no agent), on the entities' index alone; then the labels of those
-# few. Asking for the labels in the same statement read every entity's row (an aliases_json
-# of kilobytes each): 2.7 ms on PostgreSQL against 1.3.
-_UNSCANNED = (
-    f"SELECT o.id FROM {_OBJECTS} o WHERE o.game_save_id = %(save)s AND o.type = %s AND NOT "
-    + CURRENT_SCAN.format(save="o.game_save_id", viewer="o.id")
-)
 
 
-def suspicious_labels() -> list[SuspiciousLabel]:
+def suspicious_labels(board: Board | None = None) -> list[SuspiciousLabel]:
     """Every stored label of the active save worth a second look (empty, over-long, another
     entity's true name), by viewer then target in its alias map's order: what each viewer's
     current leak scan kept (leaks.labels), and for the viewers no current scan covers, their
-    labels checked now. On a scanned save that is a read of a few rows."""
-    entity = ObjectType.ENTITY.value
-    with scoped_cursor() as cursor:
-        cursor.execute(_KEPT, [entity])
-        found = {viewer: labels.from_json(text) for viewer, text in cursor.fetchall()}
-        cursor.execute(_UNSCANNED, [entity])
-        ids = [row[0] for row in cursor.fetchall()]
+    labels checked now. On a scanned save that is a read of the entities' board (`board`,
+    when the page has read it)."""
+    rows = (board or read_board()).rows  # every entity, with its scan row's state
+    # What each current scan kept ('[]', the column's default, is nothing: read as None).
+    found = {
+        r.viewer_id: labels.from_json(r.labels_json) for r in rows if r.current and r.labels_json
+    }
+    # The entities no current scan has looked at (a write since, never scanned: an import
+    # before its first cycle, or no agent): their labels checked now (a few).
+    ids = [r.viewer_id for r in rows if not r.current]
     unscanned = [
         (viewer, text)
         for chunk in chunks(ids, 500)

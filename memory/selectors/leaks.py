@@ -7,24 +7,20 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from django.db.models import Count, Sum
-
 from memory.engine.knowledge import get_viewer
 from memory.engine.leaks.accepted import acceptances
 from memory.engine.leaks.scanner import reason_by_name
 from memory.engine.leaks.standing import (
-    Standing,
+    Board,
     current_finding_keys,
     current_findings,
-    current_viewers,
-    finding_counts,
     findings_by_key,
     open_counts,
-    standing,
+    read_board,
 )
 from memory.engine.leaks.stored import scan_fresh, stored_findings
 from memory.engine.leaks.world_scan import FINDING_KINDS, ScanFinding
-from memory.models import LeakScan, ObjectType, WorldObject
+from memory.models import ObjectType, WorldObject
 from memory.selectors.viewers import display_names
 
 # A page rescans in memory at most this many viewers whose stored findings are behind (a
@@ -40,24 +36,28 @@ class LeakReport:
     pending: list[str]  # viewers whose findings are behind and were not rescanned
 
 
-def _behind(viewer_id: str | None) -> tuple[Standing, dict[str, list[ScanFinding]], list[str]]:
-    """Where the viewers stand, a fresh in-memory scan of the first FRESH_BUDGET of those
-    behind, and the rest (pending)."""
+def _behind(
+    viewer_id: str | None, board: Board | None = None
+) -> tuple[Board, dict[str, list[ScanFinding]], list[str]]:
+    """The viewers' board (where they stand), a fresh in-memory scan of the first
+    FRESH_BUDGET of those behind, and the rest (pending)."""
     if viewer_id is not None:
         get_viewer(viewer_id)  # NotFound for an unknown id
-    state = standing(viewer_id)
-    rescanned, pending = state.behind[:FRESH_BUDGET], state.behind[FRESH_BUDGET:]
+    board = board or read_board(viewer_id)
+    behind = board.standing.behind
+    rescanned, pending = behind[:FRESH_BUDGET], behind[FRESH_BUDGET:]
     fresh = scan_fresh(rescanned) if rescanned else {}
-    return state, {v: fresh.get(v, []) for v in rescanned}, pending
+    return board, {v: fresh.get(v, []) for v in rescanned}, pending
 
 
 def leak_report(viewer_id: str | None = None) -> LeakReport:
     """Stored findings for the viewers whose scan is current; a fresh in-memory scan for the
     few that are behind; the rest pending."""
-    state, fresh, pending = _behind(viewer_id)
-    findings = current_findings(viewer_id) if state.current else {}
+    board, fresh, pending = _behind(viewer_id)
+    current = board.standing.current
+    findings = current_findings(viewer_id) if current else {}
     findings.update((v, found) for v, found in fresh.items() if found)
-    return LeakReport(findings=findings, known=state.current + len(fresh), pending=pending)
+    return LeakReport(findings=findings, known=current + len(fresh), pending=pending)
 
 
 SORTS = {
@@ -99,22 +99,31 @@ def _entities(ids: set[str]) -> set[str]:
     return found
 
 
-def viewer_choices(
-    selected: str | None = None, listed: Iterable[str] = (), known: dict[str, str] | None = None
-) -> list[tuple[str, str]]:
-    """(id, display name) of the viewers with a stored finding (and the one selected), for
-    the report's filter, by name: a viewer with nothing to show is no useful filter, and a
-    world of 2,000 viewers would make a select nobody can use. `known`: names already read,
-    by name (as leak_findings_page gives its viewers)."""
-    # The scan rows that count a finding (each counts its stored ones, LeakScan.kinds_json):
-    # 2,000 rows, not DISTINCT over 20,000 findings.
-    ids = set(LeakScan.objects.exclude(kinds_json="{}").values_list("viewer_id", flat=True))
-    ids.update(listed)  # viewers scanned afresh for this page are not stored yet
-    if selected:
-        ids.add(selected)
-    if known is not None and ids <= known.keys():  # in name order already: no sort again
-        return [(i, name) for i, name in known.items() if i in ids]
-    return list(_by_name(display_names(ids, known)).items())
+# The viewer filter suggests at most this many viewers as one types.
+VIEWERS_SUGGESTED = 20
+
+
+def viewer_suggestions(text: str, limit: int = VIEWERS_SUGGESTED) -> list[tuple[str, str]]:
+    """(id, name) of the first `limit` viewers with a finding (by name, as the report lists
+    them: those behind scanned afresh too) whose name or id holds `text`, casefolded: what
+    the report's viewer field offers as one types (every one of 2,000 in the page was a tenth
+    of it)."""
+    wanted = text.strip().casefold()
+    _page, _total, viewers = leak_findings_page(0, 1)
+    found = [(i, name) for i, name in viewers.items() if wanted in f"{name}\n{i}".casefold()]
+    return found[:limit]
+
+
+def viewer_named(text: str) -> str:
+    """The id of the entity `text` names: itself when it is an id, else the one entity
+    whose name it is (casefolded), else `text` as given (the report then says no entity has
+    that id). The viewer field takes a name typed without the suggestions' help."""
+    if WorldObject.objects.filter(id=text, type=ObjectType.ENTITY).exists():
+        return text
+    ids = WorldObject.objects.filter(type=ObjectType.ENTITY).values_list("id", flat=True)
+    wanted = text.strip().casefold()
+    named = [i for i, name in display_names(list(ids)).items() if name.casefold() == wanted]
+    return named[0] if len(named) == 1 else text
 
 
 def _by_name(names: dict[str, str]) -> dict[str, str]:
@@ -160,14 +169,14 @@ def leak_findings_page(
     by name):
     every finding sorted and counted by its key alone, only the page's read and made whole.
     At 20,000 findings the report shaped every one to show 100 (754 ms on PostgreSQL)."""
-    state_now, fresh, _pending = _behind(viewer_id)
+    board, fresh, _pending = _behind(viewer_id)
     if (sort if sort in SORTS else DEFAULT_SORT) == "viewer" and world_id is None:
-        return _page_by_viewer(start, size, viewer_id, kind, state, state_now.current, fresh)
+        return _page_by_viewer(start, size, viewer_id, kind, state, board, fresh)
     # Each finding's key (as to_dict names it), with what it is read by: its stored row's pk,
     # or the finding itself for a viewer behind, scanned for this page (after the stored).
     keyed = [
         dict(zip(_KEY, row, strict=True))
-        for row in (current_finding_keys(viewer_id) if state_now.current else ())
+        for row in (current_finding_keys(viewer_id) if board.standing.current else ())
     ]
     keyed += [
         dict(zip(_KEY, (f, f.viewer_id, f.section, f.finding.kind, f.finding.text,
@@ -205,14 +214,14 @@ def _page_by_viewer(
     viewer_id: str | None,
     kind: str | None,
     state: str | None,
-    current: int,
+    board: Board,
     fresh: dict[str, list[ScanFinding]],
 ) -> tuple[list[dict], int, dict[str, str]]:
     """leak_findings_page in the report's default order (by viewer name, then id, then where
     each finding stands): every viewer's findings are together, so the page is found among
     the viewers by their counts (the scan rows' counts by kind and the accepted ones: a row a
     viewer) and only the viewers it spans are read, not every finding."""
-    totals, accepted = finding_counts(viewer_id) if current else ({}, {})
+    totals, accepted = board.finding_counts() if board.standing.current else ({}, {})
     shown: dict[str, int] = {}
     for viewer, kinds in totals.items():
         if kind is None and state is None and viewer not in accepted:  # most, unfiltered
@@ -307,7 +316,13 @@ def leak_kinds() -> tuple[str, ...]:
 
 
 def leak_worlds() -> list[str]:
-    return sorted(w for w in LeakScan.objects.values_list("world_id", flat=True).distinct() if w)
+    """The worlds the report filters by: the save's (each viewer's world is one of them; a
+    DISTINCT over the 2,000 scan rows was 2 ms of the report on PostgreSQL)."""
+    return list(
+        WorldObject.objects.filter(type=ObjectType.WORLD)
+        .order_by("id")
+        .values_list("id", flat=True)
+    )
 
 
 @dataclass(frozen=True)
@@ -319,19 +334,27 @@ class LeakTally:
     rescanned: list[str]  # the known ones scanned in memory for this read
     pending: list[str]  # viewers whose findings are behind and were not rescanned
     viewers: int  # every agent of the save
+    current: list[str]  # the agents whose stored findings are current, by id
 
     def known_viewers(self) -> list[str]:
-        """Every viewer whose findings are known, by id (read whole: for a few)."""
-        stored = current_viewers() if self.known > len(self.rescanned) else []
-        return sorted([*stored, *self.rescanned])
+        """Every viewer whose findings are known, by id."""
+        return sorted([*self.current, *self.rescanned])
 
 
-def leak_tally() -> LeakTally:
+def leak_board() -> Board:
+    """The active save's agents beside their scan rows (standing.read_board): read once by a
+    page that shows several tallies (leak_tally, flaw_counts, labels.suspicious_labels)."""
+    return read_board()
+
+
+def leak_tally(board: Board | None = None) -> LeakTally:
     """The open findings of every agent whose findings are known, counted by the database
     for the stored ones (a fixed number of statements, whatever the world's size); the few
-    behind are scanned in memory, as the report does; accepted findings are not counted."""
-    state, fresh, pending = _behind(None)
-    stored = open_counts() if state.current else {}
+    behind are scanned in memory, as the report does; accepted findings are not counted.
+    `board`: the agents' board, when the page has read it (read_board())."""
+    board, fresh, pending = _behind(None, board)
+    state = board.standing
+    stored = open_counts(board=board) if state.current else {}
     counts = stored  # (this read's own dicts)
     accepted = acceptances(fresh) if any(fresh.values()) else {}
     for viewer, found in fresh.items():
@@ -344,6 +367,7 @@ def leak_tally() -> LeakTally:
         rescanned=sorted(fresh),
         pending=pending,
         viewers=state.viewers,
+        current=[r.viewer_id for r in board.viewers if r.current],
     )
 
 
@@ -366,6 +390,7 @@ class FlawCounts:
     viewers: int
 
 
-def flaw_counts() -> FlawCounts:
-    found = LeakScan.objects.filter(flaws__gt=0).aggregate(total=Sum("flaws"), viewers=Count("*"))
-    return FlawCounts(total=found["total"] or 0, viewers=found["viewers"])
+def flaw_counts(board: Board | None = None) -> FlawCounts:
+    """Over the entities' scan rows (read_board's, when the page has read it)."""
+    flawed = [r.flaws for r in (board or read_board()).rows if r.flaws > 0]
+    return FlawCounts(total=sum(flawed), viewers=len(flawed))

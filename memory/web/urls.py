@@ -31,6 +31,7 @@ in_one_save = [
     path("leaks/accept/", leaks.accept_leak, name="leak_accept"),
     path("leaks/reopen/", leaks.reopen_leak, name="leak_reopen"),
     path("leaks/alias/", leaks.add_alias, name="leak_alias"),
+    path("leaks/viewers/", leaks.leak_viewers, name="leak_viewers"),
     path("projections/<str:action>/", projections.projection_action, name="projection_action"),
     path("viewers/", overview.pick_viewer, name="pick_viewer"),
     path("viewers/<oid:viewer_id>/", viewer.viewer_page, name="viewer"),

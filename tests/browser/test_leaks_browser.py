@@ -160,3 +160,26 @@ def test_leak_report_screens_fit_their_panels(
     assert "ale-barrel" not in counts.inner_text()  # no agent, no prompt: not scanned
     screenshots("save-leak-counts")
     assert page.console_errors == []
+
+
+def test_the_viewer_field_suggests_as_one_types_and_takes_a_name(
+    login, page, millbrook_and_demo, screenshots
+) -> None:
+    login(page, "/saves/millbrook/leaks/")
+    assert len(rows(page)) == 3
+    field = page.locator("#leak-viewer")
+    field.click()  # the suggestions are asked for on focus, then as one types
+    options = page.locator("#leak-viewer-list option")
+    expect(options).to_have_count(2)
+    field.press_sequentially("morr")
+    expect(options).to_have_count(1)
+    assert options.evaluate_all("os => os.map(o => o.value + ' ' + o.textContent)") == [
+        "hale Hale Morrow (hale)"
+    ]
+    screenshots("leaks-viewer-field")
+    # A name typed whole filters as the id does, and the field then holds the id.
+    field.fill("IDA")  # her name, not her id
+    field.press("Enter")
+    expect(page.locator("#leak-viewer")).to_have_value("ida")
+    assert rows(page) == ["ida unknown_name open", "ida system_id open"]
+    assert page.console_errors == []

@@ -108,6 +108,8 @@ def leaks_page(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
             content_type="text/plain",
         )
     filters = _filters(request.GET)
+    if "viewer" in filters:  # an id, or a name typed into the viewer field
+        filters["viewer"] = leak_reads.viewer_named(filters["viewer"])
     try:
         if fmt == "html":
             return _render_table(request, filters)
@@ -167,11 +169,10 @@ def _render_table(
     raw_from = filters.get("from", "")
     asked = int(raw_from) if raw_from.isdigit() and len(raw_from) < 9 else 0
     start = asked // LEAK_ROWS_SHOWN * LEAK_ROWS_SHOWN
-    # viewers_found: the filter lists them, every page
-    findings, total, viewers_found = _page(filters, start)
+    findings, total, _viewers = _page(filters, start)
     if start and start >= total:  # past the end: the last page
         start = max(total - 1, 0) // LEAK_ROWS_SHOWN * LEAK_ROWS_SHOWN
-        findings, total, viewers_found = _page(filters, start)
+        findings, total, _viewers = _page(filters, start)
     if start:
         filters = {**filters, "from": str(start)}
     else:
@@ -254,6 +255,7 @@ def _render_table(
         "pages": pages,
         "filters": filters,
         "viewer_name": viewer_name,
+        "viewer_value": filters.get("viewer", ""),
         "here": here,
         "problem": problem,
         "confirmed": confirmed,
@@ -261,18 +263,23 @@ def _render_table(
         "states": list(FINDING_STATES),
         "sorts": list(leak_reads.SORT_NAMES),
         "worlds": leak_reads.leak_worlds(),
-        # Every viewer with a finding (2,000 at most): the options made in Python, as the
-        # alias rows are (memory/web/views/markup.py).
-        "viewer_options": markup.viewer_options(
-            leak_reads.viewer_choices(filters.get("viewer"), viewers_found, viewers_found),
-            filters.get("viewer"),
-        ),
         "can_edit": can_edit,
         "csv_url": f"{base}?{urlencode([('format', 'csv'), *exported])}",
         "json_url": f"{base}?{urlencode([('format', 'json'), *exported])}",
         "json_twin": reverse("api:leaks") + (f"?{query}" if query else ""),
     }
     return render_page(request, "memory/leaks.html", "leak-table", context, status=status)
+
+
+@require_GET
+@login_required
+@permission_required(READ_PERMISSION, raise_exception=True)
+def leak_viewers(request: HttpRequest) -> HttpResponse:
+    """The viewer field's suggestions as one types (?viewer=): an <option> each, for its
+    datalist (the viewers with a stored finding whose name or id holds the text)."""
+    filters = _filters(request.GET)
+    found = leak_reads.viewer_suggestions(filters.get("viewer", ""))
+    return HttpResponse(markup.viewer_options(found, None))
 
 
 def _after_write(

@@ -124,9 +124,11 @@ def matrix(request: HttpRequest, world) -> dict[str, Any]:
     }
 
 
-def projection_context(request: HttpRequest) -> dict[str, Any]:
-    """The overview's leak counts and projection panel (also re-rendered after an action)."""
-    tally = leak_reads.leak_tally()
+def projection_context(request: HttpRequest, board=None) -> dict[str, Any]:
+    """The overview's leak counts and projection panel (also re-rendered after an action).
+    `board`: leak_reads.leak_board(), when the page reads it for more than these counts."""
+    board = board or leak_reads.leak_board()
+    tally = leak_reads.leak_tally(board)
     # Every kind a known viewer could have, then any other the store holds; omnia's tag kinds
     # only where a prompt holds one (most saves never do: a column of zeros on a phone).
     seen = set().union(*tally.counts.values())
@@ -169,7 +171,7 @@ def projection_context(request: HttpRequest) -> dict[str, Any]:
         "leak_rows_hidden": hidden,
         "leak_pending": len(tally.pending),
         "leak_clean": tally.known - len(tally.counts),
-        "omnia_flaws": leak_reads.flaw_counts(),
+        "omnia_flaws": leak_reads.flaw_counts(board),
         "status": projection_reads.projection_status(),
         "problems": problem_list(limit=PROBLEMS_LISTED),
         "projection_result": None,

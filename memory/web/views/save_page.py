@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from memory.engine import saves as engine_saves
 from memory.roles import ADMIN_PERMISSION, READ_PERMISSION
 from memory.selectors import labels as label_reads
+from memory.selectors import leaks as leak_reads
 from memory.selectors import saves as save_reads
 from memory.selectors import viewers as viewer_reads
 from memory.web import saves
@@ -32,8 +33,9 @@ def save_page(request: HttpRequest) -> HttpResponse:
         return redirect(saves.reverse("memory:viewer", kwargs={"viewer_id": entities[0].id}))
     save = saves.current()
     urls = reverse_each("memory:viewer", [], [e.id for e in entities])
+    board = leak_reads.leak_board()  # the leak counts, the flaws and the labels kept: one read
     context = {
-        **projection_context(request),
+        **projection_context(request, board),
         "save": save,
         "provenance": save_reads.provenance(save),
         "q": q or "",
@@ -46,7 +48,7 @@ def save_page(request: HttpRequest) -> HttpResponse:
         "worlds": [matrix(request, world) for world in viewer_reads.list_worlds()],
         "json_twin": saves.reverse("api:entities") + (f"?{urlencode({'q': q})}" if q else ""),
         "can_delete": request.user.has_perm(ADMIN_PERMISSION),
-        "suspicious": _suspicious(),
+        "suspicious": _suspicious(board),
     }
     return render_page(request, "memory/save.html", "viewer-list", context)
 
@@ -54,10 +56,10 @@ def save_page(request: HttpRequest) -> HttpResponse:
 SUSPICIOUS_LISTED = 20
 
 
-def _suspicious() -> dict:
+def _suspicious(board) -> dict:
     """The save's suspicious labels, the first SUSPICIOUS_LISTED by viewer, each viewer and
     target by name."""
-    found = label_reads.suspicious_labels()
+    found = label_reads.suspicious_labels(board)
     shown = found[:SUSPICIOUS_LISTED]
     names = viewer_reads.display_names([i for s in shown for i in (s.viewer_id, s.target_id)])
     urls = reverse_each("memory:aliases_panel", [], [s.viewer_id for s in shown])
