@@ -178,13 +178,16 @@ def test_a_scan_row_whose_counts_are_unreadable_is_counted_from_its_findings(lea
 
 
 def _every_word_checking_each(saves):
-    """The word facet's rows as the queue's filters count them: each finding's scan checked."""
+    """The word facet's counts as the queue's filters count them: each finding's scan checked."""
     from django.db.models import Count
 
     from memory.selectors import triage
 
     rows = triage._findings(triage.QueueFilters(), saves, without="word")
-    return list(rows.values("text").annotate(n=Count("*")).order_by())
+    counts: dict[str, int] = {}
+    for row in rows.values("text").annotate(n=Count("*")).order_by():
+        counts[row["text"].casefold()] = counts.get(row["text"].casefold(), 0) + row["n"]
+    return counts
 
 
 def test_the_triage_counts_from_the_scan_rows_are_every_finding_counted(
