@@ -66,3 +66,29 @@ def test_text_filter_paging_checks_the_filter_too(demo) -> None:
     rest = buffer_page(viewer, q="sable", limit=n - 1, before=short.older)
     assert [e.id for e in rest.entries] == [everything.entries[0].id]
     assert rest.older is None and rest.newer is not None
+
+
+def test_an_unfiltered_page_knows_its_next_page_from_its_own_read(demo) -> None:
+    """Unfiltered, a page reads one row past itself: a further page is known from that read
+    (no second statement), at every page size around the buffer's length, in both
+    directions; rows_visited counts the row read past the page."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    viewer = get_viewer("npc-tobiah")
+    every = buffer_page(viewer, limit=500).entries
+    total = len(every)
+    for limit in (1, 5, total - 1, total, total + 1):
+        with CaptureQueriesContext(connection) as newest:
+            page = buffer_page(viewer, limit=limit)
+        assert len(newest.captured_queries) == 1, limit
+        assert [e.id for e in page.entries] == [e.id for e in every[-limit:]]
+        assert (page.older is not None, page.newer) == (limit < total, None)
+        assert page.rows_visited == min(limit + 1, total)
+        if page.older is None:
+            continue
+        # The oldest page of `limit`, read forward from the start: the same rows, and its
+        # link onward known from its own read too.
+        first = buffer_page(viewer, limit=limit, oldest_first=True)
+        assert [e.id for e in first.entries] == [e.id for e in every[:limit]]
+        assert (first.older, first.newer is not None) == (None, True)

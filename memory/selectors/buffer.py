@@ -175,6 +175,7 @@ class _Scan:
     last: Key | None  # the last row read
     exhausted: bool  # the rows ran out in the scan's direction
     stopped: bool  # the budget ran out first
+    beyond: bool = False  # unfiltered, a row past the page was read: there is a next page
 
 
 def _scan(
@@ -190,13 +191,17 @@ def _scan(
 ) -> _Scan:
     """Read rows past `start` in chunks, each chunk a keyset seek from the last row read (an
     OFFSET re-reads every skipped row per chunk), until `limit` rows pass `matches`, the
-    rows run out, or the budget (rows read, the clock) does."""
-    first = limit if matches is None or rows.indexed is not None else max(limit * 4, 200)
+    rows run out, or the budget (rows read, the clock) does. Unfiltered, the first read
+    takes one row more than the page: whether there is a next page, without asking again."""
+    if matches is None:
+        first = limit + 1
+    else:
+        first = limit if rows.indexed is not None else max(limit * 4, 200)
     picked: list[RenderedEntry] = []
     visited, last = 0, start
     for step in rows.chunks(first):
         chunk = rows.past(last, forward, step)
-        for entry in chunk:
+        for at, entry in enumerate(chunk):
             visited += 1
             last = _key(entry)
             if matches is not None and not rows.may_pass(entry):
@@ -205,7 +210,11 @@ def _scan(
             if matches is None or matches(rendered):
                 picked.append(rendered)
                 if len(picked) == limit:
-                    return _Scan(picked, visited, last, False, False)
+                    more = len(chunk) - at - 1  # rows read past the page's last
+                    ran_out = not more and len(chunk) < step
+                    beyond = matches is None and more > 0
+                    # The row read past the page is a row its query returned (rows_visited).
+                    return _Scan(picked, visited + beyond, last, ran_out, False, beyond)
         if len(chunk) < step:
             return _Scan(picked, visited, last, True, False)
         if visited >= max_rows or time.monotonic() >= deadline:
@@ -346,8 +355,11 @@ def buffer_page(
         page.searched_to = scan.last[0]
     elif not scan.exhausted and picked:
         edge = picked[-1] if forward else picked[0]
-        found, read = _has_match(rows, _key(edge), forward, viewer, check, deadline)
-        page.rows_visited += read
+        if scan.beyond:  # the scan read a row past the page already
+            found = True
+        else:
+            found, read = _has_match(rows, _key(edge), forward, viewer, check, deadline)
+            page.rows_visited += read
         ahead = _cursor_of(edge) if found else None
     # The link back, from the row nearest where the page started (none for a page read from
     # the buffer's end: its own scan read everything behind it).
