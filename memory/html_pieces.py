@@ -18,7 +18,7 @@ from typing import Any
 
 from django.utils.safestring import SafeString, mark_safe
 
-from memory.engine.clock import parse_timestamp, said_at
+from memory.engine.clock import parse_timestamp, said_at, short_date, time_of_day
 
 EMPTY = mark_safe("")
 
@@ -69,6 +69,27 @@ def moment_html(value: object, years: bool, empty: str = "—") -> SafeString:
     if at is None:
         return html('<span class="moment">{}</span>', iso or empty)
     return time_html(iso, said_at(at, year=years))
+
+
+def span_html(first: object, last: object, years: bool) -> SafeString:
+    """Two times as one span: "Jul 6, 9:36 AM – 9:55 AM" (the day said once when shared; the
+    year said at both ends when the span or, with `years`, the page's world crosses one)."""
+    a, a_iso = moment_of(first)
+    b, b_iso = moment_of(last)
+    if a is None or b is None:
+        return html("{} – {}", moment_html(first, years), moment_html(last, years))
+    if a_iso == b_iso:
+        return moment_html(first, years)
+    if a.year != b.year:  # "Dec 31, 11:59 PM – Jan 1, 12:00 AM" would hide a year going by
+        return html(
+            '<span class="span">{} – {}</span>',
+            time_html(a_iso, said_at(a, year=True)),
+            time_html(b_iso, said_at(b, year=True)),
+        )
+    second = time_of_day(b) if short_date(a) == short_date(b) else said_at(b, year=years)
+    return html(
+        '<span class="span">{} – {}</span>', moment_html(first, years), time_html(b_iso, second)
+    )
 
 
 def _marked(line: str, flaws) -> SafeString:

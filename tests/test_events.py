@@ -19,6 +19,7 @@ from memory.engine.saves import get_save
 from memory.engine.write_door import remember, retract
 from memory.models import BufferEntry, ObjectType, WorldObject
 from memory.selectors import buffer as buffer_reads
+from memory.selectors import entries as entry_reads
 from memory.selectors import events as event_reads
 from tests.helpers import CHEST, FIXTURES, TAVERN_V1, TAVERN_V2
 
@@ -89,7 +90,7 @@ def _check_every_event(groups: dict[tuple, set[str]]) -> int:
             assert w.entry.line == lines[w.viewer.id][w.entry.id]
         for viewer_id in {owners[i] for i in ids}:
             viewer = get_viewer(viewer_id)
-            mine = [buffer_reads.get_entry(viewer, i) for i in ids if owners[i] == viewer_id]
+            mine = [entry_reads.get_entry(viewer, i) for i in ids if owners[i] == viewer_id]
             refs = event_reads.buffer_events(viewer, mine)
             assert {(r.event, r.witness_count) for r in refs.values()} == {(event, len(ids))}
     return len(seen)
@@ -122,7 +123,7 @@ def test_key_order_and_whitespace_do_not_split_an_event(cast) -> None:
     refs = {}
     for owner, entry_id in (("alice", first), ("charlie", second)):
         viewer = get_viewer(owner)
-        refs.update(event_reads.buffer_events(viewer, [buffer_reads.get_entry(viewer, entry_id)]))
+        refs.update(event_reads.buffer_events(viewer, [entry_reads.get_entry(viewer, entry_id)]))
     assert refs[first] == refs[second]
     assert refs[first].witness_count == 2
 
@@ -143,7 +144,7 @@ def test_another_intent_time_or_world_is_another_event(cast) -> None:
         ("dora", dora_row),
     ):
         viewer = get_viewer(owner)
-        entry = buffer_reads.get_entry(viewer, entry_id)
+        entry = entry_reads.get_entry(viewer, entry_id)
         ref = event_reads.buffer_events(viewer, [entry])[entry_id]
         assert ref.witness_count == 1
         ids[owner] = ref.event
@@ -187,7 +188,7 @@ def test_the_api_twin_gives_each_witness_line_labels_and_leaks(two_eras, reader_
     alice = by_viewer["alice"]
     assert set(alice) >= {"viewer_id", "viewer_name", "entry_id", "line", "labels", "leaks"}
     with use(get_save(TAVERN_V1)):
-        own = buffer_reads.get_entry(get_viewer("alice"), alice["entry_id"]).line
+        own = entry_reads.get_entry(get_viewer("alice"), alice["entry_id"]).line
     assert alice["line"] == own
     assert by_viewer["bob"]["labels"]["bob"] == "you"
     # alice's line says "Bob greets Charlie": names she does not know are leaks in it.

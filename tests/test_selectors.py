@@ -19,7 +19,7 @@ from memory.engine.projections import run_cycle
 from memory.engine.shards import shard_count
 from memory.engine.write_door import remember
 from memory.models import Attribute, ObjectType, WorldObject
-from memory.selectors import buffer, faces, leaks, projections, prompt_view, viewers
+from memory.selectors import buffer, entries, faces, leaks, projections, prompt_view, viewers
 from memory.selectors import matrix as matrix_reads
 
 CHEST = "[12:03:00 PM] the hooded figure opened the wooden chest (Outcome: Succeeded)"
@@ -305,7 +305,7 @@ def test_buffer_page_renders_what_alice_reads(story, django_assert_max_num_queri
 def test_get_entry_renders_one_memory_or_raises_not_found(story, django_assert_max_num_queries):
     alice = get_viewer("alice")
     with django_assert_max_num_queries(QUERIES["get_entry"]):
-        entry = buffer.get_entry(alice, "m-chest")
+        entry = entries.get_entry(alice, "m-chest")
     assert (entry.id, entry.line, entry.type, entry.actor_id, entry.outcome_json) == (
         "m-chest",
         CHEST,
@@ -314,7 +314,7 @@ def test_get_entry_renders_one_memory_or_raises_not_found(story, django_assert_m
         '{"isValid":true,"reason":"r"}',
     )
     with pytest.raises(NotFound):
-        buffer.get_entry(get_viewer("bob"), "m-chest")  # alice's memory, not bob's
+        entries.get_entry(get_viewer("bob"), "m-chest")  # alice's memory, not bob's
 
 
 # --- the sessions panel ----------------------------------------------------------------------
@@ -560,7 +560,7 @@ def test_panel_reads_take_the_same_queries_in_a_bigger_world(story, django_asser
         "knowledge_matrix": lambda: matrix_reads.knowledge_matrix("tavern"),
         "alias_rows": lambda: viewers.alias_rows(alice),
         "buffer_page": lambda: buffer.buffer_page(alice),
-        "get_entry": lambda: buffer.get_entry(alice, "m-chest"),
+        "get_entry": lambda: entries.get_entry(alice, "m-chest"),
         "alias_history": lambda: viewers.alias_history("alice"),
         "sessions_panel": lambda: projections.sessions_panel("alice"),
         "faces_view": lambda: faces.faces_view("alice"),

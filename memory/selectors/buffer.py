@@ -1,4 +1,5 @@
-"""The subjective buffer as its owner reads it: one page (cursor-paged, filtered), one entry."""
+"""The subjective buffer as its owner reads it: one page (cursor-paged, filtered). One entry:
+memory/selectors/entries.py."""
 
 from __future__ import annotations
 
@@ -26,9 +27,7 @@ from memory.engine.buffer.words import (
     uses_term,
 )
 from memory.engine.cursor import decode_cursor, encode_cursor
-from memory.engine.errors import NotFound
 from memory.engine.knowledge import Viewer
-from memory.engine.projections.sessions import session_key_of
 from memory.models import BufferEntry
 
 
@@ -385,28 +384,3 @@ def buffer_page(
 def names_in(entry: RenderedEntry) -> tuple[str, ...]:
     """The entities a line names (its actor and targets): where the viewer's aliases show."""
     return tuple(dict.fromkeys(i for i in (entry.actor_id, *entry.target_ids) if i))
-
-
-@dataclass(frozen=True)
-class LineLinks:
-    """What one buffer line ties to in the other panels: its session, the aliases it prints."""
-
-    entry: RenderedEntry
-    session_key: str
-    alias_targets: tuple[str, ...]  # the entities named in it, the viewer itself left out
-
-
-def line_links(viewer: Viewer, entry_id: str) -> LineLinks:
-    entry = get_entry(viewer, entry_id)
-    return LineLinks(
-        entry=entry,
-        session_key=session_key_of(entry.conversation_id, entry.location_id),
-        alias_targets=tuple(i for i in names_in(entry) if i != viewer.id),
-    )
-
-
-def get_entry(viewer: Viewer, entry_id: str) -> RenderedEntry:
-    entry = BufferEntry.objects.filter(id=entry_id, owner_id=viewer.id).only(*BUFFER_FIELDS).first()
-    if entry is None:
-        raise NotFound(f"{viewer.id} holds no memory with id {entry_id!r}", field="entry_id")
-    return render_entry(entry, viewer)

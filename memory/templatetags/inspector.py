@@ -6,10 +6,9 @@ rows the views make in Python print through too."""
 from __future__ import annotations
 
 from django import template
-from django.utils.html import format_html
 
-from memory.engine.clock import said_at, short_date, time_of_day
-from memory.html_pieces import moment_html, moment_of, time_html
+from memory.engine.clock import said_at
+from memory.html_pieces import moment_html, moment_of, span_html
 from memory.html_pieces import reading_lines as reading_lines_html
 
 register = template.Library()
@@ -31,23 +30,7 @@ def moment(context: object, value: object, empty: str = "—") -> str:
 def span(context: object, first: object, last: object) -> str:
     """Two times as one span: "Jul 6, 9:36 AM – 9:55 AM" (the day said once when shared; the
     year said at both ends when the span or the page's world crosses one)."""
-    a, a_iso = moment_of(first)
-    b, b_iso = moment_of(last)
-    if a is None or b is None:
-        return format_html("{} – {}", moment(context, first), moment(context, last))
-    if a_iso == b_iso:
-        return moment(context, first)
-    if a.year != b.year:  # "Dec 31, 11:59 PM – Jan 1, 12:00 AM" would hide a year going by
-        return format_html(
-            '<span class="span">{} – {}</span>',
-            time_html(a_iso, said_at(a, year=True)),
-            time_html(b_iso, said_at(b, year=True)),
-        )
-    years = _years(context)
-    second = time_of_day(b) if short_date(a) == short_date(b) else said_at(b, year=years)
-    return format_html(
-        '<span class="span">{} – {}</span>', moment(context, first), time_html(b_iso, second)
-    )
+    return span_html(first, last, _years(context))
 
 
 @register.filter

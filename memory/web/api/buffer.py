@@ -12,6 +12,7 @@ from memory import inputs, services
 from memory.engine.buffer.rendered import RenderedEntry
 from memory.engine.cursor import BadCursor
 from memory.selectors import buffer as buffer_reads
+from memory.selectors import entries as entry_reads
 from memory.selectors import events as event_reads
 from memory.web.api import access
 from memory.web.api.errors import READ_ERRORS, WRITE_ERRORS, ApiError
@@ -121,7 +122,7 @@ def buffer(
 def entry(request: HttpRequest, save: SaveName, viewer_id: str, entry_id: str):
     """One memory as its owner reads it, with the raw intent and outcome."""
     viewer = access.viewer(request, viewer_id)
-    e = buffer_reads.get_entry(viewer, inputs.path_id(entry_id, "entry_id"))
+    e = entry_reads.get_entry(viewer, inputs.path_id(entry_id, "entry_id"))
     ref = event_reads.buffer_events(viewer, [e])[e.id]
     return EntryOut(
         **_entry_out(e, ref),

@@ -12,7 +12,7 @@ from django.views.decorators.http import require_GET
 from memory.engine.errors import NotFound
 from memory.engine.knowledge import Viewer, true_names
 from memory.models import ObjectType, WorldObject
-from memory.selectors import buffer as buffer_reads
+from memory.selectors import entries as entry_reads
 from memory.selectors import events as event_reads
 from memory.selectors import faces as face_reads
 from memory.web.saves import reverse
@@ -64,7 +64,7 @@ def entry_page(request: HttpRequest, viewer_id: str, entry_id: str) -> HttpRespo
         "json_twin": reverse("api:entry", args=[viewer.id, entry_id]),
     }
     try:
-        entry = buffer_reads.get_entry(viewer, entry_id)
+        entry = entry_reads.get_entry(viewer, entry_id)
     except NotFound:
         entry = None
     if entry is not None:

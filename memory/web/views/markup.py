@@ -24,7 +24,7 @@ from typing import Any
 from django.utils.safestring import SafeString, mark_safe
 
 from memory.engine.aliases import shown_label
-from memory.html_pieces import EMPTY, html, html_join, moment_html, reading_lines
+from memory.html_pieces import EMPTY, html, html_join, moment_html, reading_lines, span_html
 
 # Pieces of a row that hold no value, made safe once.
 _SELECTED = mark_safe(' class="selected" aria-current="true"')
@@ -179,6 +179,53 @@ def _editor_cell(item: dict[str, Any], viewer_name: str, csrf: str) -> SafeStrin
 def csrf_input(token: str) -> SafeString:
     """What {% csrf_token %} prints, made once for the two forms of every alias row."""
     return html('<input type="hidden" name="csrfmiddlewaretoken" value="{}">', token)
+
+
+def session_name(kind: str, people: list[str], place: object, key: str, qa: bool) -> SafeString:
+    """A session by what it is, with whom and where (templates/memory/_session_name.html,
+    which says why): "A conversation with Ann, Bo and Cy at the inn"."""
+    if people:
+        said = [html("{}", who) for who in people]
+        who = (
+            html(" with {} and {}", mark_safe(", ".join(said[:-1])), said[-1])
+            if len(said) > 1
+            else html(" with {}", said[0])
+        )
+    else:
+        who = EMPTY
+    return html(
+        "{}{} at {}{}",
+        "A scene" if kind == "scene" else "A conversation",
+        who,
+        place,
+        html(' <code class="id-hint">{}</code>', key) if qa else EMPTY,
+    )
+
+
+def session_row(item: dict[str, Any], years: bool, qa: bool) -> SafeString:
+    """One row of the sessions table, as viewer.html's loop printed it: the session by name
+    (and its key in QA mode), its summary (stale or not), span and counts. Twenty rows with
+    an include and a span tag each were a third of the sessions panel."""
+    s, summary = item["s"], item["summary"]
+    about = EMPTY
+    if summary and summary[0]:
+        stale = mark_safe(' <span class="badge">stale</span>') if summary[1] else EMPTY
+        about = html('<div class="summary small">{}{}</div>', summary[0], stale)
+    of = html(' <span class="muted">of {}</span>', s.memory_count)
+    return html(
+        '\n      <tr id="{}" data-session="{}"{}>\n        <td>{}\n          {}</td>\n'
+        '        <td class="span-cell">{}</td>\n        <td class="num">{}{} '
+        '<span class="muted small">({} spoken)</span></td>\n      </tr>\n    ',
+        item["dom"],
+        s.session_key,
+        mark_safe(' class="selected" aria-current="true"') if item["selected"] else EMPTY,
+        session_name(s.kind, item["people"], item["place"], s.session_key, qa),
+        about,
+        span_html(s.first_at, s.last_at, years),
+        s.live_count,
+        of if s.live_count != s.memory_count else EMPTY,
+        s.dialogue_count,
+    )
 
 
 def switch_link(link: dict[str, Any]) -> SafeString:

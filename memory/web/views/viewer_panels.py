@@ -22,6 +22,7 @@ from memory.engine.errors import NotFound
 from memory.engine.knowledge import Viewer
 from memory.roles import EDIT_PERMISSION
 from memory.selectors import buffer as buffer_reads
+from memory.selectors import entries as entry_reads
 from memory.selectors import events as event_reads
 from memory.selectors import faces as face_reads
 from memory.selectors import projections as projection_reads
@@ -167,8 +168,10 @@ def _buffer_context(viewer: Viewer, state: BufferState, years: object) -> dict[s
 
 
 def _sessions_context(
-    viewer: Viewer, links: buffer_reads.LineLinks | None, qa: bool = False
+    viewer: Viewer, links: entry_reads.LineLinks | None, qa: bool = False, years: object = False
 ) -> dict[str, Any]:
+    """The sessions panel: the episodes, the digest and the sessions (each row made whole in
+    Python, markup.session_row). `years`: the page's world_years (memory.web.context)."""
     panel = projection_reads.sessions_panel(viewer)
     selected_session = links.session_key if links else None
     selected_episode = panel.episode_at(links.entry.timestamp) if links else None
@@ -186,6 +189,7 @@ def _sessions_context(
     episodes = panel.episodes_oldest_first
     return {
         "sessions": items,
+        "rows_html": [markup.session_row(item, bool(years), qa) for item in items],
         "digest": panel.digest,
         "episodes": [{"e": e, "selected": e.ordinal == selected_episode} for e in episodes],
         "timeline": _timeline(episodes, selected_episode),
@@ -261,11 +265,11 @@ def _viewer_switch(viewer: Viewer, viewer_name: str | None = None) -> dict[str, 
     }
 
 
-def _line_links(viewer: Viewer, state: BufferState) -> buffer_reads.LineLinks | None:
+def _line_links(viewer: Viewer, state: BufferState) -> entry_reads.LineLinks | None:
     if not state.line:
         return None
     try:
-        return buffer_reads.line_links(viewer, state.line)
+        return entry_reads.line_links(viewer, state.line)
     except NotFound:
         return None  # a stale permalink: the page, with nothing selected
 
@@ -297,7 +301,9 @@ def viewer_context(
             )
         ),
         "buffer": SimpleLazyObject(lambda: _buffer_context(viewer, state, world_years(request))),
-        "sessions": SimpleLazyObject(lambda: _sessions_context(viewer, links, state.qa)),
+        "sessions": SimpleLazyObject(
+            lambda: _sessions_context(viewer, links, state.qa, world_years(request))
+        ),
         "faces": SimpleLazyObject(lambda: _faces_context(request, viewer)),
         "can_edit": can_edit,
         "json_twin": reverse("api:buffer", args=[viewer.id]),
