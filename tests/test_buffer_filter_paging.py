@@ -92,3 +92,19 @@ def test_an_unfiltered_page_knows_its_next_page_from_its_own_read(demo) -> None:
         first = buffer_page(viewer, limit=limit, oldest_first=True)
         assert [e.id for e in first.entries] == [e.id for e in every[:limit]]
         assert (first.older, first.newer is not None) == (None, True)
+
+
+def test_the_buffer_fragment_reads_no_name_it_does_not_print(reader_client, demo) -> None:
+    """The viewer's name is read when a template prints it (the page's heading, the aliases
+    panel), not for the buffer fragment, which prints none; the page still names the viewer."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    hx = {"HTTP_HX_REQUEST": "true"}
+    with CaptureQueriesContext(connection) as fragment:
+        body = reader_client.get("/saves/demo/viewers/npc-tobiah/buffer/", **hx).content.decode()
+    assert body.count('<li id="line-') > 0
+    assert [q["sql"] for q in fragment.captured_queries if "attributes" in q["sql"]] == []
+    page = reader_client.get("/saves/demo/viewers/npc-tobiah/").content.decode()
+    assert '<h1><span class="viewer-name">Tobiah' in page
+    assert "<title>Tobiah" in page

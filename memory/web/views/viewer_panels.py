@@ -7,6 +7,7 @@ the aliases panel's rows are made in alias_panel.py.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 from urllib.parse import urlencode
 
@@ -279,15 +280,19 @@ def viewer_context(
 ) -> dict[str, Any]:
     state = BufferState.from_request(request)
     links = _line_links(viewer, state)
-    names = viewer_reads.display_names([viewer.id])
+
+    @cache
+    def viewer_name() -> str:  # a template calls it: read when printed (not by the buffer)
+        return viewer_reads.display_names([viewer.id])[viewer.id]
+
     can_edit = request.user.has_perm(EDIT_PERMISSION)
     # Lazy: a panel fragment reads only its own panel, so it pays only for that panel.
     return {
         "viewer": viewer,
-        "viewer_name": names[viewer.id],
+        "viewer_name": viewer_name,
         "focus": focus,
         "selected_line": links,
-        "viewers": SimpleLazyObject(lambda: _viewer_switch(viewer, names[viewer.id])),
+        "viewers": SimpleLazyObject(lambda: _viewer_switch(viewer, viewer_name())),
         "aliases": SimpleLazyObject(
             lambda: aliases_context(
                 viewer,
@@ -296,7 +301,7 @@ def viewer_context(
                 selected=links.alias_targets if links else (),
                 can_edit=can_edit,
                 csrf_token=get_token(request) if can_edit else "",
-                viewer_name=names[viewer.id],
+                viewer_name=viewer_name(),
                 **aliases_extra,
             )
         ),
