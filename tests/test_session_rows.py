@@ -14,12 +14,19 @@ from memory.web.views import markup
 
 HOSTILE = '<script>alert("x")</script> & it\'s {0} {name}'
 
-# templates/memory/viewer.html's sessions loop before the rows were made in Python.
+# templates/memory/viewer.html's sessions loop before the rows were made in Python, with the
+# memory/_session_name.html it included (gone with it) in its place.
+_OLD_SESSION_NAME = (
+    '{% if s.kind == "scene" %}A scene{% else %}A conversation{% endif %}{% if people %} with '
+    "{% for who in people %}{{ who }}{% if not forloop.last %}{% if forloop.revcounter == 2 %}"
+    " and {% else %}, {% endif %}{% endif %}{% endfor %}{% endif %} at {{ place }}"
+    '{% if qa %} <code class="id-hint">{{ s.session_key }}</code>{% endif %}'
+)
 OLD_SESSIONS_LOOP = (
     "{% load inspector %}"
     + """{% for item in sessions.sessions %}{% with s=item.s summary=item.summary %}
       <tr id="{{ item.dom }}" data-session="{{ s.session_key }}"{% if item.selected %} class="selected" aria-current="true"{% endif %}>
-        <td>{% include "memory/_session_name.html" with place=item.place people=item.people qa=sessions.qa %}
+        <td>{% with place=item.place people=item.people qa=sessions.qa %}NAME{% endwith %}
           {% if summary and summary.0 %}<div class="summary small">{{ summary.0 }}{% if summary.1 %} <span class="badge">stale</span>{% endif %}</div>{% endif %}</td>
         <td class="span-cell">{% span s.first_at s.last_at %}</td>
         <td class="num">{{ s.live_count }}{% if s.live_count != s.memory_count %} <span class="muted">of {{ s.memory_count }}</span>{% endif %} <span class="muted small">({{ s.dialogue_count }} spoken)</span></td>
@@ -27,7 +34,7 @@ OLD_SESSIONS_LOOP = (
     {% endwith %}{% empty %}
       <tr><td colspan="3" class="muted">No sessions.</td></tr>
     {% endfor %}"""
-)
+).replace("NAME", _OLD_SESSION_NAME)
 
 SPANS = [
     ("2026-07-06T12:00:00.000Z", "2026-07-06T12:00:00.000Z"),  # one moment

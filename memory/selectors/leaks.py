@@ -21,7 +21,7 @@ from memory.engine.leaks.standing import (
 from memory.engine.leaks.stored import scan_fresh, stored_findings
 from memory.engine.leaks.world_scan import FINDING_KINDS, ScanFinding
 from memory.models import ObjectType, WorldObject
-from memory.selectors.viewers import display_names
+from memory.selectors.viewers import display_names, list_worlds
 
 # A page rescans in memory at most this many viewers whose stored findings are behind (a
 # just-loaded world, a write not yet folded); past it they are listed as pending, and the
@@ -318,11 +318,7 @@ def leak_kinds() -> tuple[str, ...]:
 def leak_worlds() -> list[str]:
     """The worlds the report filters by: the save's (each viewer's world is one of them; a
     DISTINCT over the 2,000 scan rows was 2 ms of the report on PostgreSQL)."""
-    return list(
-        WorldObject.objects.filter(type=ObjectType.WORLD)
-        .order_by("id")
-        .values_list("id", flat=True)
-    )
+    return [world.id for world in list_worlds()]
 
 
 @dataclass(frozen=True)

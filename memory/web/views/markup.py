@@ -182,8 +182,10 @@ def csrf_input(token: str) -> SafeString:
 
 
 def session_name(kind: str, people: list[str], place: object, key: str, qa: bool) -> SafeString:
-    """A session by what it is, with whom and where (templates/memory/_session_name.html,
-    which says why): "A conversation with Ann, Bo and Cy at the inn"."""
+    """A session by what it is, with whom and where, as the viewer calls the people and the
+    place ("A conversation with the bartender at a low-beamed tavern": the people first, as a
+    place's description may itself go on "with …"), never by its key; the key is a QA hint.
+    `place` comes from session_places, `people` (its latest moment's) from session_people."""
     if people:
         said = [html("{}", who) for who in people]
         who = (
@@ -218,7 +220,7 @@ def session_row(item: dict[str, Any], years: bool, qa: bool) -> SafeString:
         '<span class="muted small">({} spoken)</span></td>\n      </tr>\n    ',
         item["dom"],
         s.session_key,
-        mark_safe(' class="selected" aria-current="true"') if item["selected"] else EMPTY,
+        _SELECTED if item["selected"] else EMPTY,
         session_name(s.kind, item["people"], item["place"], s.session_key, qa),
         about,
         span_html(s.first_at, s.last_at, years),
