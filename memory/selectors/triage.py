@@ -193,10 +193,13 @@ def _every_word(saves: dict[int, Save]) -> dict[str, int]:
     SQL, a save at a time; and the counts are summed by word here, not made into a row each
     (10,000 texts: 6 ms of the queue's 27 on PostgreSQL)."""
     every = f"SELECT text, COUNT(*) FROM {_FINDINGS} WHERE game_save_id = %(save)s GROUP BY text"
+    # From the stale scans to their findings, in that order (CROSS JOIN: SQLite keeps the
+    # order written): offered the findings first, SQLite's planner read them all in text order
+    # off the words index, to spare itself the grouping's sort (19 ms for no stale viewer).
     behind = (
-        f"SELECT f.text, COUNT(*) FROM {_FINDINGS} f WHERE f.game_save_id = %(save)s "
-        f"AND f.viewer_id IN (SELECT s.viewer_id FROM {_SCANS} s "
-        "WHERE s.game_save_id = %(save)s AND s.stale) GROUP BY f.text"
+        f"SELECT f.text, COUNT(*) FROM {_SCANS} s CROSS JOIN {_FINDINGS} f "
+        "WHERE s.game_save_id = %(save)s AND s.stale "
+        "AND f.game_save_id = s.game_save_id AND f.viewer_id = s.viewer_id GROUP BY f.text"
     )
     counts: dict[str, int] = {}
     for pk in sorted(saves):

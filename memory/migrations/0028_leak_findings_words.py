@@ -1,0 +1,24 @@
+from django.db import migrations, models
+
+
+def take_statistics(apps, schema_editor):
+    # A store upgraded in place has statistics for the findings' other indexes and none for
+    # this one: SQLite's planner then takes it for the most selective and reads every finding
+    # through it (the triage queue 19 -> 55 ms at 20,155 findings). Taken now, as the bulk doors
+    # take them; on PostgreSQL an index on plain columns needs none, the ANALYZE is harmless.
+    with schema_editor.connection.cursor() as cursor:
+        cursor.execute("ANALYZE memory_leak_findings")
+
+
+class Migration(migrations.Migration):
+    dependencies = [
+        ("memory", "0027_leak_scan_kinds"),
+    ]
+
+    operations = [
+        migrations.AddIndex(
+            model_name="leakfinding",
+            index=models.Index(fields=["game_save", "text"], name="leak_findings_words"),
+        ),
+        migrations.RunPython(take_statistics, migrations.RunPython.noop, elidable=True),
+    ]
