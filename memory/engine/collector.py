@@ -1,4 +1,5 @@
-"""The cyclic garbage collector during bulk work: a rebuild, a first cycle, a rescan.
+"""The cyclic garbage collector during bulk work (a rebuild, a first cycle, a rescan) and in a
+web worker (settle_worker, below).
 
 Those allocate millions of short-lived tuples (a fold row each, a rendered line each) and
 almost no reference cycles. Python's default thresholds (700, 10, 10) then run a young
