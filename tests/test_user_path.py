@@ -39,7 +39,7 @@ def world(db, tmp_path):
     call_command("import_omnia", str(tmp_path / "harbour.sqlite"), "--fold", verbosity=0)
     save = Save.objects.get(name="harbour")
     with use(save):
-        yield {**info, "save": save.name}
+        yield {**info, "save": save.name, "save_pk": save.pk}
 
 
 @pytest.fixture
@@ -98,6 +98,7 @@ def _hot_statements(queries: list[dict]) -> list[str]:
 
 def _pages(world: dict) -> dict[str, str]:
     save, viewer, person = world["save"], world["viewer"], world["person"]
+    pk = world.get("save_pk", 0)
     p, a = f"/saves/{save}", f"/api/saves/{save}"
     return {
         "viewer page": f"{p}/viewers/{viewer}/",
@@ -122,6 +123,9 @@ def _pages(world: dict) -> dict[str, str]:
         "overview": "/",
         "triage queue": "/triage/",
         "triage api": "/api/triage",
+        "admin buffer list": "/admin/memory/bufferentry/",
+        "admin buffer list of a save": f"/admin/memory/bufferentry/?game_save__id__exact={pk}",
+        "admin buffer list of a viewer": f"/admin/memory/bufferentry/?owner_id__exact={viewer}",
     }
 
 
@@ -245,6 +249,29 @@ def test_the_triage_word_facet_counts_in_text_order_from_its_index(world, admin_
             plan = _plan(every_word[0])
         assert "Index Only Scan using leak_findings_words" in " ".join(plan), plan
         assert not [step for step in plan if "Sort" in step], plan
+
+
+@pytest.mark.parametrize("lookup", ["", "?game_save__id__exact={pk}", "?owner_id__exact={viewer}"])
+def test_the_admin_buffer_list_reads_its_page_in_index_order(world, admin_client, lookup):
+    """The admin's list of buffer rows (every save's, newest save first, each newest first):
+    its page read in the order of an index, never every row sorted (1M rows: SQLite 942 ms
+    -> 28 ms, PostgreSQL 400 -> 70 ms; the viewer's rows 347 -> 37 ms and 228 -> 134 ms)."""
+    url = "/admin/memory/bufferentry/" + lookup.format(pk=world["save_pk"], viewer=world["viewer"])
+    with CaptureQueriesContext(connection) as captured:
+        response = admin_client.get(url)
+    assert response.status_code == 200
+    assert not re.search(r"\b0 buffer entries", response.content.decode())
+    [page] = [
+        q["sql"]
+        for q in captured.captured_queries
+        if q["sql"].startswith('SELECT "buffer_entries"."uid"') and "LIMIT" in q["sql"]
+    ]
+    plan = _plan(page)
+    if connection.vendor == "sqlite":
+        assert not [step for step in plan if step == "USE TEMP B-TREE FOR ORDER BY"], plan
+    else:
+        # An Incremental Sort of rows the index gives in order is fine; a Sort of them all not.
+        assert not [step for step in plan if re.match(r"\s*(->\s*)?Sort\s+\(", step)], plan
 
 
 def test_the_migration_adding_the_words_index_takes_its_statistics(world):

@@ -34,7 +34,11 @@ class BufferEntryAdmin(ReadOnlyEverySaveAdmin):
         "abstracted_into",
     )
     readonly_fields = fields
-    ordering = ("-timestamp", "-created_at")
+    # Newest save first, each save's rows newest first: the order of the (save, timestamp)
+    # index, so a page is read off it. By time alone across saves no index serves, and every
+    # row was sorted for each page (1M rows: 942 ms on SQLite, 400 on PostgreSQL); save and id
+    # are unique together, so the admin adds no tiebreak of its own.
+    ordering = ("-game_save_id", "-timestamp", "-created_at", "-id")
 
     def lookup_allowed(self, lookup: str, value: str, request=None) -> bool:
         # ?owner_id__exact=<viewer> filters to one viewer's rows without a list_filter that
