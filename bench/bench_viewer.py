@@ -112,6 +112,9 @@ def pages(save: str, info: dict, entry: str, moment: str) -> dict[str, tuple[str
         "api_entities": (f"{a}/entities", False),
         "triage": ("/triage/", False),
         "api_triage": ("/api/triage", False),
+        # The admin's list of every buffer row (the admin index links it) and one viewer's.
+        "admin_buffer_list": ("/admin/memory/bufferentry/", False),
+        "admin_buffer_of_viewer": (f"/admin/memory/bufferentry/?owner_id__exact={v}", False),
     }
 
 
