@@ -142,3 +142,34 @@ def test_admin_history_and_audit_pages_are_read_only(root_client) -> None:
         assert f'href="{url}add/"' not in r.content.decode()  # no "Add" button
     assert "the hooded figure" in root_client.get("/admin/memory/aliaschange/").content.decode()
     assert root_client.get("/admin/memory/aliaschange/add/").status_code == 403
+
+
+def test_admin_buffer_search_finds_a_row_by_its_id_and_every_row_of_an_owner(root_client):
+    """The search box takes a row's id or an owner's id, matched as the store keeps them: an
+    owner's rows alone, newest first; a row by its id; both where a row's id is an owner's."""
+    intent = {
+        "type": "action",
+        "originalText": "x",
+        "description": "waved",
+        "actorId": "bob",
+        "targetIds": [],
+    }
+    first = remember("alice", intent, timestamp="2026-07-06T12:00:00.000Z", entry_id="m-1").entry
+    later = remember("alice", intent, timestamp="2026-07-06T12:05:00.000Z", entry_id="m-2").entry
+    named = remember("bob", intent, timestamp="2026-07-06T12:01:00.000Z", entry_id="alice").entry
+    other = remember("bob", intent, timestamp="2026-07-06T12:02:00.000Z", entry_id="m-3").entry
+    rows = {first.uid: "first", later.uid: "later", named.uid: "named", other.uid: "other"}
+
+    def listed(term: str) -> list[str]:
+        body = root_client.get(f"/admin/memory/bufferentry/?q={term}").content.decode()
+        places = {
+            body.find(f"/admin/memory/bufferentry/{uid}/change/"): w for uid, w in rows.items()
+        }
+        return [w for at, w in sorted(places.items()) if at >= 0]
+
+    assert listed("m-3") == ["other"]
+    assert listed("bob") == ["other", "named"]  # newest first
+    assert listed("alice") == ["later", "named", "first"]  # the row named alice, and hers
+    assert listed("ALICE") == []
+    assert listed("nobody") == []
+    assert listed("") == ["later", "other", "named", "first"]

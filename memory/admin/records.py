@@ -4,19 +4,23 @@ alias history, the audit log, and the leak findings editors accepted as expected
 from __future__ import annotations
 
 from django.contrib import admin
+from django.db.models import Q
 
 from memory.active_save import use
 from memory.admin.base import ReadOnlyAdmin, ReadOnlyEverySaveAdmin
 from memory.engine.buffer.rendered import render_entry
 from memory.engine.knowledge import viewer_of
-from memory.models import AliasChange, AuditLog, BufferEntry, LeakAcceptance, WorldObject
+from memory.models import AliasChange, AuditLog, BufferEntry, LeakAcceptance, Save, WorldObject
+
+# The list's filters that name a row or its owner (the search box searches both).
+_BY_ID_OR_OWNER = {"owner_id", "owner_id__exact", "q"}
 
 
 @admin.register(BufferEntry)
 class BufferEntryAdmin(ReadOnlyEverySaveAdmin):
     list_display = ("id", "save_name", "owner_id", "timestamp", "rendered_line", "retracted_at")
     list_filter = ("game_save",)
-    search_fields = ("=id", "=owner_id")
+    search_fields = ("=id", "=owner_id")  # the box; get_search_results matches
     show_full_result_count = False
     list_per_page = 50
     fields = (
@@ -39,6 +43,29 @@ class BufferEntryAdmin(ReadOnlyEverySaveAdmin):
     # row was sorted for each page (1M rows: 942 ms on SQLite, 400 on PostgreSQL); save and id
     # are unique together, so the admin adds no tiebreak of its own.
     ordering = ("-game_save_id", "-timestamp", "-created_at", "-id")
+
+    def get_queryset(self, request):
+        rows = super().get_queryset(request)
+        if _BY_ID_OR_OWNER & set(request.GET):
+            # Every index of the rows begins with the save: with the saves named, one viewer's
+            # rows, or a row's id, are sought in each save's part of an index, not found by
+            # reading all of it (1M rows, PostgreSQL: a viewer's page 134 -> 48 ms). The whole
+            # list counts faster without (SQLite 22 ms against 8).
+            rows = rows.filter(game_save_id__in=list(Save.objects.values_list("pk", flat=True)))
+        return rows
+
+    def get_search_results(self, request, queryset, search_term: str):
+        """A row by its id, and every row of an owner: ids are matched as the store keeps them.
+        The admin's "=" fields match ignoring case, which no index serves: every row of every
+        save was read (1M rows: 128 ms on SQLite, 290 on PostgreSQL)."""
+        term = search_term.strip()
+        if not term:
+            return queryset, False
+        if queryset.filter(id=term).exists():  # one probe: then the id's row and the owner's
+            return queryset.filter(Q(id=term) | Q(owner_id=term)), False
+        # No row has it for an id: the owner's rows alone, read in the order its index keeps
+        # them (the OR of the two sorted every row of the owner, whole: 350 ms at 100,000).
+        return queryset.filter(owner_id=term), False
 
     def lookup_allowed(self, lookup: str, value: str, request=None) -> bool:
         # ?owner_id__exact=<viewer> filters to one viewer's rows without a list_filter that
