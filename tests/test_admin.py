@@ -173,3 +173,24 @@ def test_admin_buffer_search_finds_a_row_by_its_id_and_every_row_of_an_owner(roo
     assert listed("ALICE") == []
     assert listed("nobody") == []
     assert listed("") == ["later", "other", "named", "first"]
+
+
+def test_admin_buffer_list_reads_its_rows_owners_once_a_page(root_client):
+    """Each row shows the line its owner reads: the page's owners are read in one statement,
+    however many rows and owners it shows."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    intent = {"type": "action", "originalText": "x", "description": "waved", "targetIds": []}
+
+    def statements() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            body = root_client.get("/admin/memory/bufferentry/").content.decode()
+        assert "undeliverable" not in body
+        return len(captured.captured_queries)
+
+    remember("alice", {**intent, "actorId": "alice"}, timestamp="2026-07-06T12:00:00.000Z")
+    one = statements()
+    for n, owner in enumerate(["bob", "charlie", "alice", "bob"]):
+        remember(owner, {**intent, "actorId": owner}, timestamp=f"2026-07-06T12:0{n + 1}:00.000Z")
+    assert statements() == one
