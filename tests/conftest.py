@@ -79,6 +79,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             )
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    """Each test that reads the test database plans its statements with the statistics the
+    database holds when it starts. SQLite keeps the statistics it last read in the connection:
+    a test's import takes some (inside the transaction the test is rolled back to) and, once
+    the statistics table exists, the rollback leaves them loaded for the next test on the
+    worker, whose plans (and plan tests) then follow another test's data."""
+    if _uses_test_database(item) and "live_server" not in getattr(item, "fixturenames", ()):
+        from django.db import connection
+
+        if connection.vendor == "sqlite":
+            with connection.cursor() as cursor:
+                # No table, no statistics held: the rollback that dropped it reset them too.
+                cursor.execute("SELECT 1 FROM sqlite_master WHERE name = 'sqlite_stat1'")
+                if cursor.fetchone():
+                    cursor.execute("ANALYZE sqlite_schema")  # sqlite.org/lang_analyze.html
+    return (yield)
+
+
 @dataclass
 class Cast:
     world: object

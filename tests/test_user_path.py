@@ -308,6 +308,26 @@ def test_the_migration_adding_the_words_index_takes_its_statistics(world):
             assert cursor.fetchall() == [("game_save_id",), ("text",)]
 
 
+def test_the_migration_leaves_a_store_without_findings_as_it_is(db):
+    """A new store (no findings; on SQLite no statistics table either) is left as it is: its
+    first import takes the statistics. (A statistics table made here would outlive every test's
+    rollback, and with it whatever statistics a test's import loaded into the connection.)"""
+    from importlib import import_module
+    from types import SimpleNamespace
+
+    migration = import_module("memory.migrations.0028_leak_findings_words")
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute("SELECT name FROM sqlite_master WHERE name LIKE 'sqlite_stat%'")
+            assert cursor.fetchall() == []
+        with CaptureQueriesContext(connection) as captured:
+            migration.take_statistics(None, SimpleNamespace(connection=connection))
+        assert not [q for q in captured.captured_queries if "ANALYZE" in q["sql"]]
+        if connection.vendor == "sqlite":
+            cursor.execute("SELECT name FROM sqlite_master WHERE name LIKE 'sqlite_stat%'")
+            assert cursor.fetchall() == []
+
+
 def test_cursor_pages_seek_to_the_cursor_on_sqlite(world):
     """The keyset bound is a range on the owner's time index, not a walk from its end."""
     if connection.vendor != "sqlite":
