@@ -40,9 +40,10 @@ def bulk_collection() -> Iterator[None]:
 
 # A web worker: the pages that build big answers (every leak finding of a save as JSON, the
 # prompt asked at a moment) make hundreds of thousands of objects that die with the request.
-# With the defaults such a page ran a full collection over everything alive 15-30 times: in
-# process on the 1M-row world on PostgreSQL, 150 ms of the prompt-at-a-moment page's 700 and
-# 410 ms of the leak API's 990 (with these settings: 480 and 555 ms, the small pages unchanged).
+# With the defaults such a page ran two to four full collections over everything alive a
+# request: in process on the 1M-row world on PostgreSQL, 150 ms of the prompt-at-a-moment
+# page's 700 and 410 ms of the leak API's 990 (with these settings: 480 and 555 ms, the small
+# pages unchanged).
 WORKER_THRESHOLDS = (20_000, 10, 10)
 
 
