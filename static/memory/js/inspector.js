@@ -106,7 +106,9 @@
     });
   }
   document.addEventListener("DOMContentLoaded", function () { applyReading(document); });
-  document.addEventListener("htmx:afterSettle", function () { applyReading(document); });
+  // On the swap itself, not after htmx's settle delay: a panel re-read never shows the other
+  // reading for a moment (nor does a test that looks right after the swap see it).
+  document.addEventListener("htmx:afterSwap", function () { applyReading(document); });
   document.addEventListener("DOMContentLoaded", function () { focusMarked(document, true); });
   // htmx settles each swapped-in element with this event (event.target: the new element).
   document.addEventListener("htmx:afterSettle", function (event) {
