@@ -86,7 +86,7 @@ def pytest_runtest_call(item: pytest.Item):
     a test's import takes some (inside the transaction the test is rolled back to) and, once
     the statistics table exists, the rollback leaves them loaded for the next test on the
     worker, whose plans (and plan tests) then follow another test's data."""
-    if _uses_test_database(item) and "live_server" not in getattr(item, "fixturenames", ()):
+    if _uses_test_database(item):
         from django.db import connection
 
         if connection.vendor == "sqlite":

@@ -277,15 +277,20 @@ def test_the_admin_buffer_list_reads_its_page_in_index_order(world, admin_client
         assert not [step for step in plan if re.match(r"\s*(->\s*)?Sort\s+\(", step)], plan
 
 
-def test_the_migration_adding_the_words_index_takes_its_statistics(world):
-    """A store upgraded in place (statistics for the findings' other indexes, none for the new
-    one) has them after the migration: without, SQLite read every finding through it."""
+def _take_words_index_statistics() -> None:
+    """Migration 0028's statistics step, on the test database's connection."""
     from importlib import import_module
     from types import SimpleNamespace
 
+    migration = import_module("memory.migrations.0028_leak_findings_words")
+    migration.take_statistics(None, SimpleNamespace(connection=connection))
+
+
+def test_the_migration_adding_the_words_index_takes_its_statistics(world):
+    """A store upgraded in place (statistics for the findings' other indexes, none for the new
+    one) has them after the migration: without, SQLite read every finding through it."""
     from memory.models import LeakFinding
 
-    migration = import_module("memory.migrations.0028_leak_findings_words")
     findings = LeakFinding.objects.count()
     assert findings > 0
     with connection.cursor() as cursor:
@@ -296,7 +301,7 @@ def test_the_migration_adding_the_words_index_takes_its_statistics(world):
             cursor.execute(
                 "DELETE FROM pg_statistic WHERE starelid = 'memory_leak_findings'::regclass"
             )
-        migration.take_statistics(None, SimpleNamespace(connection=connection))
+        _take_words_index_statistics()
         if connection.vendor == "sqlite":
             cursor.execute("SELECT stat FROM sqlite_stat1 WHERE idx = 'leak_findings_words'")
             assert int(cursor.fetchone()[0].split()[0]) == findings
@@ -312,16 +317,12 @@ def test_the_migration_leaves_a_store_without_findings_as_it_is(db):
     """A new store (no findings; on SQLite no statistics table either) is left as it is: its
     first import takes the statistics. (A statistics table made here would outlive every test's
     rollback, and with it whatever statistics a test's import loaded into the connection.)"""
-    from importlib import import_module
-    from types import SimpleNamespace
-
-    migration = import_module("memory.migrations.0028_leak_findings_words")
     with connection.cursor() as cursor:
         if connection.vendor == "sqlite":
             cursor.execute("SELECT name FROM sqlite_master WHERE name LIKE 'sqlite_stat%'")
             assert cursor.fetchall() == []
         with CaptureQueriesContext(connection) as captured:
-            migration.take_statistics(None, SimpleNamespace(connection=connection))
+            _take_words_index_statistics()
         assert not [q for q in captured.captured_queries if "ANALYZE" in q["sql"]]
         if connection.vendor == "sqlite":
             cursor.execute("SELECT name FROM sqlite_master WHERE name LIKE 'sqlite_stat%'")

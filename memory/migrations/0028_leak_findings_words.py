@@ -4,8 +4,9 @@ from django.db import migrations, models
 def take_statistics(apps, schema_editor):
     # A store upgraded in place has statistics for the findings' other indexes and none for
     # this one: SQLite's planner then takes it for the most selective and reads every finding
-    # through it (the triage queue 19 -> 55 ms at 20,155 findings). Taken now, as the bulk doors
-    # take them; on PostgreSQL an index on plain columns needs none, the ANALYZE is harmless.
+    # through it (the triage queue 19 -> 55 ms at 20,155 findings). Taken now, of the whole
+    # table (a store's findings are a few tens of thousands); on PostgreSQL an index on plain
+    # columns needs none, the ANALYZE is harmless.
     # A store with no findings, or (SQLite) no statistics at all, has nothing to mend: left as
     # it is (a new store gets its statistics from its first import).
     connection = schema_editor.connection
