@@ -217,7 +217,10 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = BASE_DIR / "var" / "staticfiles"
+# Where collectstatic writes. A process that collects beside others reading the checkout's
+# (a benchmark's server while a test suite runs) gives its own: collectstatic deletes the
+# unhashed copies as it goes, and a reader listing the directory meanwhile fails.
+STATIC_ROOT = Path(env_str("OMNIA_STATIC_ROOT", str(BASE_DIR / "var" / "staticfiles")))
 # collectstatic with the manifest compresses each file twice over (gzip, brotli at its best),
 # and the hashed copy and the original both: about 40 s of CPU, most of it on API docs' source
 # maps (5 MB) a browser fetches only with its developer tools open. Only hashed names are
