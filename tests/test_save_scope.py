@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from memory.active_save import SAVE, ScopedCursor
+from memory.selectors.saves import _YEAR_ENDS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -28,6 +29,10 @@ ACROSS_SAVES = {
     ("memory/engine/text_index.py", "SELECT coalesce(max(uid), 0) FROM buffer_entries"): (
         "the largest rowid of the table: a bulk door indexes the rows past it (rowids are "
         "the table's, not a save's)"
+    ),
+    ("memory/selectors/saves.py", _YEAR_ENDS): (
+        "the first and last stamp of each save a page shows (the overview's: every save), "
+        "each save named by its id"
     ),
 }
 

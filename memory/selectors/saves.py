@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import UTC
 from typing import Any
 
-from django.db.models import OuterRef, Subquery
+from django.db import connection
 
 from memory.active_save import use
 from memory.engine.clock import parse_timestamp
@@ -95,21 +95,37 @@ def live_row_counts() -> dict[str, int]:
     return counts
 
 
+# The first and the last timed stamp (text order) of each save asked: two probes of its (save,
+# timestamp) index. Raw: the ORM's two correlated subqueries cost more to build and compile
+# (0.7 ms on SQLite, 1.1 on PostgreSQL) than the database took to answer them (0.02 / 0.3),
+# on every page that shows a time, a buffer fragment's too. It spans saves (the overview
+# asks every one), so it names each by its id, not through the active one.
+_YEAR_ENDS = (
+    "SELECT (SELECT b.timestamp FROM {buffer} b WHERE b.game_save_id = s.id AND NOT b.untimed "
+    "ORDER BY b.timestamp LIMIT 1), "
+    "(SELECT b.timestamp FROM {buffer} b WHERE b.game_save_id = s.id AND NOT b.untimed "
+    "ORDER BY b.timestamp DESC LIMIT 1) "
+    "FROM {saves} s WHERE s.id IN ({ids})"
+)
+
+
 def world_crosses_year(saves: list[Save]) -> bool:
     """Whether the world stamps of these saves' memories fall in more than one year: then every
     page of them says the year with each time (issue 28 item 7), so "Dec 31, 11:59 PM" and
     "Jan 1, 12:00 AM" never read as one night. The first and the last stamp in text order of
-    each save: two probes of the (save, timestamp) index a save, all in one statement (a page
-    pays one round trip for them, not two a save)."""
+    each save, all in one statement (a page pays one round trip for them, not two a save)."""
     if not saves:
         return False
-    stamps = BufferEntry.every_save.filter(game_save_id=OuterRef("pk"), untimed=False)
-    ends = Save.objects.filter(pk__in=[s.pk for s in saves]).annotate(
-        first=Subquery(stamps.order_by("timestamp").values("timestamp")[:1]),
-        last=Subquery(stamps.order_by("-timestamp").values("timestamp")[:1]),
+    sql = _YEAR_ENDS.format(
+        buffer=BufferEntry._meta.db_table,
+        saves=Save._meta.db_table,
+        ids=", ".join(["%s"] * len(saves)),
     )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [s.pk for s in saves])
+        ends = cursor.fetchall()
     years = set()
-    for first, last in ends.values_list("first", "last"):
+    for first, last in ends:
         for stamp in (first, last):
             moment = parse_timestamp(stamp or "")
             if moment is not None:
