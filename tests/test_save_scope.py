@@ -264,6 +264,34 @@ def test_in_save_reads_the_named_save_whichever_is_active(two_eras) -> None:
     assert ids_v1 != ids_v2
 
 
+def test_each_queryset_copies_the_saves_kept_query_and_changes_only_its_copy(two_eras) -> None:
+    """The manager keeps each save's scoped base query and hands out copies (active_save.py):
+    a queryset changed in place, as Django's own internals change theirs, leaves the next
+    queryset of that save as it was, and each save keeps its own."""
+    from django.db.models import Q
+
+    from memory.active_save import use
+    from memory.engine.saves import get_save
+    from memory.models import BufferEntry
+    from tests.helpers import TAVERN_V1, TAVERN_V2
+
+    v1, v2 = get_save(TAVERN_V1), get_save(TAVERN_V2)
+    with use(v1):
+        every = BufferEntry.objects.count()
+        changed = BufferEntry.objects.all()
+        changed.query.add_q(Q(id="no such row"))  # in place, on this queryset's copy
+        assert changed.count() == 0
+        assert BufferEntry.objects.count() == every > 0
+        # Another save's rows, read by name while this one is active, and back again.
+        assert (
+            BufferEntry.objects.in_save(v2).count()
+            == BufferEntry.every_save.filter(game_save_id=v2.pk).count()
+        )
+        assert BufferEntry.objects.count() == every
+    with use(v2):
+        assert set(BufferEntry.objects.values_list("game_save_id", flat=True)) == {v2.pk}
+
+
 def test_each_save_runs_its_work_in_the_save_and_the_loop_body_outside_it(two_eras) -> None:
     from memory.active_save import plain_active_id
     from memory.engine.saves import each_save
