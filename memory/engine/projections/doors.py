@@ -18,9 +18,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC
-from typing import Any
-
-from django.db.models import Q
+from typing import Any, NamedTuple
 
 from memory.active_save import scoped_cursor
 from memory.engine.clock import parse_timestamp, short_date, time_key, time_of_day
@@ -99,20 +97,62 @@ def _check_viewer(viewer: str | Viewer) -> str:
 # --- sessions ----------------------------------------------------------------------------------
 
 
+class _SessionRow(NamedTuple):
+    session_key: str
+    first_at: str
+    last_at: str
+    memory_count: int
+    dialogue_count: int
+    last_member_id: str
+    content_hash: str
+    last_key: str
+
+
+class _EpisodeRow(NamedTuple):
+    ordinal: int
+    first_at: str
+    last_at: str
+    first_member_id: str
+    last_member_id: str
+    member_count: int
+    is_open: bool
+
+
+# The two doors' pages in raw SQL: every viewer page reads both, and the ORM took longer to
+# build them (0.6 and 0.4 ms on SQLite) than the database to answer.
+_SESSIONS_SQL = (
+    f"SELECT {', '.join(_SessionRow._fields)} FROM {MemorySession._meta.db_table} "
+    "WHERE game_save_id = %(save)s AND owner_id = %s{before} "
+    "ORDER BY last_key DESC, session_key DESC LIMIT %s"
+)
+_EPISODES_SQL = (
+    f"SELECT {', '.join(_EpisodeRow._fields)} FROM {Episode._meta.db_table} "
+    "WHERE game_save_id = %(save)s AND owner_id = %s{before} ORDER BY ordinal DESC LIMIT %s"
+)
+
+
+def _page_rows(sql: str, params: list[Any]) -> list[tuple]:
+    with scoped_cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
 def _session_rows(
     viewer_id: str, limit: int, before: str | None
-) -> tuple[list[MemorySession], str | None, int]:
+) -> tuple[list[_SessionRow], str | None, int]:
     if limit < 1:
         raise InvalidInput("limit must be at least 1", field="limit")
-    rows = MemorySession.objects.filter(owner_id=viewer_id)
+    after, params = "", [viewer_id]
     if before:
         last_key, key = decode_cursor(
             before, (str, str), field="before", message=f"malformed cursor {before!r}"
         )
-        rows = rows.filter(Q(last_key__lt=last_key) | Q(last_key=last_key, session_key__lt=key))
+        after = " AND (last_key < %s OR (last_key = %s AND session_key < %s))"
+        params += [last_key, last_key, key]
     # One row past the page tells us whether there is a next one; it was read, so it counts.
     # By time, not by text: last_key is last_at as a UTC key (stored beside it by the fold).
-    fetched = list(rows.order_by("-last_key", "-session_key")[: limit + 1])
+    sql = _SESSIONS_SQL.format(before=after)
+    fetched = list(map(_SessionRow._make, _page_rows(sql, [*params, limit + 1])))
     page = fetched[:limit]
     next_cursor = (
         encode_cursor([page[-1].last_key, page[-1].session_key]) if len(fetched) > limit else None
@@ -427,13 +467,14 @@ def episodes(viewer: str | Viewer, *, limit: int = 50, before: str | None = None
     viewer_id = _check_viewer(viewer)
     if limit < 1:
         raise InvalidInput("limit must be at least 1", field="limit")
-    rows = Episode.objects.filter(owner_id=viewer_id)
+    after, params = "", [viewer_id]
     if before:
         (ordinal,) = decode_cursor(
             before, (int,), field="before", message=f"malformed cursor {before!r}"
         )
-        rows = rows.filter(ordinal__lt=ordinal)
-    fetched = list(rows.order_by("-ordinal")[: limit + 1])
+        after, params = " AND ordinal < %s", [viewer_id, ordinal]
+    sql = _EPISODES_SQL.format(before=after)
+    fetched = list(map(_EpisodeRow._make, _page_rows(sql, [*params, limit + 1])))
     page = fetched[:limit]
     items = [
         EpisodeItem(
