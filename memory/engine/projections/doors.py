@@ -26,7 +26,7 @@ from memory.engine.cursor import decode_cursor, encode_cursor
 from memory.engine.errors import InvalidInput, NotFound
 from memory.engine.knowledge import Viewer
 from memory.engine.newest import chunks, first_rows_of_each
-from memory.engine.projections.rows import FoldRow, owner_rows
+from memory.engine.projections.rows import FoldRow, fetch, owner_rows
 from memory.engine.projections.sessions import fold_owner, session_key_of
 from memory.engine.shards import shard_of
 from memory.engine.visibility import PUBLIC, can_see
@@ -131,12 +131,6 @@ _EPISODES_SQL = (
 )
 
 
-def _page_rows(sql: str, params: list[Any]) -> list[tuple]:
-    with scoped_cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchall()
-
-
 def _session_rows(
     viewer_id: str, limit: int, before: str | None
 ) -> tuple[list[_SessionRow], str | None, int]:
@@ -152,7 +146,7 @@ def _session_rows(
     # One row past the page tells us whether there is a next one; it was read, so it counts.
     # By time, not by text: last_key is last_at as a UTC key (stored beside it by the fold).
     sql = _SESSIONS_SQL.format(before=after)
-    fetched = list(map(_SessionRow._make, _page_rows(sql, [*params, limit + 1])))
+    fetched = list(map(_SessionRow._make, fetch(sql, [*params, limit + 1])))
     page = fetched[:limit]
     next_cursor = (
         encode_cursor([page[-1].last_key, page[-1].session_key]) if len(fetched) > limit else None
@@ -474,7 +468,7 @@ def episodes(viewer: str | Viewer, *, limit: int = 50, before: str | None = None
         )
         after, params = " AND ordinal < %s", [viewer_id, ordinal]
     sql = _EPISODES_SQL.format(before=after)
-    fetched = list(map(_EpisodeRow._make, _page_rows(sql, [*params, limit + 1])))
+    fetched = list(map(_EpisodeRow._make, fetch(sql, [*params, limit + 1])))
     page = fetched[:limit]
     items = [
         EpisodeItem(
