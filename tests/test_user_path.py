@@ -228,6 +228,24 @@ def test_which_viewers_are_behind_is_read_from_the_entities_index(world, admin_c
         assert "SEARCH s USING INDEX sqlite_autoindex_memory_leak_scans_1" in plans[0][-1]
 
 
+def test_the_worlds_are_found_by_the_objects_type_index(world):
+    """The save page's and the leak report's worlds (a few objects among thousands): read on
+    the (save, type) index, never by walking every object of the save in id order to spare a
+    sort of the few (what SQLite chose for ORDER BY id)."""
+    from memory.selectors.viewers import list_worlds
+
+    _forget_statistics()
+    with CaptureQueriesContext(connection) as captured:
+        assert [w.id for w in list_worlds()] == ["harbour-world"]
+    (plan,) = [_plan(q["sql"]) for q in captured.captured_queries]
+    if connection.vendor == "sqlite":
+        assert plan == [
+            "SEARCH objects USING INDEX idx_objects_entities (game_save_id=? AND type=?)"
+        ]
+    else:
+        assert not [step for step in plan if "Seq Scan" in step], plan
+
+
 def test_the_triage_word_facet_counts_in_text_order_from_its_index(world, admin_client):
     """The triage queue's words, counted over every finding of the save: read in text order
     off the (save, text) index, grouped as they come (no sort or hash of every finding)."""

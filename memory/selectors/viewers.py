@@ -152,7 +152,11 @@ def viewer_window_ids(viewer: Viewer, limit: int) -> tuple[list[str], int]:
 
 
 def list_worlds() -> list[WorldObject]:
-    return list(WorldObject.objects.filter(type=ObjectType.WORLD).order_by("id"))
+    # Sorted here: ORDER BY id had SQLite walk every object of the save in the (save, id)
+    # index to skip a sort of the few worlds (1.4 ms of a save's page at 2,000 entities),
+    # where the (save, type) index finds them at once.
+    worlds = WorldObject.objects.filter(type=ObjectType.WORLD).order_by()  # (not Meta.ordering)
+    return sorted(worlds, key=lambda w: w.id)
 
 
 @dataclass(frozen=True)
