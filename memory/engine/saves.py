@@ -127,12 +127,10 @@ def current_save_name() -> str:
 
 
 def world_ids() -> list[str]:
-    """The active save's worlds."""
-    return list(
-        WorldObject.objects.filter(type=ObjectType.WORLD)
-        .order_by("id")
-        .values_list("id", flat=True)
-    )
+    """The active save's worlds. Sorted here, not by ORDER BY id: SQLite then walked every
+    object of the save in id order to spare sorting the few worlds (list_worlds says so too)."""
+    worlds = WorldObject.objects.filter(type=ObjectType.WORLD).order_by()
+    return sorted(worlds.values_list("id", flat=True))
 
 
 def save_scoped_models() -> list:

@@ -13,8 +13,8 @@ from django.db import connection
 from memory.active_save import use
 from memory.engine.clock import parse_timestamp
 from memory.engine.projections import problems
-from memory.engine.saves import live_saves
-from memory.models import BufferEntry, ObjectType, Save, WorldObject
+from memory.engine.saves import live_saves, world_ids
+from memory.models import BufferEntry, Save
 from memory.selectors import leaks as leak_reads
 from memory.selectors import projections as projection_reads
 
@@ -71,11 +71,7 @@ def summary(save: Save) -> SaveSummary:
             leak_pending=len(tally.pending),
             lag_rows=projection_reads.projection_status()["lag_rows"],
             cycle_failure=problems.cycle_failure(),
-            worlds=list(
-                WorldObject.objects.filter(type=ObjectType.WORLD)
-                .order_by("id")
-                .values_list("id", flat=True)
-            ),
+            worlds=world_ids(),
         )
 
 
