@@ -134,6 +134,11 @@ def test_one_poison_row_per_shard_is_quarantined_and_every_other_row_folds(cast,
         reason[:20] for _id, _intent, reason in planted
     )
     assert {item["table"] for item in api["items"]} == {"buffer_entries"}
+    # A page of fewer than every problem still counts them all; a page holding every one
+    # counts what it holds (no statement of its own).
+    for limit, shown in ((2, 2), (4, 4), (5, 4)):
+        page_of = reader_client.get(f"/api/saves/cast/problems?limit={limit}").json()
+        assert (len(page_of["items"]), page_of["count"]) == (shown, 4)
 
     # The owners' pages answer (the buffer shows the rows it can, the sessions the folded).
     for owner in owners:

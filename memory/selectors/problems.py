@@ -43,4 +43,5 @@ def problem_list(*, limit: int = 50, world_id: str | None = None) -> ProblemList
         )
         for p in rows.order_by("first_seen", "id")[:limit]
     ]
-    return ProblemList(items=items, count=rows.count())
+    # Fewer than the limit: they are all there is (most saves have none), no count to ask.
+    return ProblemList(items=items, count=len(items) if len(items) < limit else rows.count())
