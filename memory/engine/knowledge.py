@@ -8,7 +8,7 @@ digest, leak scanner) goes through.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import NamedTuple
@@ -21,6 +21,7 @@ from memory.active_save import scoped_cursor
 from memory.engine.aliases import AliasesJsonError, parse_aliases_json
 from memory.engine.descriptors import KnownIds
 from memory.engine.errors import NotFound
+from memory.engine.newest import chunks
 from memory.engine.visibility import PUBLIC, can_see
 from memory.models import Attribute, AttributeAcl, ObjectType, WorldObject
 
@@ -85,23 +86,18 @@ def true_names(object_ids: list[str] | None) -> dict[str, str]:
     order = true_name_attributes()
     sql = (
         f"SELECT object_id, name, value FROM {Attribute._meta.db_table} "
-        f"WHERE game_save_id = %(save)s AND name IN ({', '.join(['%s'] * len(order))})"
+        f"WHERE game_save_id = %(save)s AND name IN ({_marks(order)})"
     )
     if object_ids is None:
         asks = [(sql, order)]
     else:
-        ids = list(object_ids)
         asks = [
-            (f"{sql} AND object_id IN ({', '.join(['%s'] * len(part))})", [*order, *part])
-            for start in range(0, len(ids), NAMES_ASKED_AT_ONCE)
-            for part in (ids[start : start + NAMES_ASKED_AT_ONCE],)
+            (f"{sql} AND object_id IN ({_marks(part)})", [*order, *part])
+            for part in chunks(list(object_ids), NAMES_ASKED_AT_ONCE)
         ]
     found: dict[str, tuple[int, str]] = {}
     for ask, params in asks:
-        with scoped_cursor() as cursor:
-            cursor.execute(ask, params)
-            rows = cursor.fetchall()
-        for object_id, name, value in rows:
+        for object_id, name, value in _read(ask, params):
             rank = order.index(name)
             if object_id not in found or rank < found[object_id][0]:
                 found[object_id] = (rank, value)
@@ -129,16 +125,13 @@ def name_owners(labels: Iterable[str]) -> dict[str, set[str]]:
     wanted = sorted({label.strip() for label in labels if label and label.strip()})
     order = true_name_attributes()
     owners: dict[str, set[str]] = {}
-    for start in range(0, len(wanted), NAMES_ASKED_AT_ONCE):
-        part = wanted[start : start + NAMES_ASKED_AT_ONCE]
-        with scoped_cursor() as cursor:
-            cursor.execute(
-                f"SELECT value, object_id FROM {Attribute._meta.db_table} "
-                f"WHERE game_save_id = %(save)s AND name IN ({', '.join(['%s'] * len(order))}) "
-                f"AND value IN ({', '.join(['%s'] * len(part))})",
-                [*order, *part],
-            )
-            rows = cursor.fetchall()
+    for part in chunks(wanted, NAMES_ASKED_AT_ONCE):
+        rows = _read(
+            f"SELECT value, object_id FROM {Attribute._meta.db_table} "
+            f"WHERE game_save_id = %(save)s AND name IN ({_marks(order)}) "
+            f"AND value IN ({_marks(part)})",
+            [*order, *part],
+        )
         for value, object_id in rows:
             owners.setdefault(value, set()).add(object_id)
     return owners
@@ -283,7 +276,7 @@ def load_attributes(knowledge: WorldKnowledge, object_ids: list[str]) -> None:
     the two statements took 1.9 ms of a viewer page (its aliases panel) on SQLite, whose
     database answered them in 0.1."""
     ids = sorted(set(object_ids))
-    for part in _parts(ids, ATTRIBUTES_ASKED_AT_ONCE):
+    for part in chunks(ids, ATTRIBUTES_ASKED_AT_ONCE):
         rows = _read(
             f"SELECT object_id, name, value, visibility FROM {Attribute._meta.db_table} "
             f"WHERE game_save_id = %(save)s AND object_id IN ({_marks(part)}) "
@@ -299,7 +292,7 @@ def load_attributes(knowledge: WorldKnowledge, object_ids: list[str]) -> None:
         for object_id in ids
         if any(a.visibility != PUBLIC for a in knowledge.attributes.get(object_id, {}).values())
     ]
-    for part in _parts(guarded, ATTRIBUTES_ASKED_AT_ONCE):
+    for part in chunks(guarded, ATTRIBUTES_ASKED_AT_ONCE):
         rows = _read(
             f"SELECT object_id, attribute_name, entity_id FROM {AttributeAcl._meta.db_table} "
             f"WHERE game_save_id = %(save)s AND object_id IN ({_marks(part)})",
@@ -309,15 +302,13 @@ def load_attributes(knowledge: WorldKnowledge, object_ids: list[str]) -> None:
             knowledge.acl.setdefault((object_id, attribute_name), set()).add(entity_id)
 
 
-def _parts(ids: list[str], size: int) -> Iterable[list[str]]:
-    return (ids[start : start + size] for start in range(0, len(ids), size))
+def _marks(values: Sequence[str]) -> str:
+    """The placeholders of an IN list of these values."""
+    return ", ".join(["%s"] * len(values))
 
 
-def _marks(ids: list[str]) -> str:
-    return ", ".join(["%s"] * len(ids))
-
-
-def _read(sql: str, params: list[str]) -> list[tuple]:
+def _read(sql: str, params: Sequence[str]) -> list[tuple]:
+    """The rows of a raw statement on the active save (`%(save)s` in it)."""
     with scoped_cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()
