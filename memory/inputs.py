@@ -28,6 +28,15 @@ def path_id(value: str, field: str) -> str:
     return value
 
 
+def whole_number(value: str, digits: int) -> int | None:
+    """`value` as a whole number when it is written in at most `digits` ASCII digits, else
+    None. Not str.isdigit alone: it also says yes to "²" and other digits int() refuses (a
+    page offset of "²" answered 500)."""
+    if value.isascii() and value.isdigit() and len(value) <= digits:
+        return int(value)
+    return None
+
+
 def text(value: str | None, field: str) -> str | None:
     """A text query parameter or payload field."""
     if value is not None and NUL in value:

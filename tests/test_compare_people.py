@@ -259,7 +259,7 @@ def test_the_time_budget_stops_the_merge_and_says_where(big_and_small, reader_cl
 
 
 @pytest.mark.parametrize("field", ["viewers_from", "lines_from"])
-@pytest.mark.parametrize("value", ["x", "-1", "1.5", "9" * 12])
+@pytest.mark.parametrize("value", ["x", "-1", "1.5", "9" * 12, "²", "1²"])
 def test_a_page_offset_that_is_no_whole_number_is_a_4xx_naming_it(
     two_eras, reader_client, field, value
 ):

@@ -246,3 +246,8 @@ def test_the_report_lists_its_rows_a_page_at_a_time_and_an_action_keeps_the_page
     # A page past the end shows the last one.
     past = editor_client.get(f"/saves/millbrook/leaks/{sort}&from=99").content.decode()
     assert "Rows 3–3 of 3 · ← earlier rows" in re.sub(r"<[^>]+>", "", past)
+    # An offset that is no plain number (a digit int() refuses, among them) is the first page.
+    for odd in ("%C2%B2", "x", "-1"):  # ("%C2%B2": "²")
+        first = editor_client.get(f"/saves/millbrook/leaks/{sort}&from={odd}")
+        assert first.status_code == 200
+        assert "Rows 1–2 of 3 · later rows" in re.sub(r"<[^>]+>", "", first.content.decode())

@@ -834,6 +834,8 @@ def test_aliases_of_a_viewer_who_knows_many_come_a_page_of_labels_at_a_time(
     )
     assert f'action="{base}npc-1/?aliases_from=2"' in second
     assert panel(fragment(editor_client, f"{base}?aliases_from=4"))[0] == ["npc-2"]
+    # An offset that is no plain number (a digit int() refuses, among them) is the first page.
+    assert panel(fragment(editor_client, f"{base}?aliases_from=%C2%B2")) == panel(first)
     # Forget npc-0 on the second page: it is a stranger now, kept in sight where it was edited.
     forgot = editor_client.post(
         f"{base}npc-0/?aliases_from=2", {"action": "delete"}, headers={"HX-Request": "true"}

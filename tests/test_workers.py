@@ -119,6 +119,8 @@ def test_loop_on_some_shards_leaves_the_others(cast):
     assert parse_shards("0") == [0]
     with pytest.raises(ValueError):
         parse_shards(str(shard_count()))
+    with pytest.raises(ValueError):  # a digit int() refuses, not a traceback
+        parse_shards("²")
     behind = [s["rows_behind"] for s in projection_status()["shards"]]
     proc = start_worker("--poll", "0.2", "--shards", "0")
     try:

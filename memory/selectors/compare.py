@@ -54,7 +54,7 @@ def params_of(query: Mapping[str, Any]) -> dict[str, str]:
         value = (inputs.text(raw if isinstance(raw, str) else None, name) or "").strip()
         if len(value) > MAX_PARAM:
             raise InvalidInput(f"{name} is longer than {MAX_PARAM} characters", field=name)
-        if name in PAGING and value and (not value.isdigit() or len(value) > 9):
+        if name in PAGING and value and inputs.whole_number(value, 9) is None:
             raise InvalidInput(f"{name} is a whole number from 0", field=name)
         if value and not (name in PAGING and int(value) == 0):
             found[name] = value

@@ -275,7 +275,8 @@ def parse_shards(value: str | None) -> list[int] | None:
     picked: list[int] = []
     for part in value.split(","):
         part = part.strip()
-        if not part.isdigit() or int(part) >= count:
+        # ASCII digits: str.isdigit alone also takes "²", which int() refuses.
+        if not (part.isascii() and part.isdigit()) or int(part) >= count:
             raise ValueError(f"--shards: {part!r} is not a shard number in 0..{count - 1}")
         picked.append(int(part))
     return sorted(set(picked))

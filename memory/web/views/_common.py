@@ -67,8 +67,7 @@ def query_text(request: HttpRequest, name: str) -> str | None:
 
 def offset_of(request: HttpRequest, name: str) -> int:
     """A page offset from the query string: 0 unless a plain number of a sane size."""
-    raw = request.GET.get(name, "")
-    return int(raw) if raw.isdigit() and len(raw) < 9 else 0
+    return inputs.whole_number(request.GET.get(name, ""), 8) or 0
 
 
 def reverse_each(

@@ -167,7 +167,7 @@ def _render_table(
     confirmed: dict | None = None,
 ) -> HttpResponse:
     raw_from = filters.get("from", "")
-    asked = int(raw_from) if raw_from.isdigit() and len(raw_from) < 9 else 0
+    asked = inputs.whole_number(raw_from, 8) or 0
     start = asked // LEAK_ROWS_SHOWN * LEAK_ROWS_SHOWN
     findings, total, _viewers = _page(filters, start)
     if start and start >= total:  # past the end: the last page
