@@ -143,6 +143,74 @@ def test_import_leaves_the_planner_statistics_current(world):
             assert cursor.fetchall() == [("buffer_entries",)]
 
 
+@pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's sampled ANALYZE")
+def test_the_statistics_count_every_row_of_a_save(world):
+    """The statistics say how many rows a save holds: a sampled ANALYZE (analysis_limit)
+    records its sample's size instead (2,001 of a 1M-row save with a limit of 2,000; here,
+    2,001 of 3,003), and the planner then takes reading the whole save for cheap."""
+    from memory.models import BufferEntry
+
+    rows = BufferEntry.objects.count()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT stat FROM sqlite_stat1 WHERE idx = 'idx_buffer_fold'")
+        (stat,) = cursor.fetchone()
+    assert rows > 2_001
+    assert stat.split()[:2] == [str(rows), str(rows)]  # rows in all, rows of the one save
+
+
+def _sampled_statistics() -> None:
+    """The statistics a sampled ANALYZE leaves on a save much bigger than its sample (SQLite
+    reads the first entries of each index): they say a save holds the sample's few rows."""
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA analysis_limit = 100")
+        cursor.execute("ANALYZE")
+        cursor.execute("PRAGMA analysis_limit = 0")
+
+
+@pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's sampled ANALYZE")
+@pytest.mark.parametrize("query", ["q", "uses", "type"])
+def test_the_filtered_buffer_reads_its_rows_by_key_whatever_the_statistics(
+    world, admin_client, query
+):
+    """The rows the text index names are read by their keys, even where the statistics say a
+    save's whole index is a short read (as a sampled ANALYZE of a big save says): a search
+    read every row of the save's owner index to find a thousand (40-110 ms at 1M rows)."""
+    save, viewer = world["save"], world["viewer"]
+    asked = {"q": world["word"], "uses": world["person"], "type": "dialogue"}[query]
+    _sampled_statistics()
+    with CaptureQueriesContext(connection) as captured:
+        response = admin_client.get(f"/api/saves/{save}/viewers/{viewer}/buffer?{query}={asked}")
+    assert response.status_code == 200
+    by_key = [q["sql"] for q in captured.captured_queries if " uid IN (" in q["sql"]]
+    assert by_key, "the index named the rows"
+    for sql in by_key:
+        assert _plan(sql) == ["SEARCH buffer_entries USING INTEGER PRIMARY KEY (rowid=?)"], sql
+
+
+def test_one_viewers_findings_are_sought_by_viewer(world, admin_client):
+    """A prompt's stored findings are read by their viewer, not found among every finding of
+    the save (the viewer was named only inside the EXISTS that checks it is an entity)."""
+    save, viewer = world["save"], world["viewer"]
+    _forget_statistics()
+    with CaptureQueriesContext(connection) as captured:
+        response = admin_client.get(f"/saves/{save}/viewers/{viewer}/prompt/")
+    assert response.status_code == 200
+    reads = [
+        q["sql"]
+        for q in captured.captured_queries
+        if re.search(r'FROM "memory_leak_findings"', q["sql"]) and "ordinal" in q["sql"]
+    ]
+    assert reads
+    for sql in reads:
+        plan = _plan(sql)
+        if connection.vendor == "sqlite":
+            (step,) = [s for s in plan if " memory_leak_findings " in f"{s} "]
+            assert step.endswith("(game_save_id=? AND viewer_id=?)"), plan
+        else:
+            (scan,) = [i for i, s in enumerate(plan) if " on memory_leak_findings" in s]
+            assert re.search(r"Index Cond: .*viewer_id = ", plan[scan + 1]), plan
+
+
 @pytest.mark.postgres_only
 @pytest.mark.skipif(
     connection.vendor != "postgresql",

@@ -95,8 +95,12 @@ def _rows_holding(
         for start in range(0, len(uids), step):
             chunk = uids[start : start + step]
             with scoped_cursor(save_id) as scoped:
+                # The rows by their keys alone (`+` keeps the save's column off every index):
+                # statistics that say a save holds few rows (a sampled ANALYZE of a big one
+                # says 2,001) had SQLite read the whole save's index for a thousand keys
+                # (40-110 ms of a search at 1M rows, against 2).
                 scoped.execute(
-                    f"SELECT {columns} FROM buffer_entries WHERE game_save_id = %(save)s {where} "
+                    f"SELECT {columns} FROM buffer_entries WHERE +game_save_id = %(save)s {where} "
                     f"AND uid IN ({', '.join(['%s'] * len(chunk))})",
                     chunk,
                 )

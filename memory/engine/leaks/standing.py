@@ -161,11 +161,15 @@ def standing(viewer_id: str | None = None) -> Standing:
 
 def _current_findings(viewer_id: str | None) -> QuerySet:
     """The stored findings of the viewers whose scan is current (of the agents, or the one
-    asked), as a set: the two conditions are checked per finding, never as a list of ids."""
-    return LeakFinding.objects.filter(
+    asked), as a set: the two conditions are checked per finding, never as a list of ids.
+    The one viewer asked is named on the findings too: named inside the EXISTS alone, it
+    left the planner every finding of the save to read (20,000 for one viewer's prompt) when
+    the statistics said a save holds few."""
+    found = LeakFinding.objects.filter(
         _current_scan(OuterRef("viewer_id")),
         Exists(_viewers(viewer_id).filter(id=OuterRef("viewer_id"))),
     )
+    return found if viewer_id is None else found.filter(viewer_id=viewer_id)
 
 
 def current_findings(viewer_id: str | None = None) -> dict[str, list[ScanFinding]]:
