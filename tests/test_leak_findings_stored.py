@@ -54,14 +54,14 @@ def test_refresh_stores_what_a_fresh_scan_finds_and_then_has_nothing_to_do(demo)
     assert (again.viewers_checked, again.viewers_scanned, again.findings_written) == (6, 0, 0)
 
 
-def test_pages_read_stored_findings_in_two_queries_whatever_the_world_size(
+def test_pages_read_stored_findings_in_one_query_whatever_the_world_size(
     demo, django_assert_num_queries
 ):
     stored.refresh()
     # the entities' board (how many viewers are current and which are behind, by the scan
-    # rows' flags, and the findings per viewer and kind as each scan row counted them),
-    # whether anything is accepted (zeros kept for every current viewer)
-    with django_assert_num_queries(2):
+    # rows' flags, the findings per viewer and kind as each scan row counted them, and
+    # whether anything is accepted): zeros kept for every current viewer
+    with django_assert_num_queries(1):
         counts = leaks.leak_counts()
     assert counts["npc-pip"] == {
         "private_attribute": 0,
@@ -75,7 +75,7 @@ def test_pages_read_stored_findings_in_two_queries_whatever_the_world_size(
             id=f"extra-{n:02d}", type="entity", world_id="harbor-town", aliases_json="[]"
         )
     stored.refresh()
-    with django_assert_num_queries(2):
+    with django_assert_num_queries(1):
         counts = leaks.leak_counts()
     assert len(counts) == 36
     assert reported() == fresh()

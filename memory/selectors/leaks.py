@@ -73,9 +73,12 @@ DEFAULT_SORT = "viewer"  # by the viewer's name, then where the leak stands in i
 ALIASABLE = ("unknown_name", "system_id")
 
 
-def with_state(items: list[dict], found: Iterable[ScanFinding]) -> list[dict]:
-    """Each finding's acceptance state, beside it (no query when there is nothing to mark)."""
-    accepted = acceptances({f.viewer_id for f in found}) if items else {}
+def with_state(
+    items: list[dict], found: Iterable[ScanFinding], *, accepting: bool = True
+) -> list[dict]:
+    """Each finding's acceptance state, beside it (no query when there is nothing to mark,
+    or when the caller knows the save accepts nothing: `accepting`, Board.accepting)."""
+    accepted = acceptances({f.viewer_id for f in found}) if items and accepting else {}
     for item in items:
         key = (item["viewer_id"], item["section"], item["kind"], item["text"])
         done = accepted.get(key)
@@ -188,7 +191,7 @@ def leak_findings_page(
         keyed = [k for k in keyed if k["kind"] == kind]
     if world_id is not None:
         keyed = [k for k in keyed if k["world_id"] == world_id]
-    accepted = acceptances({k["viewer_id"] for k in keyed}) if keyed else {}
+    accepted = acceptances({k["viewer_id"] for k in keyed}) if keyed and board.accepting else {}
     for k in keyed:
         done = (k["viewer_id"], k["section"], k["kind"], k["text"]) in accepted
         k["state"] = "accepted" if done else "open"
@@ -200,8 +203,8 @@ def leak_findings_page(
     refs = [k["ref"] for k in _sorted(keyed, sort)[start : start + size]]
     stored = findings_by_key([r for r in refs if isinstance(r, int)])
     found_page = [stored[r] if isinstance(r, int) else r for r in refs]
-    items = with_state([f.to_dict() for f in found_page], found_page)
-    _named(items)
+    items = with_state([f.to_dict() for f in found_page], found_page, accepting=board.accepting)
+    _named(items, board)
     return items, len(keyed), _by_name({k["viewer_id"]: k["viewer_name"] for k in keyed})
 
 
@@ -235,7 +238,11 @@ def _page_by_viewer(
             shown[viewer] = n
     fresh_items: dict[str, list[dict]] = {}
     for viewer, found in fresh.items():  # the viewers behind, scanned for this page
-        items = _filtered(with_state([f.to_dict() for f in found], found), kind, state)
+        items = _filtered(
+            with_state([f.to_dict() for f in found], found, accepting=board.accepting),
+            kind,
+            state,
+        )
         if items:
             fresh_items[viewer], shown[viewer] = items, len(items)
     names = _by_name(display_names(shown))
@@ -250,9 +257,11 @@ def _page_by_viewer(
         at += shown[viewer]
     stored = stored_findings([v for v in spanned if v not in fresh_items])
     found = [f for v in spanned if v not in fresh_items for f in stored[v]]
-    items = _filtered(with_state([f.to_dict() for f in found], found), kind, state)
+    items = _filtered(
+        with_state([f.to_dict() for f in found], found, accepting=board.accepting), kind, state
+    )
     items += [item for v in spanned for item in fresh_items.get(v, ())]
-    _named(items)
+    _named(items, board)
     page = _sorted(items, "viewer")[start - before : start - before + size]
     return page, sum(shown.values()), names
 
@@ -265,12 +274,15 @@ def _filtered(items: list[dict], kind: str | None, state: str | None) -> list[di
     ]
 
 
-def _named(items: list[dict]) -> None:
+def _named(items: list[dict], board: Board | None = None) -> None:
     """The names of each item's viewer and entity, and whether its entity can be given a
-    label by its viewer (in place)."""
+    label by its viewer (in place). `board`: the save's, when read (it holds every entity)."""
     entity_ids = {f["entity_id"] for f in items if f["entity_id"]}
     names = display_names({f["viewer_id"] for f in items} | entity_ids)
-    entities = _entities(entity_ids)
+    if board is not None and board.viewer_id is None:
+        entities = entity_ids & {r.viewer_id for r in board.rows}
+    else:
+        entities = _entities(entity_ids)
     for item in items:
         item["viewer_name"] = names[item["viewer_id"]]
         entity = item["entity_id"]
@@ -352,7 +364,7 @@ def leak_tally(board: Board | None = None) -> LeakTally:
     state = board.standing
     stored = open_counts(board=board) if state.current else {}
     counts = stored  # (this read's own dicts)
-    accepted = acceptances(fresh) if any(fresh.values()) else {}
+    accepted = acceptances(fresh) if board.accepting and any(fresh.values()) else {}
     for viewer, found in fresh.items():
         per_kind = Counter(f.finding.kind for f in found if f.key not in accepted)
         if per_kind:

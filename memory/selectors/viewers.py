@@ -106,10 +106,16 @@ def entities_named(objs: Iterable[WorldObject]) -> list[Entity]:
 
 
 def entity_list(
-    *, q: str | None = None, world_id: str | None = None, limit: int | None = None, offset: int = 0
+    *,
+    q: str | None = None,
+    world_id: str | None = None,
+    limit: int | None = None,
+    offset: int = 0,
+    total: int | None = None,
 ) -> tuple[list[Entity], int]:
     """Entities matching `q` (id or any attribute, so a true name finds its entity), named,
-    `limit` of them from `offset`, and how many match: the overview's list and /api/entities."""
+    `limit` of them from `offset`, and how many match: the overview's list and /api/entities.
+    `total`: how many match, when the caller has counted them already."""
     qs = world_entities(world_id)
     if q:
         qs = search_entities(qs, q)
@@ -117,14 +123,17 @@ def entity_list(
     qs = qs.order_by("world_id", "id").only("id", "world_id", "location_id", "is_agent")
     objs = list(qs[offset:] if limit is None else qs[offset : offset + limit])
     complete = objs and (limit is None or len(objs) < limit)
-    total = offset + len(objs) if complete or (not objs and offset == 0) else qs.count()
+    if total is None:
+        total = offset + len(objs) if complete or (not objs and offset == 0) else qs.count()
     return entities_named(objs), total
 
 
-def viewer_window(*, q: str | None = None, limit: int = 50) -> tuple[list[Entity], int]:
-    """The first `limit` entities matching `q`, named, and how many match: a list a person
-    can read, however large the world."""
-    return entity_list(q=q, limit=limit)
+def viewer_window(
+    *, q: str | None = None, limit: int = 50, total: int | None = None
+) -> tuple[list[Entity], int]:
+    """The first `limit` entities matching `q`, named, and how many match (`total`, when the
+    caller has counted them): a list a person can read, however large the world."""
+    return entity_list(q=q, limit=limit, total=total)
 
 
 def _viewers(world_id: str | None):

@@ -89,9 +89,12 @@ def _entities_sql(viewer_id: str | None, current: bool | None, what: str) -> tup
 # stand, their stored findings by kind, omnia's flaws and the labels each scan kept are all
 # columns of it. A statement each read the save's 2,000 entities and scan rows five times on a
 # save's page (4.4 ms of PostgreSQL's time against 2.1, and a round trip each).
+# Its last column is the same on every row: whether the save has any acceptance (most have
+# none, and then the accepted counts need no statement of their own).
 _BOARD = (
     f"SELECT o.id, {_AGENT}, s.stale IS NOT NULL AND NOT s.stale, "
-    "s.kinds_json, COALESCE(s.flaws, 0), CASE WHEN s.labels_json <> '[]' THEN s.labels_json END "
+    "s.kinds_json, COALESCE(s.flaws, 0), CASE WHEN s.labels_json <> '[]' THEN s.labels_json END, "
+    f"EXISTS (SELECT 1 FROM {_ACCEPTANCES} a WHERE a.game_save_id = o.game_save_id) "
     f"FROM {_OBJECTS} o LEFT JOIN {_SCANS} s "
     "ON s.game_save_id = o.game_save_id AND s.viewer_id = o.id "
     "WHERE o.game_save_id = %(save)s AND o.type = %s"
@@ -105,6 +108,7 @@ class BoardRow(NamedTuple):  # a tuple: 2,000 frozen dataclasses took 6 ms to ma
     kinds_json: str | None  # the row's counts by kind, as written
     flaws: int
     labels_json: str | None  # what the scan kept (None: nothing, or no scan)
+    accepting: bool  # the save has an acceptance (the same on every row)
 
 
 @dataclass(frozen=True)
@@ -126,10 +130,15 @@ class Board:
         behind = [r.viewer_id for r in self.viewers if not r.current]
         return Standing(current=len(self.viewers) - len(behind), behind=behind)
 
+    @property
+    def accepting(self) -> bool:
+        """Whether the save has any acceptance at all (an empty board: no viewer to ask)."""
+        return bool(self.rows) and bool(self.rows[0].accepting)
+
     def finding_counts(self) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]:
         """finding_counts(viewer_id) of the board's viewers, from its rows."""
         kinds = [(r.viewer_id, r.kinds_json) for r in self.viewers if r.current]
-        return _counts_of(kinds, self.viewer_id, of_agents=True)
+        return _counts_of(kinds, self.viewer_id, of_agents=True, accepting=self.accepting)
 
 
 def read_board(viewer_id: str | None = None) -> Board:
@@ -252,10 +261,17 @@ def finding_counts(
 
 
 def _counts_of(
-    kinds_of: Iterable[tuple[str, str | None]], viewer_id: str | None, *, of_agents: bool
+    kinds_of: Iterable[tuple[str, str | None]],
+    viewer_id: str | None,
+    *,
+    of_agents: bool,
+    accepting: bool | None = None,
 ) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]:
-    """finding_counts of (viewer, kinds_json) of the current viewers it counts."""
-    # A few dozen distinct texts among 2,000 rows: each parsed once, each viewer its own copy.
+    """finding_counts of (viewer, kinds_json) of the current viewers it counts. `accepting`:
+    whether the save has any acceptance, when the caller read it (None: looked up here).
+    The counts are read-only: viewers whose rows say the same share one dict."""
+    # A few dozen distinct texts among 2,000 rows: each parsed once (a copy a viewer was a
+    # third of this read).
     parsed: dict[str, dict[str, int] | None] = {}
     counts: dict[str, dict[str, int]] = {}
     unreadable = []
@@ -267,7 +283,7 @@ def _counts_of(
         if parsed[kinds] is None:
             unreadable.append(viewer)
         else:
-            counts[viewer] = dict(parsed[kinds])
+            counts[viewer] = parsed[kinds]
     # A row edited by hand into something else: its findings counted (--verify names it).
     for chunk in chunks(unreadable, 500):
         rows = LeakFinding.objects.filter(viewer_id__in=list(chunk)).values_list(
@@ -277,7 +293,9 @@ def _counts_of(
             counts.setdefault(viewer, {})[kind] = n
     # Most saves accept nothing: a look at the acceptances spares planning the join (a
     # millisecond of every leak page on PostgreSQL).
-    accepted = _accepted(viewer_id, of_agents) if LeakAcceptance.objects.exists() else {}
+    if accepting is None:
+        accepting = LeakAcceptance.objects.exists()
+    accepted = _accepted(viewer_id, of_agents) if accepting else {}
     return counts, accepted
 
 

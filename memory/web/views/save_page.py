@@ -27,13 +27,18 @@ from memory.web.views.overview import VIEWERS_LISTED, matrix, projection_context
 @permission_required(READ_PERMISSION, raise_exception=True)
 def save_page(request: HttpRequest) -> HttpResponse:
     q = query_text(request, "q")
-    entities, viewer_total = viewer_reads.viewer_window(q=q, limit=VIEWERS_LISTED)
+    # The leak counts, the flaws and the labels kept: one read of every entity, which also
+    # counts the unfiltered list (a search reads it after: it may open its one entity).
+    board = None if q else leak_reads.leak_board()
+    entities, viewer_total = viewer_reads.viewer_window(
+        q=q, limit=VIEWERS_LISTED, total=len(board.rows) if board else None
+    )
     if q and viewer_total == 1 and not wants_fragment(request):
         # A search that finds one entity opens it (the live list, typed into, never jumps).
         return redirect(saves.reverse("memory:viewer", kwargs={"viewer_id": entities[0].id}))
+    board = board or leak_reads.leak_board()
     save = saves.current()
     urls = reverse_each("memory:viewer", [], [e.id for e in entities])
-    board = leak_reads.leak_board()  # the leak counts, the flaws and the labels kept: one read
     context = {
         **projection_context(request, board),
         "save": save,
