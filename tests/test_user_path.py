@@ -187,6 +187,30 @@ def test_the_filtered_buffer_reads_its_rows_by_key_whatever_the_statistics(
         assert _plan(sql) == ["SEARCH buffer_entries USING INTEGER PRIMARY KEY (rowid=?)"], sql
 
 
+def test_the_descriptor_words_are_sought_among_the_ids_by_index(world, admin_client):
+    """The aliases panel's check of which ids a descriptor word equals reads the lowered ids'
+    index and the partial index of ids that are not ASCII (SQLite), never every id of the
+    save lowered one by one."""
+    save, viewer = world["save"], world["viewer"]
+    _forget_statistics()
+    with CaptureQueriesContext(connection) as captured:
+        response = admin_client.get(f"/saves/{save}/viewers/{viewer}/aliases/")
+    assert response.status_code == 200
+    (sql,) = [q["sql"] for q in captured.captured_queries if "LOWER(id) IN (" in q["sql"]]
+    plan = _plan(sql)
+    if connection.vendor == "sqlite":
+        reads = [step for step in plan if step.startswith(("SEARCH objects", "SCAN objects"))]
+        assert reads == [
+            "SEARCH objects USING COVERING INDEX idx_objects_lower_id "
+            "(<expr>=? AND game_save_id=?)",
+            "SEARCH objects USING COVERING INDEX idx_objects_not_ascii (game_save_id=?)",
+        ], plan
+    else:
+        # A save of 61 objects is as cheap read by its save's index: PostgreSQL takes either,
+        # and the lowered ids' index at 2,000 entities (0.84 -> 0.39 ms); never a scan.
+        assert not [step for step in plan if "Seq Scan" in step], plan
+
+
 def test_one_viewers_findings_are_sought_by_viewer(world, admin_client):
     """A prompt's stored findings are read by their viewer, not found among every finding of
     the save (the viewer was named only inside the EXISTS that checks it is an entity)."""
