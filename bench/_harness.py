@@ -199,17 +199,18 @@ def wait_for(port: int, proc: subprocess.Popen, what: str, timeout: float = 60) 
 
 @contextmanager
 def servers(env: dict[str, str]) -> Iterator[dict[str, int]]:
-    """Start named servers on loopback (`start(name, argv)`, `{port}` in argv), stop them all
-    on the way out. Yields the name → port map, with `start` under the key "start"."""
+    """Start named servers on loopback (`start(name, argv)`, `{port}` in argv; `settings`: a
+    Django settings module other than the store's), stop them all on the way out. Yields the
+    name → port map, with `start` under the key "start"."""
     procs: list[subprocess.Popen] = []
     ports: dict = {}
 
-    def start(name: str, argv: list[str]) -> int:
+    def start(name: str, argv: list[str], settings: str | None = None) -> int:
         port = free_port()
         proc = subprocess.Popen(
             [a.replace("{port}", str(port)) for a in argv],
             cwd=ROOT,
-            env=env,
+            env=env if settings is None else {**env, "DJANGO_SETTINGS_MODULE": settings},
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )

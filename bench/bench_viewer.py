@@ -140,6 +140,9 @@ PAGE_VS_FRAGMENT = 3.0
 # fast in the seventh session, so this is no longer a comparison with Django's defaults).
 FRAGMENT_VS_DATASETTE_FASTEST = 2.0
 PAGE_VS_ADMIN = 0.5
+# Both admins are timed: this project's (/admin/, tuned) and Django's as it ships
+# (bench/stock_admin_urls.py), each against that target.
+STOCK_ADMIN = "bench.stock_admin_settings"
 # PRODUCT §10 on the user's path: the rebuild (leak findings included) at most this many times
 # the ordered read + parse of the same rows; the first cycle after the import at most this many
 # times a rebuild doing the same work (one that writes every row it folds).
@@ -238,6 +241,15 @@ def main() -> None:
             figures["datasette_fastest"] = measure(
                 fast, f"{table}&_nocount=1&_nofacet=1", plain, args.repeat
             )
+            # Django's admin changelist as Django ships it, of the viewer's rows (PRODUCT §10's
+            # baseline beside the viewer page), from a server that knows its URL.
+            stock = run["start"]("stock_admin", gunicorn_argv(), settings=STOCK_ADMIN)
+            figures["stock_admin_buffer_of_viewer"] = measure(
+                stock,
+                f"/stock-admin/memory/bufferentry/?owner_id__exact={quote(info['viewer'])}",
+                auth,
+                args.repeat,
+            )
             more: dict[str, float] = {}
             if args.saves > 1:
                 for n in range(2, args.saves + 1):
@@ -275,6 +287,11 @@ def main() -> None:
             "viewer_page_vs_admin": (
                 figures["viewer_page"]["median_ms"]
                 / figures["admin_buffer_of_viewer"]["median_ms"],
+                PAGE_VS_ADMIN,
+            ),
+            "viewer_page_vs_stock_admin": (
+                figures["viewer_page"]["median_ms"]
+                / figures["stock_admin_buffer_of_viewer"]["median_ms"],
                 PAGE_VS_ADMIN,
             ),
         }
