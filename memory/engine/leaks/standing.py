@@ -243,21 +243,52 @@ def _kinds_of(text: str) -> dict[str, int] | None:
 
 
 def finding_counts(
-    viewer_id: str | None = None, *, of_agents: bool = True
+    viewer_id: str | None = None,
 ) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]:
     """(viewer -> kind -> stored findings, viewer -> kind -> the accepted among them) of each
-    current viewer with one at least (of the agents, or the one asked; without `of_agents`
+    current viewer with one at least (of the agents, or the one asked; queue_counts gives
     every current viewer's, as the triage queue lists them): each scan row's count of its
     findings by kind (LeakScan.kinds_json, written with them), and the accepted ones read
     from the acceptances (a few) to their findings. Counting every finding here took 17 ms
     of a save's page at 20,000 findings."""
-    if of_agents:
-        return read_board(viewer_id).finding_counts()
+    return read_board(viewer_id).finding_counts()
+
+
+class QueueCounts(NamedTuple):
+    """What the triage queue reads of one save: finding_counts of every current viewer (not
+    the agents alone: the queue lists every stored finding) and the agents behind
+    (standing().behind)."""
+
+    counts: dict[str, dict[str, int]]
+    accepted: dict[str, dict[str, int]]
+    behind: list[str]
+
+
+def queue_counts() -> QueueCounts:
+    """The active save's counts of every current viewer's findings, the accepted among them
+    and the agents behind, in one statement (and the accepted findings' own, when the save
+    accepts any): the queue read them in three a save (the counts, whether anything is
+    accepted, and `standing`, whose count of the agents it never used)."""
     scans = (
         f"SELECT s.viewer_id, s.kinds_json FROM {_SCANS} s WHERE s.game_save_id = %(save)s "
         "AND NOT s.stale AND s.kinds_json <> '{}'"
     )
-    return _counts_of(_rows(scans, []), viewer_id, of_agents=False)
+    # Rows of the three kinds: (viewer, its counts), (an agent behind, NULL), and (NULL, NULL)
+    # when the save has an acceptance.
+    behind_sql, params = _entities_sql(None, False, "o.id, NULL")
+    accepting = (
+        f"SELECT NULL, NULL WHERE EXISTS (SELECT 1 FROM {_ACCEPTANCES} a "
+        "WHERE a.game_save_id = %(save)s)"
+    )
+    rows = _rows(f"{scans} UNION ALL {behind_sql} UNION ALL {accepting}", params)
+    counts, accepted = _counts_of(
+        [(v, k) for v, k in rows if k is not None],
+        None,
+        of_agents=False,
+        accepting=any(v is None for v, _k in rows),
+    )
+    behind = sorted(v for v, k in rows if k is None and v is not None)
+    return QueueCounts(counts=counts, accepted=accepted, behind=behind)
 
 
 def _counts_of(
