@@ -238,11 +238,7 @@ def _page_by_viewer(
             shown[viewer] = n
     fresh_items: dict[str, list[dict]] = {}
     for viewer, found in fresh.items():  # the viewers behind, scanned for this page
-        items = _filtered(
-            with_state([f.to_dict() for f in found], found, accepting=board.accepting),
-            kind,
-            state,
-        )
+        items = _shaped(found, kind, state, board)
         if items:
             fresh_items[viewer], shown[viewer] = items, len(items)
     names = _by_name(display_names(shown))
@@ -257,21 +253,17 @@ def _page_by_viewer(
         at += shown[viewer]
     stored = stored_findings([v for v in spanned if v not in fresh_items])
     found = [f for v in spanned if v not in fresh_items for f in stored[v]]
-    items = _filtered(
-        with_state([f.to_dict() for f in found], found, accepting=board.accepting), kind, state
-    )
+    items = _shaped(found, kind, state, board)
     items += [item for v in spanned for item in fresh_items.get(v, ())]
     _named(items, board)
     page = _sorted(items, "viewer")[start - before : start - before + size]
     return page, sum(shown.values()), names
 
 
-def _filtered(items: list[dict], kind: str | None, state: str | None) -> list[dict]:
-    return [
-        item
-        for item in items
-        if (kind is None or item["kind"] == kind) and (state is None or item["state"] == state)
-    ]
+def _shaped(found: list[ScanFinding], kind: str | None, state: str | None, board: Board) -> list:
+    """These findings as the report shows them, with their state, of `kind` and `state`."""
+    items = with_state([f.to_dict() for f in found], found, accepting=board.accepting)
+    return [i for i in items if kind in (None, i["kind"]) and state in (None, i["state"])]
 
 
 def _named(items: list[dict], board: Board | None = None) -> None:

@@ -255,15 +255,12 @@ def _facet(name: str, filters: QueueFilters, saves: dict[int, Save]) -> Facet:
     return Facet(name, facet_values, more=len(values) > FACET_VALUES)
 
 
-def _count_facets(
-    filters: QueueFilters, saves: dict[int, Save], counted: dict[int, standing.QueueCounts]
-) -> dict[str, Facet]:
+def _count_facets(filters: QueueFilters, saves: dict[int, Save], counted: dict) -> dict:
     """_facet of the save, viewer, kind and state (not the word) from the scan rows' counts
-    (`counted`, standing.queue_counts of each save: a row a viewer, the few acceptances
-    beside), in one pass: each
-    viewer's count of a kind counts toward a facet when it passes every filter but that
-    facet's own. Five GROUP BYs over 20,000 findings were 65 ms of the queue's page; a pass a
-    facet over the counts was 6.8 of the queue's 33 ms (SQLite, 20,155 findings)."""
+    (`counted`: each save's standing.queue_counts), in one pass: each viewer's count of a
+    kind counts toward a facet when it passes every filter but that facet's own. Five GROUP
+    BYs over 20,000 findings were 65 ms of the queue's page; a pass a facet over the counts
+    was 6.8 of the queue's 33 ms (SQLite, 20,155 findings)."""
     state = filters.state
     values: dict[str, dict[str, int]] = {name: {} for name in COUNTED_FACETS}
     by_save, by_viewer, by_kind, by_state = (values[name] for name in COUNTED_FACETS)
@@ -335,15 +332,15 @@ def queue(filters: QueueFilters, *, cursor: str | None = None, limit: int = PAGE
         raise InvalidInput(f"limit must be between 1 and {MAX_PAGE_SIZE}", field="limit")
     saves = {s.pk: s for s in Save.objects.live()}
     rows = _findings(filters, saves, with_state=True)
-    # Each save's counts and who is behind there, in one read a save (both are needed of
-    # every save the facets count; who is behind, of the saves the queue shows).
-    per_save: dict[int, standing.QueueCounts] = {}
-    for pk in sorted(saves):
-        if filters.word is None or filters.save in (None, saves[pk].name):
-            with use(saves[pk]):
-                per_save[pk] = standing.queue_counts()
-    # Without a word, every count but the word facet's comes from the scan rows' counts.
-    counted = _count_facets(filters, saves, per_save) if filters.word is None else {}
+    # Each save's counts and who is behind there, one read a save: the counts of every save
+    # the facets count (without a word, all but the word facet's come from the scan rows'
+    # counts), who is behind of those the queue shows.
+    shown = [pk for pk in sorted(saves) if filters.save in (None, saves[pk].name)]
+    read = {}
+    for pk in shown if filters.word else sorted(saves):
+        with use(saves[pk]):
+            read[pk] = standing.queue_counts()
+    counted = _count_facets(filters, saves, read) if filters.word is None else {}
     if not counted:
         states = dict(rows.values_list("accepted").annotate(n=Count("*")).order_by())
     else:  # the state facet's counts (which leave the state filter out), under it if given
@@ -361,11 +358,7 @@ def queue(filters: QueueFilters, *, cursor: str | None = None, limit: int = PAGE
     pairs |= {(r.game_save_id, r.entity_id) for r in page if r.entity_id}
     names = _names(pairs, saves)
     last = page[-1] if page else None
-    pending = {}
-    for pk, save in saves.items():
-        behind = len(per_save[pk].behind) if filters.save in (None, save.name) else 0
-        if behind:
-            pending[save.name] = behind
+    pending = {saves[pk].name: len(read[pk].behind) for pk in shown if read[pk].behind}
     return QueuePage(
         items=[_item(r, saves, names) for r in page],
         total=states.get(True, 0) + states.get(False, 0),
