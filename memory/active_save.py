@@ -195,3 +195,10 @@ def scoped_cursor(save_id: int | None = None) -> Iterator[ScopedCursor]:
     save = current_id() if save_id is None else save_id
     with connection.cursor() as cursor:
         yield ScopedCursor(cursor, save)
+
+
+def scoped_rows(sql: str, params: Sequence[Any]) -> list[tuple]:
+    """Every row of one raw statement on the active save (`%(save)s` in it)."""
+    with scoped_cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()

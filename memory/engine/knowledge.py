@@ -17,7 +17,7 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import Q
 
-from memory.active_save import scoped_cursor
+from memory.active_save import scoped_rows
 from memory.engine.aliases import AliasesJsonError, parse_aliases_json
 from memory.engine.descriptors import KnownIds
 from memory.engine.errors import NotFound
@@ -97,7 +97,7 @@ def true_names(object_ids: list[str] | None) -> dict[str, str]:
         ]
     found: dict[str, tuple[int, str]] = {}
     for ask, params in asks:
-        for object_id, name, value in _read(ask, params):
+        for object_id, name, value in scoped_rows(ask, params):
             rank = order.index(name)
             if object_id not in found or rank < found[object_id][0]:
                 found[object_id] = (rank, value)
@@ -126,7 +126,7 @@ def name_owners(labels: Iterable[str]) -> dict[str, set[str]]:
     order = true_name_attributes()
     owners: dict[str, set[str]] = {}
     for part in chunks(wanted, NAMES_ASKED_AT_ONCE):
-        rows = _read(
+        rows = scoped_rows(
             f"SELECT value, object_id FROM {Attribute._meta.db_table} "
             f"WHERE game_save_id = %(save)s AND name IN ({_marks(order)}) "
             f"AND value IN ({_marks(part)})",
@@ -230,7 +230,7 @@ def known_ids_among(world_id: str | None, words: Iterable[str]) -> KnownIds:
         # (an id may be both: read twice, the same set either way).
         words = sorted(wanted)
         table = WorldObject._meta.db_table
-        rows = _read(
+        rows = scoped_rows(
             f"SELECT id, world_id FROM {table} "
             f"WHERE LOWER(id) IN ({_marks(words)}) AND game_save_id = %(save)s "
             f"UNION ALL SELECT id, world_id FROM {table} "
@@ -282,7 +282,7 @@ def load_attributes(knowledge: WorldKnowledge, object_ids: list[str]) -> None:
     database answered them in 0.1."""
     ids = sorted(set(object_ids))
     for part in chunks(ids, ATTRIBUTES_ASKED_AT_ONCE):
-        rows = _read(
+        rows = scoped_rows(
             f"SELECT object_id, name, value, visibility FROM {Attribute._meta.db_table} "
             f"WHERE game_save_id = %(save)s AND object_id IN ({_marks(part)}) "
             "ORDER BY object_id, name",
@@ -298,7 +298,7 @@ def load_attributes(knowledge: WorldKnowledge, object_ids: list[str]) -> None:
         if any(a.visibility != PUBLIC for a in knowledge.attributes.get(object_id, {}).values())
     ]
     for part in chunks(guarded, ATTRIBUTES_ASKED_AT_ONCE):
-        rows = _read(
+        rows = scoped_rows(
             f"SELECT object_id, attribute_name, entity_id FROM {AttributeAcl._meta.db_table} "
             f"WHERE game_save_id = %(save)s AND object_id IN ({_marks(part)})",
             part,
@@ -310,10 +310,3 @@ def load_attributes(knowledge: WorldKnowledge, object_ids: list[str]) -> None:
 def _marks(values: Sequence[str]) -> str:
     """The placeholders of an IN list of these values."""
     return ", ".join(["%s"] * len(values))
-
-
-def _read(sql: str, params: Sequence[str]) -> list[tuple]:
-    """The rows of a raw statement on the active save (`%(save)s` in it)."""
-    with scoped_cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchall()

@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 from django.db.models import Count, Exists, OuterRef, QuerySet
 
-from memory.active_save import scoped_cursor
+from memory.active_save import scoped_rows
 from memory.engine.knowledge import AGENTS
 from memory.engine.leaks.stored import FINDING_COLUMNS, _finding_of
 from memory.engine.leaks.world_scan import ScanFinding
@@ -56,12 +56,6 @@ CURRENT_SCAN = (
 
 def _who(viewer_id: str | None) -> tuple[str, list[str]]:
     return (_AGENT, []) if viewer_id is None else ("o.id = %s", [viewer_id])
-
-
-def _rows(sql: str, params: list) -> list[tuple]:
-    with scoped_cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchall()
 
 
 @dataclass(frozen=True)
@@ -147,7 +141,7 @@ def read_board(viewer_id: str | None = None) -> Board:
     if viewer_id is not None:
         sql, params = f"{sql} AND o.id = %s", [*params, viewer_id]
     # (SQLite answers its truth values as 0 and 1: read as such.)
-    rows = list(map(BoardRow._make, _rows(sql, params)))
+    rows = list(map(BoardRow._make, scoped_rows(sql, params)))
     # Sorted here (by id, each row's first column): ORDER BY id would walk the (save, id)
     # index, not the entities' one.
     rows.sort()
@@ -162,7 +156,7 @@ def standing(viewer_id: str | None = None) -> Standing:
     index."""
     behind_sql, behind_params = _entities_sql(viewer_id, False, "o.id, NULL")
     count_sql, count_params = _entities_sql(viewer_id, None, "NULL, COUNT(*)")
-    rows = _rows(f"{count_sql} UNION ALL {behind_sql}", [*count_params, *behind_params])
+    rows = scoped_rows(f"{count_sql} UNION ALL {behind_sql}", [*count_params, *behind_params])
     viewers = next(n for i, n in rows if i is None)
     behind = sorted(i for i, _n in rows if i is not None)
     return Standing(current=max(viewers - len(behind), 0), behind=behind)
@@ -280,7 +274,7 @@ def queue_counts() -> QueueCounts:
         f"SELECT NULL, NULL WHERE EXISTS (SELECT 1 FROM {_ACCEPTANCES} a "
         "WHERE a.game_save_id = %(save)s)"
     )
-    rows = _rows(f"{scans} UNION ALL {behind_sql} UNION ALL {accepting}", params)
+    rows = scoped_rows(f"{scans} UNION ALL {behind_sql} UNION ALL {accepting}", params)
     counts, accepted = _counts_of(
         [(v, k) for v, k in rows if k is not None],
         None,
@@ -296,11 +290,12 @@ def _counts_of(
     viewer_id: str | None,
     *,
     of_agents: bool,
-    accepting: bool | None = None,
+    accepting: bool,
 ) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]:
     """finding_counts of (viewer, kinds_json) of the current viewers it counts. `accepting`:
-    whether the save has any acceptance, when the caller read it (None: looked up here).
-    The counts are read-only: viewers whose rows say the same share one dict."""
+    whether the save has any acceptance (read with the counts: most accept nothing, and then
+    the accepted ones need no statement). The counts are read-only: viewers whose rows say
+    the same share one dict."""
     # A few dozen distinct texts among 2,000 rows: each parsed once (a copy a viewer was a
     # third of this read).
     parsed: dict[str, dict[str, int] | None] = {}
@@ -322,10 +317,8 @@ def _counts_of(
         )
         for viewer, kind, n in rows.annotate(n=Count("*")).order_by():
             counts.setdefault(viewer, {})[kind] = n
-    # Most saves accept nothing: a look at the acceptances spares planning the join (a
+    # Most saves accept nothing: the look at the acceptances spares planning the join (a
     # millisecond of every leak page on PostgreSQL).
-    if accepting is None:
-        accepting = LeakAcceptance.objects.exists()
     accepted = _accepted(viewer_id, of_agents) if accepting else {}
     return counts, accepted
 
@@ -350,6 +343,6 @@ def _accepted(viewer_id: str | None, of_agents: bool) -> dict[str, dict[str, int
         f"{agent} GROUP BY f.viewer_id, f.kind"
     )
     accepted: dict[str, dict[str, int]] = {}
-    for viewer, kind, n in _rows(accepted_sql, params):
+    for viewer, kind, n in scoped_rows(accepted_sql, params):
         accepted.setdefault(viewer, {})[kind] = int(n)
     return accepted

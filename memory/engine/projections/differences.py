@@ -11,9 +11,9 @@ from collections.abc import Iterable, Iterator
 from operator import attrgetter
 from typing import NamedTuple, TypeVar
 
-from memory.active_save import scoped_cursor
+from memory.active_save import scoped_cursor, scoped_rows
 from memory.engine.projections import episodes, problems
-from memory.engine.projections.rows import REBUILD_BATCH, fetch
+from memory.engine.projections.rows import REBUILD_BATCH
 from memory.engine.projections.sessions import (
     SESSION_COLUMNS,
     SessionState,
@@ -69,7 +69,7 @@ _EPISODE_SQL = (
 def _stored(sql: str, first: str, last: str) -> dict[str, list[tuple]]:
     """The stored rows of the owners from `first` to `last` (the store's order, the fold's)."""
     found: dict[str, list[tuple]] = {}
-    for row in fetch(sql, (first, last)):
+    for row in scoped_rows(sql, (first, last)):
         found.setdefault(row[0], []).append(row)
     return found
 
@@ -130,7 +130,7 @@ def stored_owners(owners: tuple[str | None, str | None]) -> set[str]:
     found = set()
     for table in (_SESSIONS, _EPISODES):
         sql = f"SELECT DISTINCT owner_id FROM {table} WHERE game_save_id = %(save)s{bounds}"
-        found.update(row[0] for row in fetch(sql, params))
+        found.update(row[0] for row in scoped_rows(sql, params))
     return found
 
 

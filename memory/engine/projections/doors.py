@@ -20,13 +20,13 @@ from dataclasses import dataclass, fields
 from datetime import UTC
 from typing import Any, NamedTuple
 
-from memory.active_save import scoped_cursor
+from memory.active_save import scoped_cursor, scoped_rows
 from memory.engine.clock import parse_timestamp, short_date, time_key, time_of_day
 from memory.engine.cursor import decode_cursor, encode_cursor
 from memory.engine.errors import InvalidInput, NotFound
 from memory.engine.knowledge import Viewer
 from memory.engine.newest import chunks, first_rows_of_each
-from memory.engine.projections.rows import FoldRow, fetch, owner_rows
+from memory.engine.projections.rows import FoldRow, owner_rows
 from memory.engine.projections.sessions import fold_owner, session_key_of
 from memory.engine.shards import shard_of
 from memory.engine.visibility import PUBLIC, can_see
@@ -136,7 +136,7 @@ def _session_rows(
     # One row past the page tells us whether there is a next one; it was read, so it counts.
     # By time, not by text: last_key is last_at as a UTC key (stored beside it by the fold).
     sql = _SESSIONS_SQL.format(before=after)
-    fetched = list(map(_SessionRow._make, fetch(sql, [*params, limit + 1])))
+    fetched = list(map(_SessionRow._make, scoped_rows(sql, [*params, limit + 1])))
     page = fetched[:limit]
     next_cursor = (
         encode_cursor([page[-1].last_key, page[-1].session_key]) if len(fetched) > limit else None
@@ -458,7 +458,7 @@ def episodes(viewer: str | Viewer, *, limit: int = 50, before: str | None = None
         )
         after, params = " AND ordinal < %s", [viewer_id, ordinal]
     sql = _EPISODES_SQL.format(before=after)
-    fetched = fetch(sql, [*params, limit + 1])
+    fetched = scoped_rows(sql, [*params, limit + 1])
     # The columns are EpisodeItem's, in its order (SQLite answers is_open as 0 or 1).
     items = [
         EpisodeItem(ordinal, first, last, first_id, last_id, int(count), bool(is_open))

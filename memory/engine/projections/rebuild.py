@@ -16,6 +16,7 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from memory.active_save import scoped_rows
 from memory.engine import fanout
 from memory.engine.clock import time_key
 from memory.engine.projections import episodes, problems
@@ -29,7 +30,6 @@ from memory.engine.projections.differences import (
 from memory.engine.projections.rows import (
     FoldRow,
     by_owner,
-    fetch,
     iter_rows_owner_major,
     mark_id,
     middle_owner,
@@ -209,7 +209,7 @@ def rebuild(
             relayout()
         ensure_shards()
         for shard in ProjectionShard.objects.order_by("shard"):
-            last = fetch(
+            last = scoped_rows(
                 "SELECT created_at, id FROM buffer_entries WHERE game_save_id = %(save)s "
                 "AND shard = %s ORDER BY shard DESC, created_at DESC, id DESC LIMIT 1",
                 (shard.shard,),

@@ -4,13 +4,13 @@ forward from a shard's watermark (the cycle) and every row owner by owner (rebui
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from itertools import groupby
 from operator import itemgetter
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
-from memory.active_save import scoped_cursor
+from memory.active_save import scoped_rows
 from memory.engine.clock import keyed
 
 CYCLE_BATCH = 2000
@@ -68,12 +68,6 @@ def mark_id(row_id: object) -> str:
     return row_id if row_id.__class__ is str else ""
 
 
-def fetch(sql: str, params: Sequence[Any]) -> list[tuple]:
-    with scoped_cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchall()
-
-
 def rows_after(shard: int, created_at: int, row_id: str, limit: int) -> list[FoldRow]:
     """Rows of one shard strictly past a watermark, in fold order: an idx_buffer_shard_fold seek."""
     # A row-value comparison, not "a > x OR (a = x AND b > y)": both SQLite and PostgreSQL
@@ -84,7 +78,7 @@ def rows_after(shard: int, created_at: int, row_id: str, limit: int) -> list[Fol
         "ORDER BY game_save_id, shard, created_at, id LIMIT %s"
     )
     params = (shard, created_at, row_id, limit)
-    return [_fold_row(r) for r in fetch(sql, params)]
+    return [_fold_row(r) for r in scoped_rows(sql, params)]
 
 
 def iter_rows_owner_major(
@@ -117,7 +111,7 @@ def iter_rows_owner_major(
                 f"{bounds} ORDER BY game_save_id, owner_id, created_at, id LIMIT %s"
             )
             params = (owner, created_at, row_id, *bound_params, batch)
-        rows = fetch(sql, params)
+        rows = scoped_rows(sql, params)
         yield from map(_fold_row, rows)
         if len(rows) < batch:
             return
@@ -128,10 +122,12 @@ def iter_rows_owner_major(
 def middle_owner(helper_share: float = 0.5) -> str | None:
     """The owner at which a helper process takes over the rest of the owners (by rows, about
     `helper_share` of them), or None when there are too few rows to share out."""
-    total = fetch("SELECT COUNT(*) FROM buffer_entries WHERE game_save_id = %(save)s", ())[0][0]
+    total = scoped_rows("SELECT COUNT(*) FROM buffer_entries WHERE game_save_id = %(save)s", ())[0][
+        0
+    ]
     if total < SHARED_ROWS:
         return None
-    found = fetch(
+    found = scoped_rows(
         "SELECT owner_id FROM buffer_entries WHERE game_save_id = %(save)s "
         "ORDER BY game_save_id, owner_id LIMIT 1 OFFSET %s",
         (int(total * (1 - helper_share)),),
@@ -173,7 +169,7 @@ def owner_rows(owner_id: str, until: str | None = None) -> list[FoldRow]:
         sql += f" AND (timestamp <= %s OR NOT ({_ISO_SHAPED}))"
         params = (owner_id, bound)
     sql += " ORDER BY game_save_id, owner_id, created_at, id"
-    return [_fold_row(r) for r in fetch(sql, params)]
+    return [_fold_row(r) for r in scoped_rows(sql, params)]
 
 
 def _text_bound(key: str) -> str | None:
