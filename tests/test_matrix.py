@@ -67,6 +67,29 @@ def test_matrix_window_filters_by_id_or_name_and_stays_bounded(crowd, django_ass
     assert (same.viewer_total, same.target_total) == (109, 110)  # sailor-1x, sailor-1xx
 
 
+def test_the_leak_board_counts_each_worlds_entities_for_the_matrix(
+    crowd, django_assert_num_queries
+):
+    """The save page's board holds every entity: its counts per world are the matrix's totals,
+    and a window given them reads no count of its own."""
+    from memory.engine.leaks.standing import read_board
+
+    WorldObject.objects.filter(id="sailor-03").update(is_agent=0)
+    WorldObject.objects.create(id="gull", type="entity", world_id=None)
+    counts = read_board().world_counts
+    assert counts == {crowd.world.id: (63, 62), None: (1, 1)}
+    with django_assert_num_queries(4):  # windows, names, labels
+        window = matrix_window(crowd.world, counted=counts[crowd.world.id])
+    counted = matrix_window(crowd.world)
+    assert (window.entities, window.viewer_total, window.target_total) == (63, 62, 63)
+    assert (counted.entities, counted.viewer_total, counted.target_total) == (63, 62, 63)
+    assert [v.id for v in window.viewers] == [v.id for v in counted.viewers]
+    assert window.cells == counted.cells
+    # A filter counts what it matches, whatever the board says.
+    filtered = matrix_window(crowd.world, row_q="sailor 7", counted=counts[crowd.world.id])
+    assert (filtered.viewer_total, filtered.target_total) == (1, 63)
+
+
 def test_overview_draws_a_window_with_links_to_the_next(client, crowd, django_user_model):
     client.force_login(django_user_model.objects.create_user("ann", password="pw"))
     body = client.get("/saves/cast/").content.decode()

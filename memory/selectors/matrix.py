@@ -51,6 +51,9 @@ def knowledge_matrix(world_id: str) -> tuple[list[WorldObject], dict[str, dict[s
     return entities, matrix
 
 
+# What a row of the matrix reads of its viewer (viewer_of: its id and labels).
+VIEWER_COLUMNS = ("id", "world_id", "is_agent", "aliases_json")
+
 # The overview draws at most this window of a world's matrix; the user pages and filters it.
 MATRIX_ROWS = 25
 MATRIX_COLS = 12
@@ -115,23 +118,30 @@ def matrix_window(
     col_q: str | None = None,
     row_start: int = 0,
     col_start: int = 0,
+    counted: tuple[int, int] | None = None,
 ) -> MatrixWindow:
     """The labels a window of viewers uses for a window of targets: every query bounded by
-    the window, never by the world (a 2,000-entity world is four million cells)."""
+    the window, never by the world (a 2,000-entity world is four million cells).
+    `counted`: (the world's entities, its agents), when the caller has read them (the save
+    page's leak board holds every entity): unfiltered, they are the two totals."""
     # Rows are viewers: an entity the save marks as no agent (is_agent=0) thinks nothing and
     # names nobody, so it is only ever a column.
     viewers_qs = _matching(world.id, row_q).filter(AGENTS)
     targets_qs = _matching(world.id, col_q)
-    if row_q == col_q:  # the same entities on both axes (no filter, most often): one count,
-        # of the id the entities' index holds (COUNT(uid) read every row's heap: 1.3 ms)
-        counted = targets_qs.aggregate(targets=Count("id"), viewers=Count("id", filter=AGENTS))
-        viewer_total, target_total = counted["viewers"], counted["targets"]
+    if row_q is None and col_q is None and counted is not None:
+        target_total, viewer_total = counted
+    elif row_q == col_q:  # the same entities on both axes (no filter, most often): one
+        # count, of the id the entities' index holds (COUNT(uid) read every row's heap: 1.3 ms)
+        both = targets_qs.aggregate(targets=Count("id"), viewers=Count("id", filter=AGENTS))
+        viewer_total, target_total = both["viewers"], both["targets"]
     else:
         viewer_total, target_total = viewers_qs.count(), targets_qs.count()
     row_start = max(0, min(row_start, max(viewer_total - 1, 0)))
     col_start = max(0, min(col_start, max(target_total - 1, 0)))
-    viewers = list(viewers_qs[row_start : row_start + MATRIX_ROWS])
-    targets = list(targets_qs[col_start : col_start + MATRIX_COLS])
+    # What the window reads of each: a viewer's labels, a target's id (its labels are
+    # kilobytes of JSON that only its own row uses).
+    viewers = list(viewers_qs.only(*VIEWER_COLUMNS)[row_start : row_start + MATRIX_ROWS])
+    targets = list(targets_qs.only("id")[col_start : col_start + MATRIX_COLS])
     # One query names both axes: the true names decide the cells' states and the headers.
     names = true_names(list({o.id: None for o in (*viewers, *targets)}))
     shown = [viewer_of(v) for v in viewers]

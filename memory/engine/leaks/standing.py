@@ -86,7 +86,7 @@ def _entities_sql(viewer_id: str | None, current: bool | None, what: str) -> tup
 # Its last column is the same on every row: whether the save has any acceptance (most have
 # none, and then the accepted counts need no statement of their own).
 _BOARD = (
-    f"SELECT o.id, {_AGENT}, s.stale IS NOT NULL AND NOT s.stale, "
+    f"SELECT o.id, o.world_id, {_AGENT}, s.stale IS NOT NULL AND NOT s.stale, "
     "s.kinds_json, COALESCE(s.flaws, 0), CASE WHEN s.labels_json <> '[]' THEN s.labels_json END, "
     f"EXISTS (SELECT 1 FROM {_ACCEPTANCES} a WHERE a.game_save_id = o.game_save_id) "
     f"FROM {_OBJECTS} o LEFT JOIN {_SCANS} s "
@@ -97,6 +97,7 @@ _BOARD = (
 
 class BoardRow(NamedTuple):  # a tuple: 2,000 frozen dataclasses took 6 ms to make
     viewer_id: str
+    world_id: str | None
     agent: bool  # knowledge.AGENTS: is_agent NULL or not 0
     current: bool  # it has a scan row, not stale
     kinds_json: str | None  # the row's counts by kind, as written
@@ -123,6 +124,17 @@ class Board:
     def standing(self) -> Standing:
         behind = [r.viewer_id for r in self.viewers if not r.current]
         return Standing(current=len(self.viewers) - len(behind), behind=behind)
+
+    @cached_property
+    def world_counts(self) -> dict[str | None, tuple[int, int]]:
+        """world -> (its entities, the agents among them): what the knowledge matrix counts
+        of each world, when the board holds every entity (none asked)."""
+        counts: dict[str | None, list[int]] = {}
+        for r in self.rows:
+            tally = counts.setdefault(r.world_id, [0, 0])
+            tally[0] += 1
+            tally[1] += r.agent
+        return {world: (n, agents) for world, (n, agents) in counts.items()}
 
     @property
     def accepting(self) -> bool:

@@ -78,9 +78,10 @@ PROBLEMS_LISTED = 20
 LEAK_ALL_ROWS_UPTO = 12
 
 
-def matrix(request: HttpRequest, world) -> dict[str, Any]:
+def matrix(request: HttpRequest, world, board=None) -> dict[str, Any]:
     """One world's matrix window: the filters and offsets in the query string apply to the
-    world they name (?mw=), so each world keeps its own permalink."""
+    world they name (?mw=), so each world keeps its own permalink. `board`: the page's leak
+    board (leak_reads.leak_board()), which counts each world's entities."""
     mine = request.GET.get("mw") == world.id
     row_q = query_text(request, "mrq") if mine else None
     col_q = query_text(request, "mcq") if mine else None
@@ -90,6 +91,7 @@ def matrix(request: HttpRequest, world) -> dict[str, Any]:
         col_q=col_q,
         row_start=offset_of(request, "mr") if mine else 0,
         col_start=offset_of(request, "mc") if mine else 0,
+        counted=board.world_counts.get(world.id, (0, 0)) if board else None,
     )
     base = saves.reverse("memory:save")
 

@@ -50,7 +50,7 @@ def save_page(request: HttpRequest) -> HttpResponse:
         "non_agents": [(e, urls[e.id]) for e in entities if not e.agent],
         "viewer_total": viewer_total,
         "listed": len(entities),
-        "worlds": [matrix(request, world) for world in viewer_reads.list_worlds()],
+        "worlds": [matrix(request, world, board) for world in viewer_reads.list_worlds()],
         "json_twin": saves.reverse("api:entities") + (f"?{urlencode({'q': q})}" if q else ""),
         "can_delete": request.user.has_perm(ADMIN_PERMISSION),
         "suspicious": _suspicious(board),
