@@ -272,6 +272,27 @@ def ttfb(port: int, path: str, headers: dict[str, str], timeout: float = 300) ->
     return elapsed, response.status
 
 
+def measure_together(targets: dict[str, tuple[int, str, dict[str, str]]], repeat: int) -> dict:
+    """measure() of every target (name -> (port, path, headers)), their samples taken in
+    turn: each warmed up once, then `repeat` rounds of one sample each. A slow spell of the
+    machine (these VMs have them: a page 30-40 % slower for minutes, then not) falls on every
+    target alike, so the ratios between them hold; measured one after another, each met a
+    different machine."""
+    status = {name: ttfb(port, path, headers)[1] for name, (port, path, headers) in targets.items()}
+    samples: dict[str, list[float]] = {name: [] for name in targets}
+    for _round in range(repeat):
+        for name, (port, path, headers) in targets.items():
+            samples[name].append(ttfb(port, path, headers)[0])
+    return {
+        name: {
+            "path": targets[name][1],
+            "status": status[name],
+            "median_ms": statistics.median(samples[name]) * 1000,
+        }
+        for name in targets
+    }
+
+
 def measure(port: int, path: str, headers: dict[str, str], repeat: int) -> dict:
     """One warm-up, then the median of `repeat` TTFB samples over fresh connections."""
     _warm, status = ttfb(port, path, headers)

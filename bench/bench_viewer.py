@@ -20,7 +20,9 @@ commands leave it.
 Then gunicorn (one sync worker, DEBUG off) serves the store and Datasette serves the omnia
 file itself, default settings and fastest (`suggest_facets off`, `default_facet_size 0`,
 `_nocount=1&_nofacet=1`). Each URL: one warm-up, then the median of --repeat
-time-to-first-byte samples over fresh connections. The generated file and the store live in
+time-to-first-byte samples over fresh connections, taken in rounds of one sample of every URL
+(Datasette's and the stock admin's among them), so that a slow spell of the machine weighs on
+every page and its baseline alike. The generated file and the store live in
 a temporary directory (or a temporary PostgreSQL database), removed at the end.
 """
 
@@ -44,6 +46,7 @@ from _harness import (
     gunicorn_argv,
     manage,
     measure,
+    measure_together,
     reset_pg_database,
     servers,
     session_cookie,
@@ -226,30 +229,28 @@ def main() -> None:
         cookie = session_cookie(env)
         auth = {"Cookie": cookie}
         fragment = {**auth, "HX-Request": "true"}
-        figures: dict[str, dict] = {}
         with servers(env) as run:
             django = run["start"]("django", gunicorn_argv())
-            for name, (path, is_fragment) in pages("harbour", info, entry, moment).items():
-                figures[name] = measure(
-                    django, path, fragment if is_fragment else auth, args.repeat
-                )
-            plain: dict[str, str] = {}
-            table = f"/harbour/buffer_entries?owner_id={quote(info['viewer'])}"
             ds = run["start"]("datasette", datasette_argv(world_file))
-            figures["datasette_default"] = measure(ds, table, plain, args.repeat)
             fast = run["start"]("datasette_fast", datasette_argv(world_file, fastest=True))
-            figures["datasette_fastest"] = measure(
-                fast, f"{table}&_nocount=1&_nofacet=1", plain, args.repeat
-            )
             # Django's admin changelist as Django ships it, of the viewer's rows (PRODUCT §10's
             # baseline beside the viewer page), from a server that knows its URL.
             stock = run["start"]("stock_admin", gunicorn_argv(), settings=STOCK_ADMIN)
-            figures["stock_admin_buffer_of_viewer"] = measure(
+            targets = {
+                name: (django, path, fragment if is_fragment else auth)
+                for name, (path, is_fragment) in pages("harbour", info, entry, moment).items()
+            }
+            plain: dict[str, str] = {}
+            table = f"/harbour/buffer_entries?owner_id={quote(info['viewer'])}"
+            targets["datasette_default"] = (ds, table, plain)
+            targets["datasette_fastest"] = (fast, f"{table}&_nocount=1&_nofacet=1", plain)
+            targets["stock_admin_buffer_of_viewer"] = (
                 stock,
                 f"/stock-admin/memory/bufferentry/?owner_id__exact={quote(info['viewer'])}",
                 auth,
-                args.repeat,
             )
+            # Every page and its baselines sampled in turn: the ratios compare one machine.
+            figures: dict[str, dict] = measure_together(targets, args.repeat)
             more: dict[str, float] = {}
             if args.saves > 1:
                 for n in range(2, args.saves + 1):
