@@ -219,7 +219,7 @@ def test_viewer_window_ids_is_the_slice_of_every_viewer_id(
         every = viewer_ids("w")
         at = every.index(viewer_id) if viewer_id in every else 0
         start = max(0, min(at - limit // 2, len(every) - limit))
-        with django_assert_num_queries(2):
+        with django_assert_num_queries(1):
             assert viewer_window_ids(viewer, limit) == (every[start : start + limit], len(every))
 
 

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from memory.active_save import scoped_cursor
+from memory.active_save import among, scoped_rows
 from memory.engine.errors import NotFound
 
 SEPARATOR = "~"
@@ -32,7 +32,7 @@ _ROWS_AT = (
     "SELECT b.id, b.owner_id, b.timestamp, b.intent_json, o.world_id, b.outcome_json, b.untimed "
     "FROM buffer_entries b LEFT JOIN objects o "
     "ON o.game_save_id = b.game_save_id AND o.id = b.owner_id "
-    "WHERE b.game_save_id = %(save)s AND b.timestamp IN ({marks}) AND b.id <> ''"
+    "WHERE b.game_save_id = %(save)s AND {stamps} AND b.id <> ''"
 )
 
 
@@ -88,9 +88,8 @@ def rows_at(timestamps: Iterable[str]) -> list[WitnessRow]:
     found: list[WitnessRow] = []
     for start in range(0, len(wanted), TIMESTAMPS_PER_STATEMENT):
         chunk = wanted[start : start + TIMESTAMPS_PER_STATEMENT]
-        with scoped_cursor() as cursor:
-            cursor.execute(_ROWS_AT.format(marks=", ".join(["%s"] * len(chunk))), chunk)
-            rows = cursor.fetchall()
+        stamps, params = among("b.timestamp", chunk)
+        rows = scoped_rows(_ROWS_AT.format(stamps=stamps), params)
         found.extend(
             WitnessRow(
                 entry_id,

@@ -17,7 +17,7 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import Q
 
-from memory.active_save import scoped_rows
+from memory.active_save import among, scoped_rows
 from memory.engine.aliases import AliasesJsonError, parse_aliases_json
 from memory.engine.descriptors import KnownIds
 from memory.engine.errors import NotFound
@@ -92,8 +92,9 @@ def true_names(object_ids: list[str] | None) -> dict[str, str]:
         asks = [(sql, order)]
     else:
         asks = [
-            (f"{sql} AND object_id IN ({_marks(part)})", [*order, *part])
+            (f"{sql} AND {ids}", [*order, *params])
             for part in chunks(list(object_ids), NAMES_ASKED_AT_ONCE)
+            for ids, params in [among("object_id", part)]
         ]
     found: dict[str, tuple[int, str]] = {}
     for ask, params in asks:
@@ -126,11 +127,11 @@ def name_owners(labels: Iterable[str]) -> dict[str, set[str]]:
     order = true_name_attributes()
     owners: dict[str, set[str]] = {}
     for part in chunks(wanted, NAMES_ASKED_AT_ONCE):
+        values, params = among("value", part)
         rows = scoped_rows(
             f"SELECT value, object_id FROM {Attribute._meta.db_table} "
-            f"WHERE game_save_id = %(save)s AND name IN ({_marks(order)}) "
-            f"AND value IN ({_marks(part)})",
-            [*order, *part],
+            f"WHERE game_save_id = %(save)s AND name IN ({_marks(order)}) AND {values}",
+            [*order, *params],
         )
         for value, object_id in rows:
             owners.setdefault(value, set()).add(object_id)
@@ -228,14 +229,14 @@ def known_ids_among(world_id: str | None, words: Iterable[str]) -> KnownIds:
         # 0.3 ms on SQLite), on every viewer page (its aliases panel).
         # Two index reads (migration 0029): the ids lowered to a word, and those not ASCII
         # (an id may be both: read twice, the same set either way).
-        words = sorted(wanted)
+        lowered, params = among("LOWER(id)", sorted(wanted))
         table = WorldObject._meta.db_table
         rows = scoped_rows(
             f"SELECT id, world_id FROM {table} "
-            f"WHERE LOWER(id) IN ({_marks(words)}) AND game_save_id = %(save)s "
+            f"WHERE {lowered} AND game_save_id = %(save)s "
             f"UNION ALL SELECT id, world_id FROM {table} "
             f"WHERE game_save_id = %(save)s AND {_NOT_ASCII[connection.vendor]}",
-            words,
+            params,
         )
         found = [i for i, world in rows if world_id is None or world_id in (i, world)]
     return KnownIds(folded for i in found if (folded := i.casefold()) in wanted)
@@ -282,11 +283,11 @@ def load_attributes(knowledge: WorldKnowledge, object_ids: list[str]) -> None:
     database answered them in 0.1."""
     ids = sorted(set(object_ids))
     for part in chunks(ids, ATTRIBUTES_ASKED_AT_ONCE):
+        objects, params = among("object_id", part)
         rows = scoped_rows(
             f"SELECT object_id, name, value, visibility FROM {Attribute._meta.db_table} "
-            f"WHERE game_save_id = %(save)s AND object_id IN ({_marks(part)}) "
-            "ORDER BY object_id, name",
-            part,
+            f"WHERE game_save_id = %(save)s AND {objects} ORDER BY object_id, name",
+            params,
         )
         for attr in map(AttributeRow._make, rows):
             knowledge.attributes.setdefault(attr.object_id, {})[attr.name] = attr
@@ -298,10 +299,11 @@ def load_attributes(knowledge: WorldKnowledge, object_ids: list[str]) -> None:
         if any(a.visibility != PUBLIC for a in knowledge.attributes.get(object_id, {}).values())
     ]
     for part in chunks(guarded, ATTRIBUTES_ASKED_AT_ONCE):
+        objects, params = among("object_id", part)
         rows = scoped_rows(
             f"SELECT object_id, attribute_name, entity_id FROM {AttributeAcl._meta.db_table} "
-            f"WHERE game_save_id = %(save)s AND object_id IN ({_marks(part)})",
-            part,
+            f"WHERE game_save_id = %(save)s AND {objects}",
+            params,
         )
         for object_id, attribute_name, entity_id in rows:
             knowledge.acl.setdefault((object_id, attribute_name), set()).add(entity_id)

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from django.db.models import Count, Q
+from django.db.models import Q
 
-from memory.active_save import scoped_cursor
+from memory.active_save import among, scoped_rows
 from memory.engine.aliases import (
     UNFAMILIAR,
     alias_state,
@@ -149,15 +149,31 @@ def viewer_ids(world_id: str | None) -> list[str]:
 def viewer_window_ids(viewer: Viewer, limit: int) -> tuple[list[str], int]:
     """At most `limit` viewer ids of the viewer's world in id order, around the viewer (first
     ones if it is no viewer itself), and how many there are: what `viewer_ids` would give
-    sliced, in two queries that read `limit` ids, not the world's thousands."""
-    viewers = _viewers(viewer.obj.world_id)
-    counts = viewers.aggregate(total=Count("id"), before=Count("id", filter=Q(id__lt=viewer.id)))
-    total = counts["total"]
-    # The viewer is in the list unless the save says it is no agent.
-    at = counts["before"] if viewer.obj.is_agent != 0 else 0
-    start = max(0, min(at - limit // 2, total - limit))
-    ids = list(viewers.order_by("id").values_list("id", flat=True)[start : start + limit])
-    return ids, total
+    sliced, in one statement that reads `limit` ids on either side of the viewer and counts
+    the world's viewers on its index, not the world's thousands of ids."""
+    world = viewer.obj.world_id
+    # The viewer is in the list unless the save says it is no agent: then the first ones.
+    around = viewer.id if viewer.obj.is_agent != 0 else ""
+    agents = (
+        f"FROM {WorldObject._meta.db_table} o WHERE o.game_save_id = %(save)s AND o.type = %s "
+        f"{'' if world is None else 'AND o.world_id = %s '}"
+        "AND (o.is_agent IS NULL OR o.is_agent <> 0)"
+    )
+    where = [ObjectType.ENTITY.value, *([] if world is None else [world])]
+    rows = scoped_rows(
+        f"SELECT * FROM (SELECT o.id, CAST(NULL AS BIGINT), CAST(NULL AS BIGINT) {agents} AND o.id < %s "
+        "ORDER BY o.id DESC LIMIT %s) b "
+        f"UNION ALL SELECT * FROM (SELECT o.id, CAST(NULL AS BIGINT), CAST(NULL AS BIGINT) {agents} AND o.id >= %s "
+        "ORDER BY o.id LIMIT %s) a "
+        f"UNION ALL SELECT NULL, COUNT(*), SUM(CASE WHEN o.id < %s THEN 1 ELSE 0 END) {agents}",
+        [*where, around, limit, *where, around, limit, around, *where],
+    )
+    ids = sorted(i for i, _n, _m in rows if i is not None)
+    total, before = next((n, m or 0) for i, n, m in rows if i is None)
+    start = max(0, min(before - limit // 2, total - limit))
+    # `ids` are the viewers from index before - (those read before it) on: the window is in them.
+    first = before - sum(1 for i in ids if i < around)
+    return ids[start - first : start - first + limit], total
 
 
 def list_worlds() -> list[WorldObject]:
@@ -261,10 +277,9 @@ def alias_window(
     entities = _alias_entities(viewer)
     pinned = set(pinned)
     asked = [t for t in dict.fromkeys([*viewer.aliases, *pinned]) if t != viewer.id]
-    kinds = _kinds(world_id, asked)
+    kinds, entities_total = _kinds(world_id, asked)
     outside = _outside(viewer, kinds)
-    # Counted on the (world, type) index alone; the viewer is one of them.
-    in_world = max(world_entities(world_id).count() - 1, 0)
+    in_world = max(entities_total - 1, 0)  # the viewer is one of them
     total = in_world + len(outside)
     # Labelled or pinned entities of the world, in id order (the database's, as kinds are read).
     named = [t for t, kind in kinds.items() if kind == ObjectType.ENTITY]
@@ -309,8 +324,9 @@ def alias_page(viewer: Viewer, *, offset: int, limit: int) -> AliasWindow:
     """`limit` alias rows from `offset`, in alias_targets order (the world's entities by id,
     then labels for ids outside it): the API's pages, each read in queries bounded by it."""
     world_id = viewer.obj.world_id
-    outside = _outside(viewer, _kinds(world_id, [t for t in viewer.aliases if t != viewer.id]))
-    in_world = max(world_entities(world_id).count() - 1, 0)
+    kinds, entities_total = _kinds(world_id, [t for t in viewer.aliases if t != viewer.id])
+    outside = _outside(viewer, kinds)
+    in_world = max(entities_total - 1, 0)
     ids = _alias_entities(viewer).order_by("id").values_list("id", flat=True)
     shown_world = list(ids[offset : offset + limit]) if offset < in_world else []
     start = max(offset - in_world, 0)
@@ -324,23 +340,27 @@ def _alias_entities(viewer: Viewer):
     return world_objects(viewer.obj.world_id).filter(type=ObjectType.ENTITY).exclude(id=viewer.id)
 
 
-def _kinds(world_id: str | None, ids: list[str]) -> dict[str, str]:
-    """What each of these ids is in this world (absent: not of it), in id order. By id alone,
-    the world checked here: the OR of two indexes that `world_objects` is costs a lookup per
-    row."""
-    if not ids:
-        return {}
+def _kinds(world_id: str | None, ids: list[str]) -> tuple[dict[str, str], int]:
+    """What each of these ids is in this world (absent: not of it), in id order, and how many
+    entities the world has (every world's, for none), in one statement. By id alone, the
+    world checked here: the OR of two indexes that `world_objects` is costs a lookup per
+    row; the count reads the (world, type) index alone."""
     # Raw SQL: a viewer holds hundreds of labels, and the ORM prepared each id of the IN list
     # in Python, half of this read's time on every viewer page.
-    marks = ", ".join(["%s"] * len(ids))
-    with scoped_cursor() as cursor:
-        cursor.execute(
-            "SELECT id, type, world_id FROM objects "
-            f"WHERE game_save_id = %(save)s AND id IN ({marks}) ORDER BY id",
-            list(ids),
-        )
-        rows = cursor.fetchall()
-    return {i: kind for i, kind, world in rows if world_id is None or world_id in (i, world)}
+    asked, params = among("id", ids)
+    world = "" if world_id is None else " AND world_id = %s"
+    rows = scoped_rows(
+        f"SELECT id, type, world_id, NULL FROM objects WHERE game_save_id = %(save)s AND {asked} "
+        "UNION ALL SELECT NULL, NULL, NULL, COUNT(*) FROM objects "
+        f"WHERE game_save_id = %(save)s AND type = %s{world} ORDER BY 1",
+        [*params, ObjectType.ENTITY.value, *([] if world_id is None else [world_id])],
+    )
+    kinds = {
+        i: kind
+        for i, kind, world, _n in rows
+        if i is not None and (world_id is None or world_id in (i, world))
+    }
+    return kinds, next(n for i, _k, _w, n in rows if i is None)
 
 
 def _outside(viewer: Viewer, kinds: dict[str, str]) -> list[str]:
