@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from memory.active_save import among, scoped_rows
 from memory.engine.aliases import resolve_alias, shown_label
 from memory.engine.buffer.rendered import intent_facts
 from memory.engine.clock import time_key
@@ -87,8 +88,13 @@ def session_people(viewer: str | Viewer, sessions: Sequence[Any]) -> dict[str, l
     key_of = {s.last_member_id: s.session_key for s in sessions}
     people: dict[str, list[str]] = {key: [] for key in key_of.values()}
     for chunk in chunks(list(key_of), 500):
-        rows = BufferEntry.objects.filter(id__in=chunk, owner_id=viewer.id)
-        for entry_id, intent_json in rows.values_list("id", "intent_json"):
+        ids, params = among("id", chunk)
+        rows = scoped_rows(
+            f"SELECT id, intent_json FROM {BufferEntry._meta.db_table} "
+            f"WHERE game_save_id = %(save)s AND {ids} AND owner_id = %s",
+            [*params, viewer.id],
+        )
+        for entry_id, intent_json in rows:
             _type, actor, targets = intent_facts(intent_json)
             ids = dict.fromkeys(i for i in (actor, *targets) if i and i != viewer.id)
             people[key_of[entry_id]] = [shown_label(resolve_alias(viewer, i)) for i in ids]

@@ -20,7 +20,7 @@ from dataclasses import dataclass, fields
 from datetime import UTC
 from typing import Any, NamedTuple
 
-from memory.active_save import scoped_cursor, scoped_rows
+from memory.active_save import among, scoped_cursor, scoped_rows
 from memory.engine.clock import parse_timestamp, short_date, time_key, time_of_day
 from memory.engine.cursor import decode_cursor, encode_cursor
 from memory.engine.errors import InvalidInput, NotFound
@@ -210,10 +210,15 @@ def _place_names_of_each(
     viewer may see it), and the rows that took: the places' attributes in one query, the ACL
     rows naming those viewers on the guarded ones in another, per chunk."""
     attrs_of: dict[str, list[tuple[str, str, str]]] = {}
+    # Raw, as knowledge's reads: the ORM prepared each id of the lists in Python.
+    names, name_params = among("name", PLACE_ATTRIBUTES)
     for chunk in chunks(sorted(set().union(*wanted.values())), _IDS_PER_QUERY):
-        for object_id, name, value, visibility in Attribute.objects.filter(
-            object_id__in=chunk, name__in=PLACE_ATTRIBUTES
-        ).values_list("object_id", "name", "value", "visibility"):
+        objects, params = among("object_id", chunk)
+        for object_id, name, value, visibility in scoped_rows(
+            f"SELECT object_id, name, value, visibility FROM {Attribute._meta.db_table} "
+            f"WHERE game_save_id = %(save)s AND {objects} AND {names}",
+            [*params, *name_params],
+        ):
             attrs_of.setdefault(object_id, []).append((name, value, visibility))
     guarded = {o for o, attrs in attrs_of.items() if any(a[2] != PUBLIC for a in attrs)}
     # Only the viewers' own ACL rows are read: each names one viewer for one attribute.
@@ -221,9 +226,14 @@ def _place_names_of_each(
     asking = [v for v, places in wanted.items() if places & guarded]
     for viewers in chunks(asking, _IDS_PER_QUERY):
         for objects in chunks(sorted(guarded), _IDS_PER_QUERY):
-            for entity_id, object_id, attribute in AttributeAcl.objects.filter(
-                object_id__in=objects, entity_id__in=viewers
-            ).values_list("entity_id", "object_id", "attribute_name"):
+            guarded_ids, guarded_params = among("object_id", objects)
+            asking_ids, asking_params = among("entity_id", viewers)
+            for entity_id, object_id, attribute in scoped_rows(
+                "SELECT entity_id, object_id, attribute_name "
+                f"FROM {AttributeAcl._meta.db_table} WHERE game_save_id = %(save)s "
+                f"AND {guarded_ids} AND {asking_ids}",
+                [*guarded_params, *asking_params],
+            ):
                 granted.setdefault(entity_id, set()).add((object_id, attribute))
     out: dict[str, tuple[dict[str, str], int]] = {}
     for viewer_id, places in wanted.items():
@@ -265,8 +275,13 @@ def _session_places_of_each(
     }
     member_places: dict[str, str | None] = {}
     for chunk in chunks(sorted(set().union(set(), *members.values())), _IDS_PER_QUERY):
+        ids, params = among("id", chunk)
         member_places.update(
-            BufferEntry.objects.filter(id__in=chunk).values_list("id", "location_id")
+            scoped_rows(
+                f"SELECT id, location_id FROM {BufferEntry._meta.db_table} "
+                f"WHERE game_save_id = %(save)s AND {ids}",
+                params,
+            )
         )
     places = {
         v: {

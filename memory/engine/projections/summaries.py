@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+from memory.active_save import among, scoped_rows
 from memory.models import MemorySession, SessionSummary
 
 
@@ -60,12 +61,16 @@ def summaries_for(
     if not sessions:
         return answers
     current = {(s.owner_id, s.session_key): s.content_hash for s in sessions}
-    rows = SessionSummary.objects.filter(
-        owner_id__in={s.owner_id for s in sessions},
-        session_key__in={s.session_key for s in sessions},
-    ).order_by("-created_at", "-id")
+    # Raw: the ORM's statement took longer to build than to answer (every viewer page asks).
+    owners, owner_params = among("owner_id", sorted({s.owner_id for s in sessions}))
+    keys, key_params = among("session_key", sorted({s.session_key for s in sessions}))
+    rows = scoped_rows(
+        f"SELECT owner_id, session_key, content_hash, text FROM {SessionSummary._meta.db_table} "
+        f"WHERE game_save_id = %(save)s AND {owners} AND {keys} ORDER BY created_at DESC, id DESC",
+        [*owner_params, *key_params],
+    )
     found: set[tuple[str, str]] = set()
-    for row in rows.values_list("owner_id", "session_key", "content_hash", "text"):
+    for row in rows:
         key = (row[0], row[1])
         if key not in current or key in found:
             continue
