@@ -88,10 +88,10 @@ def session_people(viewer: str | Viewer, sessions: Sequence[Any]) -> dict[str, l
     key_of = {s.last_member_id: s.session_key for s in sessions}
     people: dict[str, list[str]] = {key: [] for key in key_of.values()}
     for chunk in chunks(list(key_of), 500):
-        ids, params = among("id", chunk)
+        latest, params = among("id", chunk)
         rows = scoped_rows(
             f"SELECT id, intent_json FROM {BufferEntry._meta.db_table} "
-            f"WHERE game_save_id = %(save)s AND {ids} AND owner_id = %s",
+            f"WHERE game_save_id = %(save)s AND {latest} AND owner_id = %s",
             [*params, viewer.id],
         )
         for entry_id, intent_json in rows:

@@ -17,6 +17,7 @@ from memory.engine.aliases import (
 from memory.engine.descriptors import KnownIds, derive_descriptor, descriptor_words
 from memory.engine.knowledge import (
     AGENTS,
+    AGENTS_SQL,
     Viewer,
     WorldKnowledge,
     known_ids_among,
@@ -156,22 +157,23 @@ def viewer_window_ids(viewer: Viewer, limit: int) -> tuple[list[str], int]:
     around = viewer.id if viewer.obj.is_agent != 0 else ""
     agents = (
         f"FROM {WorldObject._meta.db_table} o WHERE o.game_save_id = %(save)s AND o.type = %s "
-        f"{'' if world is None else 'AND o.world_id = %s '}"
-        "AND (o.is_agent IS NULL OR o.is_agent <> 0)"
+        f"{'' if world is None else 'AND o.world_id = %s '}AND {AGENTS_SQL}"
     )
     where = [ObjectType.ENTITY.value, *([] if world is None else [world])]
+    # Rows (id, NULL, NULL) of the `limit` ids before the viewer and from it on, then one
+    # (NULL, how many, how many before it). The NULLs are typed: PostgreSQL gives an untyped
+    # NULL of a subquery the type text, which a count's column does not match.
+    ids_only = "SELECT o.id, CAST(NULL AS BIGINT), CAST(NULL AS BIGINT)"
     rows = scoped_rows(
-        f"SELECT * FROM (SELECT o.id, CAST(NULL AS BIGINT), CAST(NULL AS BIGINT) {agents} AND o.id < %s "
-        "ORDER BY o.id DESC LIMIT %s) b "
-        f"UNION ALL SELECT * FROM (SELECT o.id, CAST(NULL AS BIGINT), CAST(NULL AS BIGINT) {agents} AND o.id >= %s "
-        "ORDER BY o.id LIMIT %s) a "
+        f"SELECT * FROM ({ids_only} {agents} AND o.id < %s ORDER BY o.id DESC LIMIT %s) b "
+        f"UNION ALL SELECT * FROM ({ids_only} {agents} AND o.id >= %s ORDER BY o.id LIMIT %s) a "
         f"UNION ALL SELECT NULL, COUNT(*), SUM(CASE WHEN o.id < %s THEN 1 ELSE 0 END) {agents}",
         [*where, around, limit, *where, around, limit, around, *where],
     )
     ids = sorted(i for i, _n, _m in rows if i is not None)
     total, before = next((n, m or 0) for i, n, m in rows if i is None)
     start = max(0, min(before - limit // 2, total - limit))
-    # `ids` are the viewers from index before - (those read before it) on: the window is in them.
+    # `ids` hold the viewers from position `first` on, and the window lies within them.
     first = before - sum(1 for i in ids if i < around)
     return ids[start - first : start - first + limit], total
 

@@ -22,7 +22,7 @@ from typing import NamedTuple
 from django.db.models import Count, Exists, OuterRef, QuerySet
 
 from memory.active_save import scoped_rows
-from memory.engine.knowledge import AGENTS
+from memory.engine.knowledge import AGENTS, AGENTS_SQL
 from memory.engine.leaks.stored import FINDING_COLUMNS, _finding_of
 from memory.engine.leaks.world_scan import ScanFinding
 from memory.engine.newest import chunks
@@ -46,7 +46,6 @@ _OBJECTS = WorldObject._meta.db_table
 _SCANS = LeakScan._meta.db_table
 _FINDINGS = LeakFinding._meta.db_table
 _ACCEPTANCES = LeakAcceptance._meta.db_table
-_AGENT = "(o.is_agent IS NULL OR o.is_agent <> 0)"
 # A viewer's scan row says its findings are current ({save}, {viewer}: the outer columns).
 CURRENT_SCAN = (
     f"EXISTS (SELECT 1 FROM {_SCANS} s WHERE s.game_save_id = {{save}} "
@@ -55,7 +54,7 @@ CURRENT_SCAN = (
 
 
 def _who(viewer_id: str | None) -> tuple[str, list[str]]:
-    return (_AGENT, []) if viewer_id is None else ("o.id = %s", [viewer_id])
+    return (AGENTS_SQL, []) if viewer_id is None else ("o.id = %s", [viewer_id])
 
 
 @dataclass(frozen=True)
@@ -86,7 +85,7 @@ def _entities_sql(viewer_id: str | None, current: bool | None, what: str) -> tup
 # Its last column is the same on every row: whether the save has any acceptance (most have
 # none, and then the accepted counts need no statement of their own).
 _BOARD = (
-    f"SELECT o.id, o.world_id, {_AGENT}, s.stale IS NOT NULL AND NOT s.stale, "
+    f"SELECT o.id, o.world_id, {AGENTS_SQL}, s.stale IS NOT NULL AND NOT s.stale, "
     "s.kinds_json, COALESCE(s.flaws, 0), CASE WHEN s.labels_json <> '[]' THEN s.labels_json END, "
     f"EXISTS (SELECT 1 FROM {_ACCEPTANCES} a WHERE a.game_save_id = o.game_save_id) "
     f"FROM {_OBJECTS} o LEFT JOIN {_SCANS} s "
