@@ -25,7 +25,6 @@ from memory.engine.knowledge import (
     name_owners,
     true_names,
     world_knowledge,
-    world_objects,
 )
 from memory.models import AliasChange, Attribute, ObjectType, WorldObject
 
@@ -276,7 +275,6 @@ def alias_window(
     objects are counted, never read.
     """
     world_id = viewer.obj.world_id
-    entities = _alias_entities(viewer)
     pinned = set(pinned)
     asked = [t for t in dict.fromkeys([*viewer.aliases, *pinned]) if t != viewer.id]
     kinds, entities_total = _kinds(world_id, asked)
@@ -288,7 +286,7 @@ def alias_window(
     labelled = [t for t in named if t in viewer.aliases]
     labelled_total = len(labelled) + len(outside)
     if show_all or total <= limit:
-        shown_world = list(entities.order_by("id").values_list("id", flat=True))
+        shown_world = _alias_entity_ids(viewer)
         rows = _rows_shown(viewer, shown_world, outside)
         return AliasWindow(rows=rows, total=total, labelled=labelled_total)
     labels_next = None
@@ -308,7 +306,7 @@ def alias_window(
     if more:
         # The first strangers, among the first ids and as many more as are named: a short
         # read in the database's order, of which the rows kept above sort after any not in it.
-        first = list(entities.order_by("id").values_list("id", flat=True)[: more + len(named)])
+        first = _alias_entity_ids(viewer, limit=more + len(named))
         is_named, in_first = set(named), set(first)
         chosen = set([t for t in first if t not in is_named][:more]) | keep
         shown_world = [t for t in first if t in chosen]
@@ -329,8 +327,7 @@ def alias_page(viewer: Viewer, *, offset: int, limit: int) -> AliasWindow:
     kinds, entities_total = _kinds(world_id, [t for t in viewer.aliases if t != viewer.id])
     outside = _outside(viewer, kinds)
     in_world = max(entities_total - 1, 0)
-    ids = _alias_entities(viewer).order_by("id").values_list("id", flat=True)
-    shown_world = list(ids[offset : offset + limit]) if offset < in_world else []
+    shown_world = _alias_entity_ids(viewer, offset, limit) if offset < in_world else []
     start = max(offset - in_world, 0)
     shown_outside = outside[start : start + limit - len(shown_world)]
     return AliasWindow(
@@ -338,8 +335,19 @@ def alias_page(viewer: Viewer, *, offset: int, limit: int) -> AliasWindow:
     )
 
 
-def _alias_entities(viewer: Viewer):
-    return world_objects(viewer.obj.world_id).filter(type=ObjectType.ENTITY).exclude(id=viewer.id)
+def _alias_entity_ids(viewer: Viewer, offset: int = 0, limit: int | None = None) -> list[str]:
+    """The ids of the entities of the viewer's world but the viewer, in id order (`limit` of
+    them from `offset`): the alias rows' targets. Raw: a page reads hundreds of them (the
+    first strangers among the labelled ones), and the ORM cost more than the read."""
+    world = viewer.obj.world_id
+    in_world = "" if world is None else "AND (id = %s OR world_id = %s) "
+    page = "" if limit is None else f"LIMIT {int(limit)} OFFSET {int(offset)}"
+    rows = scoped_rows(
+        f"SELECT id FROM {WorldObject._meta.db_table} WHERE game_save_id = %(save)s "
+        f"{in_world}AND type = %s AND id <> %s ORDER BY id {page}",
+        [*([] if world is None else [world, world]), ObjectType.ENTITY.value, viewer.id],
+    )
+    return [i for (i,) in rows]
 
 
 def _kinds(world_id: str | None, ids: list[str]) -> tuple[dict[str, str], int]:
