@@ -19,6 +19,7 @@ from memory.engine.projections import run_cycle
 from memory.engine.shards import shard_count
 from memory.engine.write_door import remember
 from memory.models import Attribute, ObjectType, WorldObject
+from memory.selectors import aliases as alias_reads
 from memory.selectors import buffer, entries, faces, leaks, projections, prompt_view, viewers
 from memory.selectors import matrix as matrix_reads
 
@@ -232,10 +233,10 @@ def test_alias_rows_and_targets(story, django_assert_max_num_queries):
     alice = get_viewer("alice")
     knowledge = world_knowledge("tavern")
     with django_assert_max_num_queries(0):
-        assert viewers.alias_targets(alice, knowledge) == ["bob", "charlie"]
-        handed = viewers.alias_rows(alice, knowledge)
+        assert alias_reads.alias_targets(alice, knowledge) == ["bob", "charlie"]
+        handed = alias_reads.alias_rows(alice, knowledge)
     with django_assert_max_num_queries(QUERIES["alias_rows"]):
-        rows = viewers.alias_rows(alice)
+        rows = alias_reads.alias_rows(alice)
     assert handed == rows
     assert [
         (r.target_id, r.label, r.state, r.true_name, r.shown_as, r.suggestion, r.in_world)
@@ -265,7 +266,7 @@ def test_alias_rows_and_targets(story, django_assert_max_num_queries):
 def test_alias_history_is_newest_first_with_who(story, django_assert_max_num_queries):
     services.set_alias("bob", "charlie", "Charlie", source="test")
     with django_assert_max_num_queries(QUERIES["alias_history"]):
-        history = viewers.alias_history("bob")
+        history = alias_reads.alias_history("bob")
         # the editor is fetched with the change, not one query per row
         changes = [
             (c.target_id, c.before, c.after, c.changed_by and c.changed_by.username)
@@ -275,8 +276,8 @@ def test_alias_history_is_newest_first_with_who(story, django_assert_max_num_que
         ("charlie", "the barkeep", "Charlie", None),
         ("charlie", None, "the barkeep", "eddie"),
     ]
-    assert viewers.alias_history("bob", target_id="alice") == []
-    assert viewers.alias_history("alice") == []
+    assert alias_reads.alias_history("bob", target_id="alice") == []
+    assert alias_reads.alias_history("alice") == []
 
 
 # --- the buffer panel and the entry page -------------------------------------------------------
@@ -558,10 +559,10 @@ def test_panel_reads_take_the_same_queries_in_a_bigger_world(story, django_asser
         "viewer_ids": lambda: viewers.viewer_ids("tavern"),
         "list_worlds": viewers.list_worlds,
         "knowledge_matrix": lambda: matrix_reads.knowledge_matrix("tavern"),
-        "alias_rows": lambda: viewers.alias_rows(alice),
+        "alias_rows": lambda: alias_reads.alias_rows(alice),
         "buffer_page": lambda: buffer.buffer_page(alice),
         "get_entry": lambda: entries.get_entry(alice, "m-chest"),
-        "alias_history": lambda: viewers.alias_history("alice"),
+        "alias_history": lambda: alias_reads.alias_history("alice"),
         "sessions_panel": lambda: projections.sessions_panel("alice"),
         "faces_view": lambda: faces.faces_view("alice"),
         "face_maps": lambda: faces.face_maps("alice"),

@@ -11,11 +11,8 @@ import pytest
 from memory.engine.descriptors import KnownIds, derive_descriptor, descriptor_words
 from memory.engine.knowledge import FOLDS_TO_WORD, get_viewer, known_ids_among, world_knowledge
 from memory.models import Attribute, WorldObject
+from memory.selectors.aliases import alias_page, alias_rows, alias_targets, alias_window
 from memory.selectors.viewers import (
-    alias_page,
-    alias_rows,
-    alias_targets,
-    alias_window,
     viewer_ids,
     viewer_window_ids,
 )

@@ -24,7 +24,8 @@ from memory.engine.aliases import AliasesJsonError, parse_aliases_json
 from memory.engine.knowledge import true_name_attributes, viewer_of
 from memory.models import Attribute, Entity, ObjectType
 from memory.roles import EDIT_PERMISSION, READ_PERMISSION
-from memory.selectors.viewers import alias_history, alias_rows, display_names
+from memory.selectors.aliases import alias_history, alias_rows
+from memory.selectors.viewers import display_names
 
 
 class AliasForm(forms.Form):

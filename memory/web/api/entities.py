@@ -6,6 +6,7 @@ from django.http import HttpRequest
 from ninja import Router
 
 from memory import inputs, services
+from memory.selectors import aliases as alias_reads
 from memory.selectors import viewers as viewer_reads
 from memory.web.api import access
 from memory.web.api.errors import READ_ERRORS, WRITE_ERRORS
@@ -67,7 +68,7 @@ def list_aliases(
     `limit` rows from `offset` (the world's entities by id, then labels for ids outside it);
     `total` counts them all."""
     viewer = access.viewer(request, viewer_id)
-    page = viewer_reads.alias_page(viewer, offset=inputs.offset(offset), limit=inputs.limit(limit))
+    page = alias_reads.alias_page(viewer, offset=inputs.offset(offset), limit=inputs.limit(limit))
     items = [
         AliasOut(
             target_id=r.target_id,

@@ -11,6 +11,7 @@ from django.utils.text import slugify
 
 from memory.engine.aliases import NO_LABEL
 from memory.engine.knowledge import Viewer
+from memory.selectors import aliases as alias_reads
 from memory.selectors import viewers as viewer_reads
 from memory.web.saves import reverse
 from memory.web.views import markup
@@ -31,7 +32,7 @@ STRANGERS_SHOWN = 10
 
 
 def _alias_item(
-    r: viewer_reads.AliasRow,
+    r: alias_reads.AliasRow,
     buffer_url: str,
     edit_url: str,
     *,
@@ -96,7 +97,7 @@ def aliases_context(
     errors, warnings, rejected = errors or {}, warnings or {}, rejected or {}
     # A selected line's targets stay too (the line lights up their rows), and the row an
     # edit just touched, wherever its label now sorts.
-    window = viewer_reads.alias_window(
+    window = alias_reads.alias_window(
         viewer,
         pinned=[*errors, *warnings, *selected, *touched],
         show_all=show_all,
@@ -126,7 +127,7 @@ def aliases_context(
         for r in window.rows
     ]
     csrf_input = markup.csrf_input(csrf_token) if can_edit else ""
-    history = viewer_reads.alias_history(viewer.id)
+    history = alias_reads.alias_history(viewer.id)
     # The viewer and every person the history names, in words, in one read.
     names = viewer_reads.display_names(
         [viewer.id, *(c.target_id for c in history)],
@@ -153,7 +154,7 @@ def aliases_context(
     }
 
 
-def _labels_pager(window: viewer_reads.AliasWindow, panel_url: str) -> dict[str, Any] | None:
+def _labels_pager(window: alias_reads.AliasWindow, panel_url: str) -> dict[str, Any] | None:
     """Which labels this page shows of how many, and the links to the pages beside it; None
     when every label is on it."""
     if window.labels_next is None and not window.labels_from:

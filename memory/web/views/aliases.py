@@ -13,7 +13,7 @@ from memory import services
 from memory.engine.errors import NotFound
 from memory.engine.knowledge import Viewer, get_viewer
 from memory.roles import EDIT_PERMISSION
-from memory.selectors import viewers as viewer_reads
+from memory.selectors import aliases as alias_reads
 from memory.web.saves import reverse
 from memory.web.views._common import (
     get_viewer_for_user,
@@ -46,7 +46,7 @@ def _alias_write(request: HttpRequest, viewer: Viewer, target_id: str) -> servic
     if action == "suggest":
         # The suggestion is derived again here, from what the viewer can see now: the one the
         # page showed may be stale, and a posted label would let any text pass as "suggested".
-        rows = viewer_reads.alias_rows(viewer, targets=[target_id])
+        rows = alias_reads.alias_rows(viewer, targets=[target_id])
         label = rows[0].suggestion if rows else ""
         return services.set_alias(viewer.id, target_id, label, user=user, source=ALIAS_SOURCE)
     label = request.POST.get("label", "")
