@@ -39,6 +39,8 @@ def html_join(template: str, rows: Iterable[tuple]) -> SafeString:
 
 
 def _escaped(value: Any) -> str:
+    if value.__class__ is str:  # most values: no __html__ to look for (a failed lookup
+        return escape(value)  # raises inside hasattr, the dearer half of this call)
     return value.__html__() if hasattr(value, "__html__") else escape(str(value))
 
 
