@@ -37,7 +37,7 @@ from urllib.parse import quote
 from django.contrib.auth.models import User
 from django.db import connection
 from django.test import Client
-from memory.active_save import scoped_cursor, use
+from memory.active_save import among, scoped_cursor, use
 from memory.engine import events
 from memory.engine.knowledge import get_viewer
 from memory.engine.saves import get_save
@@ -89,10 +89,11 @@ with use(get_save(save)):
     refs = real(viewer, page.entries)
     out["witnesses_on_the_page"] = sum(r.witness_count for r in refs.values())
     stamps = sorted({{e.timestamp for e in page.entries}})
-    sql = events._ROWS_AT.format(marks=", ".join(["%s"] * len(stamps)))
+    asked, params = among("b.timestamp", stamps)
+    sql = events._ROWS_AT.format(stamps=asked)
     explain = "EXPLAIN QUERY PLAN " if connection.vendor == "sqlite" else "EXPLAIN "
     with scoped_cursor() as cursor:
-        cursor.execute(explain + sql, stamps)
+        cursor.execute(explain + sql, params)
         out["plan"] = [" ".join(str(c) for c in row) for row in cursor.fetchall()]
     event = refs[page.entries[-1].id].event
 out["event_page"] = {{}}

@@ -712,7 +712,7 @@ def test_viewer_switch_shows_a_window_around_the_viewer(staff_client, cast, monk
 def test_alias_suggestions_are_derived_only_for_the_rows_shown(
     staff_client, cast, monkeypatch
 ) -> None:
-    from memory.selectors import viewers
+    from memory.selectors import aliases
     from memory.web.views import alias_panel
 
     for i in range(5):
@@ -721,9 +721,9 @@ def test_alias_suggestions_are_derived_only_for_the_rows_shown(
         )
     monkeypatch.setattr(alias_panel, "ALIASES_SHOWN", 3)
     derived: list[int] = []
-    real = viewers.derive_descriptor
+    real = aliases.derive_descriptor
     monkeypatch.setattr(
-        viewers, "derive_descriptor", lambda *a, **k: derived.append(1) or real(*a, **k)
+        aliases, "derive_descriptor", lambda *a, **k: derived.append(1) or real(*a, **k)
     )
     body = fragment(staff_client, "/saves/cast/viewers/alice/aliases/")
     # alice names bob and charlie; one stranger fills the third place; four are hidden.
