@@ -15,7 +15,7 @@ from contextlib import contextmanager
 
 from django.db import connection
 
-from memory.active_save import scoped_cursor
+from memory.active_save import among, scoped_cursor
 from memory.engine.buffer.words import IndexTerm
 
 ANY_WORD = "zzanyword"
@@ -99,10 +99,11 @@ def _rows_holding(
                 # statistics that say a save holds few rows (a sampled ANALYZE of a big one
                 # says 2,001) had SQLite read the whole save's index for a thousand keys
                 # (40-110 ms of a search at 1M rows, against 2).
+                keys, params = among("uid", chunk)
                 scoped.execute(
                     f"SELECT {columns} FROM buffer_entries WHERE +game_save_id = %(save)s {where} "
-                    f"AND uid IN ({', '.join(['%s'] * len(chunk))})",
-                    chunk,
+                    f"AND {keys}",
+                    params,
                 )
                 rows += scoped.fetchall()
     else:

@@ -11,7 +11,7 @@ from typing import Any
 
 from django.db import connection
 
-from memory.active_save import scoped_cursor
+from memory.active_save import among, scoped_cursor
 from memory.engine.clock import now_us
 from memory.engine.shards import ensure_shards
 from memory.models import ObjectType, ProjectionShard
@@ -172,12 +172,10 @@ def sync_objects(
                 )
                 counts["objects"] += 1
         for start in range(0, len(object_ids), 500):
-            chunk = object_ids[start : start + 500]
-            marks = ", ".join(["%s"] * len(chunk))
+            objects, params = among("object_id", object_ids[start : start + 500])
             for table in ("attribute_acl", "attributes"):
                 cursor.execute(
-                    f"DELETE FROM {table} WHERE game_save_id = %(save)s AND object_id IN ({marks})",
-                    chunk,
+                    f"DELETE FROM {table} WHERE game_save_id = %(save)s AND {objects}", params
                 )
     insert_ignore(
         "attributes",

@@ -27,7 +27,7 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from memory.active_save import scoped_cursor
+from memory.active_save import among, scoped_cursor
 from memory.engine import fanout
 from memory.engine.knowledge import every_name_owner
 from memory.engine.leaks import labels
@@ -70,11 +70,8 @@ def input_fingerprints(viewer_ids: Sequence[str] | None = None) -> dict[str, tup
             rows = cursor.fetchall()
         else:
             for chunk in _chunks(list(viewer_ids)):
-                marks = ", ".join(["%s"] * len(chunk))
-                cursor.execute(
-                    f"{_FINGERPRINT_SQL} AND o.id IN ({marks})",
-                    [ObjectType.ENTITY.value, *chunk],
-                )
+                ids, params = among("o.id", chunk)
+                cursor.execute(f"{_FINGERPRINT_SQL} AND {ids}", [ObjectType.ENTITY.value, *params])
                 rows.extend(cursor.fetchall())
     out: dict[str, tuple[str, str]] = {}
     for viewer_id, world_id, *inputs in rows:

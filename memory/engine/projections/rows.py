@@ -122,9 +122,9 @@ def iter_rows_owner_major(
 def middle_owner(helper_share: float = 0.5) -> str | None:
     """The owner at which a helper process takes over the rest of the owners (by rows, about
     `helper_share` of them), or None when there are too few rows to share out."""
-    total = scoped_rows("SELECT COUNT(*) FROM buffer_entries WHERE game_save_id = %(save)s", ())[0][
-        0
-    ]
+    ((total,),) = scoped_rows(
+        "SELECT COUNT(*) FROM buffer_entries WHERE game_save_id = %(save)s", ()
+    )
     if total < SHARED_ROWS:
         return None
     found = scoped_rows(
