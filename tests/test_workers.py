@@ -239,9 +239,12 @@ def test_settle_folds_a_burst_of_notified_writes_in_one_cycle(cast):
     # A settle window far longer than the burst takes even on a loaded CI machine (at 1.5 s,
     # ten writes under the other xdist worker's load once spilled into a second window).
     settle = 5.0
+    # Written before the worker starts, so its first cycle folds it: written after, it raced
+    # that cycle, and a loaded CI machine let the cycle read nothing and a wake-up fold the
+    # row, a cycle more than the burst's (cycles 3, wakeups 2).
+    write("alice", 1)
     proc = start_worker("--poll", "120", "--settle", str(settle))
     try:
-        write("alice", 1)
         # Its first cycle folded that row and ended: the worker is back to waiting.
         assert cycle_report(proc).get("rows_folded") == 1
         # Ten writes, ten NOTIFYs, well inside the settle window.
