@@ -134,7 +134,7 @@ OLD_MATRIX_ROW = (
 
 @pytest.mark.parametrize("named", [True, False])
 def test_matrix_row_html_prints_what_the_template_printed(named) -> None:
-    """markup.matrix_row is the save page's old template loop, tag for tag and escape for
+    """save_markup.matrix_row is the save page's old template loop, tag for tag and escape for
     escape (only the whitespace between tags differs)."""
     import re
     from types import SimpleNamespace
@@ -142,7 +142,7 @@ def test_matrix_row_html_prints_what_the_template_printed(named) -> None:
     from django.template import Context, Template
 
     from memory.selectors.matrix import MatrixCell
-    from memory.web.views.markup import matrix_row
+    from memory.web.views.save_markup import matrix_row
 
     hostile = '<b>"Q&A" it\'s</b>'
     viewer_id = f"v{hostile}"

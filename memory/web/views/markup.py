@@ -1,8 +1,8 @@
 """The pieces of HTML pages print by the dozen, made in Python rather than in their
 templates: the aliases panel's rows and the viewer switcher's links (and the CSRF input the
-rows' forms carry), the knowledge matrix's rows (300 cells on a save's page: 13-15 ms of
-its template, of about 25) and the buffer panel's lines; leak_rows.py beside it makes the
-leak report's and the triage queue's. Nothing else in the app builds HTML in Python but
+rows' forms carry) and the buffer panel's lines; save_markup.py beside it makes a save
+page's (its viewer list and knowledge matrix), leak_rows.py the leak report's and the
+triage queue's. Nothing else in the app builds HTML in Python but
 memory.html_pieces, whose `html` (format_html without its lazy-string checks) every value
 goes through, escaped as the template escaped it.
 
@@ -23,7 +23,6 @@ from typing import Any
 
 from django.utils.safestring import SafeString, mark_safe
 
-from memory.engine.aliases import shown_label
 from memory.html_pieces import EMPTY, html, html_join, moment_html, reading_lines, span_html
 
 # Pieces of a row that hold no value, made safe once.
@@ -257,62 +256,6 @@ def viewer_options(choices: list[tuple[str, str]], selected: str | None) -> Safe
             f"{escape(name)}{f' ({value})' if name != viewer_id else ''}</option>"
         )
     return mark_safe("".join(out))
-
-
-_SELF_CELL = mark_safe('<td class="self" aria-label="self">·</td>')
-
-
-def matrix_row(viewer_id: str, viewer_name: str, url: str, cells) -> SafeString:
-    """One knowledge-matrix row: the viewer (a link, its id beside a name), then per target
-    the label it uses (— for none), classed by state; its own column marked self. `cells`
-    is the window's [(target, cell or None)]."""
-    hint = id_hint(viewer_name, viewer_id)
-    viewer = escape(viewer_id)  # once a row, not once a cell
-    tds = [
-        (
-            _checked_cell(viewer_id, target.id, cell)
-            if cell.suspicions
-            else _cell(viewer, target.id, cell)
-        )
-        if cell
-        else _SELF_CELL
-        for target, cell in cells
-    ]
-    return html(
-        '<tr>\n        <th scope="row"><a href="{}">{}</a>{}</th>\n        {}\n      </tr>',
-        url,
-        viewer_name,
-        hint,
-        mark_safe("\n        ".join(tds)),
-    )
-
-
-def _cell(viewer: str, target_id: str, cell) -> str:
-    """A plain cell (`viewer`: the viewer's id, escaped already): formatted directly, each
-    value escaped as `html` escapes it; a page draws 300 of them, and `html`'s call per value
-    was most of the matrix's markup."""
-    state = escape(cell.state)
-    label = "—" if cell.label is None else escape(cell.label)
-    return (
-        f'<td class="state-{state}" data-viewer="{viewer}" data-target="{escape(target_id)}" '
-        f'title="{state}">{label}</td>'
-    )
-
-
-def _checked_cell(viewer_id: str, target_id: str, cell) -> SafeString:
-    """A cell whose stored label is suspicious: marked and said (a blank label shows as
-    [no label]), its label still as omnia prints it."""
-    reasons = "; ".join(cell.suspicions)
-    return html(
-        '<td class="state-{state} suspicious" data-viewer="{viewer}" data-target="{target}" '
-        'title="{state}; check: {reasons}"><span aria-hidden="true">⚠ </span>{label}'
-        '<span class="visually-hidden"> (check: {reasons})</span></td>',
-        state=cell.state,
-        viewer=viewer_id,
-        target=target_id,
-        reasons=reasons,
-        label=shown_label(cell.label),
-    )
 
 
 _ABSTRACTED = mark_safe('<span class="badge">abstracted</span>')

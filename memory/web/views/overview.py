@@ -22,7 +22,7 @@ from memory.selectors import saves as save_reads
 from memory.selectors import viewers as viewer_reads
 from memory.selectors.problems import problem_list
 from memory.web import saves
-from memory.web.views import leak_rows, markup
+from memory.web.views import leak_rows, save_markup
 from memory.web.views._common import (
     get_viewer_for_user,
     offset_of,
@@ -115,10 +115,10 @@ def matrix(request: HttpRequest, world, board=None) -> dict[str, Any]:
     return {
         "world": world,
         "window": window,
-        # Each row made once in Python (markup.matrix_row): 300 cells' lookups in the template
-        # were half the save page's time.
+        # Each row made once in Python (save_markup.matrix_row): 300 cells' lookups in the
+        # template were half the save page's time.
         "rows_html": [
-            markup.matrix_row(v.id, name, viewer_urls[v.id], cells) for v, name, cells in rows
+            save_markup.matrix_row(v.id, name, viewer_urls[v.id], cells) for v, name, cells in rows
         ],
         "row_q": row_q or "",
         "col_q": col_q or "",

@@ -18,6 +18,7 @@ from memory.selectors import leaks as leak_reads
 from memory.selectors import saves as save_reads
 from memory.selectors import viewers as viewer_reads
 from memory.web import saves
+from memory.web.views import save_markup
 from memory.web.views._common import query_text, render_page, reverse_each, wants_fragment
 from memory.web.views.overview import VIEWERS_LISTED, matrix, projection_context
 
@@ -44,10 +45,12 @@ def save_page(request: HttpRequest) -> HttpResponse:
         "save": save,
         "provenance": save_reads.provenance(save),
         "q": q or "",
-        # (entity, its page's URL): a reverse each was a tenth of the page.
-        "viewers": [(e, urls[e.id]) for e in entities if e.agent],
+        # Each entity's <li>, its page's URL beside it (a reverse each was a tenth of the page).
+        "viewers_html": save_markup.viewer_items((e, urls[e.id]) for e in entities if e.agent),
         # is_agent=0: things the save keeps as entities that never think (a crate, a door).
-        "non_agents": [(e, urls[e.id]) for e in entities if not e.agent],
+        "non_agents_html": save_markup.viewer_items(
+            (e, urls[e.id]) for e in entities if not e.agent
+        ),
         "viewer_total": viewer_total,
         "listed": len(entities),
         "worlds": [matrix(request, world, board) for world in viewer_reads.list_worlds()],
