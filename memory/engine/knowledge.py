@@ -17,7 +17,7 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import Q
 
-from memory.active_save import among, scoped_rows
+from memory.active_save import among, scoped_instances, scoped_rows
 from memory.engine.aliases import AliasesJsonError, parse_aliases_json
 from memory.engine.descriptors import KnownIds
 from memory.engine.errors import NotFound
@@ -55,10 +55,13 @@ def viewer_of(obj: WorldObject) -> Viewer:
 
 
 def get_viewer(viewer_id: str) -> Viewer:
-    obj = WorldObject.objects.filter(id=viewer_id, type=ObjectType.ENTITY).first()
-    if obj is None:
+    # Raw (scoped_instances): every viewer page, fragment and API twin reads its viewer here.
+    found = scoped_instances(
+        WorldObject, "id = %s AND type = %s", [str(viewer_id), ObjectType.ENTITY.value]
+    )
+    if not found:
         raise NotFound(f"no entity with id {viewer_id!r}", field="viewer_id")
-    return viewer_of(obj)
+    return viewer_of(found[0])
 
 
 def resolve_viewer(viewer: str | Viewer) -> Viewer:

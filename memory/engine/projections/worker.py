@@ -31,7 +31,7 @@ from typing import Any
 from django.db import DatabaseError, connection, connections
 from django.utils import timezone
 
-from memory.active_save import scoped_cursor
+from memory.active_save import scoped_cursor, scoped_instances
 from memory.engine.clock import wall_iso
 from memory.engine.projections.cycle import CycleResult, run_cycle
 from memory.engine.saves import each_save
@@ -78,7 +78,8 @@ def projection_status() -> dict[str, Any]:
 
     Read-only: a shard whose row does not exist yet is reported at watermark zero, not created.
     """
-    stored = {s.shard: s for s in ProjectionShard.objects.order_by("shard")}
+    # Raw (scoped_instances): a save's page, the overview and /healthz read it every request.
+    stored = {s.shard: s for s in scoped_instances(ProjectionShard)}
     numbers = sorted(set(range(shard_count())) | set(stored))
     marks = [
         (n, stored[n].last_created_at, stored[n].last_id) if n in stored else (n, 0, "")
