@@ -10,9 +10,10 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime
 
 from django.conf import settings
-from django.db.models import Q, QuerySet
+from django.db import connection
+from django.db.models import QuerySet
 
-from memory.active_save import current_id
+from memory.active_save import converted_rows, current_id, scoped_rows
 from memory.engine import text_index
 from memory.engine.buffer.rendered import BUFFER_FIELDS, RenderedEntry, render_entry
 from memory.engine.buffer.words import (
@@ -56,24 +57,6 @@ class BufferPage:
 Key = tuple[str, int, str]
 
 
-def _after(timestamp: str, created_at: int, entry_id: str) -> Q:
-    # The leading `timestamp >=` repeats what the OR implies: it is what lets the planner
-    # seek the owner's time index to the cursor instead of walking to it from one end.
-    return Q(timestamp__gte=timestamp) & (
-        Q(timestamp__gt=timestamp)
-        | Q(timestamp=timestamp, created_at__gt=created_at)
-        | Q(timestamp=timestamp, created_at=created_at, id__gt=entry_id)
-    )
-
-
-def _before(timestamp: str, created_at: int, entry_id: str) -> Q:
-    return Q(timestamp__lte=timestamp) & (
-        Q(timestamp__lt=timestamp)
-        | Q(timestamp=timestamp, created_at__lt=created_at)
-        | Q(timestamp=timestamp, created_at=created_at, id__lt=entry_id)
-    )
-
-
 def viewer_rows(viewer: Viewer) -> QuerySet:
     """Every row the viewer's buffer shows. `exclude(id="")`: a row with an empty id
     (quarantined by the fold, listed on the overview) has nothing a link or a cursor can
@@ -83,13 +66,51 @@ def viewer_rows(viewer: Viewer) -> QuerySet:
     return BufferEntry.objects.filter(owner_id=viewer.id).exclude(id="").only(*BUFFER_FIELDS)
 
 
-def _past(base: QuerySet, key: Key | None, forward: bool) -> QuerySet:
-    """`base` in reading order (oldest first when `forward`), strictly past `key`."""
-    if forward:
-        qs = base.order_by("timestamp", "created_at", "id")
-        return qs.filter(_after(*key)) if key else qs
-    qs = base.order_by("-timestamp", "-created_at", "-id")
-    return qs.filter(_before(*key)) if key else qs
+# The page's read, written out: a queryset of it (the cursor's three-way OR, the order, the
+# slice) took the ORM longer to build than the database took to answer (a buffer page reads
+# it once, a filtered scan once a chunk). The same statement as viewer_rows(...) ordered and
+# filtered past a key: the leading `timestamp >=` (or `<=`) repeats what the OR implies, so
+# the planner seeks the owner's time index to the cursor instead of walking to it.
+_PAST_STEPS = {True: (">=", ">", ""), False: ("<=", "<", " DESC")}
+
+
+@dataclass(frozen=True)
+class _Base:
+    """The rows a scan reads: the viewer's (viewer_rows), narrowed by `condition` if any."""
+
+    owner_id: str
+    condition: str = ""
+    params: tuple = ()
+
+
+def _containing(column: str, text: str) -> tuple[str, tuple]:
+    """`column` holding `text`, as the ORM's `__contains` writes it on this database (its
+    LIKE operator and escaping)."""
+    like = connection.operators["contains"] % "%s"
+    return f"{column} {like}", (f"%{connection.ops.prep_for_like_query(text)}%",)
+
+
+def _past(base: _Base, key: Key | None, forward: bool, limit: int) -> list[_Row]:
+    """At most `limit` of `base`'s rows in reading order (oldest first when `forward`),
+    strictly past `key`."""
+    either, strictly, way = _PAST_STEPS[forward]
+    sql = f"SELECT {_ROW_COLUMNS} FROM buffer_entries WHERE game_save_id = %(save)s AND "
+    sql += "owner_id = %s AND NOT (id = '')"
+    params: list = [base.owner_id]
+    if base.condition:
+        sql += f" AND {base.condition}"
+        params += base.params
+    if key is not None:
+        at, created_at, entry_id = key
+        sql += (
+            f" AND timestamp {either} %s AND (timestamp {strictly} %s OR (timestamp = %s AND "
+            f"created_at {strictly} %s) OR (timestamp = %s AND created_at = %s AND "
+            f"id {strictly} %s))"
+        )
+        params += [at, at, at, created_at, at, created_at, entry_id]
+    sql += f" ORDER BY timestamp{way}, created_at{way}, id{way} LIMIT %s"
+    rows = converted_rows(BufferEntry, _ROW_FIELDS, scoped_rows(sql, [*params, limit]))
+    return [_Row(*row) for row in rows]
 
 
 def _key(entry) -> Key:
@@ -117,6 +138,7 @@ class _Row:
 
 _ROW_FIELDS = ("uid", *BUFFER_FIELDS)
 assert tuple(f.name for f in fields(_Row)) == _ROW_FIELDS
+_ROW_COLUMNS = ", ".join(BufferEntry._meta.get_field(name).column for name in _ROW_FIELDS)
 
 
 class _Rows:
@@ -125,7 +147,7 @@ class _Rows:
 
     def __init__(
         self,
-        base: QuerySet,
+        base: _Base,
         indexed: list[tuple[int, Key]] | None = None,
         stored: StoredWords | None = None,
     ) -> None:
@@ -140,7 +162,7 @@ class _Rows:
 
     def past(self, key: Key | None, forward: bool, n: int) -> list[_Row]:
         if self.indexed is None:
-            return [_Row(*r) for r in _past(self.base, key, forward)[:n].values_list(*_ROW_FIELDS)]
+            return _past(self.base, key, forward, n)
         if forward:
             at = 0 if key is None else bisect_right(self.keys, key)
             picked = self.indexed[at : at + n]
@@ -153,8 +175,6 @@ class _Rows:
         return [by_uid[uid] for uid, _ in picked if uid in by_uid]
 
     def any_past(self, key: Key, forward: bool) -> bool:
-        if self.indexed is None:
-            return _past(self.base, key, forward).exists()
         return bool(self.past(key, forward, 1))
 
     def chunks(self, first: int) -> Iterator[int]:
@@ -314,7 +334,7 @@ def buffer_page(
         )
         return search.matches(text)
 
-    base = viewer_rows(viewer)
+    base = _Base(viewer.id)
     terms = _terms(viewer, words, types, uses) if filtered else []
     stored = StoredWords(terms) if terms else None
     check = matches if filtered else None
@@ -336,7 +356,7 @@ def buffer_page(
         if uses and (mention := json_mention(uses)):
             # Only a row whose intent holds the id as a JSON string can name it: the database
             # drops the rest before anything is rendered (names_in still decides).
-            base = base.filter(intent_json__contains=mention)
+            base = _Base(viewer.id, *_containing("intent_json", mention))
         rows = _Rows(base, None, stored)
     if scan is None:
         scan = _scan(
