@@ -258,5 +258,14 @@ def scoped_instances(
         f"SELECT {', '.join(meta.get_field(n).column for n in names)} FROM {meta.db_table} "
         f"WHERE game_save_id = {SAVE}{f' AND {condition}' if condition else ''}"
     )
-    rows = converted_rows(model, names, scoped_rows(sql, params))
-    return [model.from_db(connection.alias, names, row) for row in rows]
+    return as_instances(model, names, scoped_rows(sql, params))
+
+
+def as_instances(
+    model: type[models.Model], names: Sequence[str], rows: Iterable[Sequence[Any]]
+) -> list[models.Model]:
+    """Raw rows of `model`'s columns `names` (attribute names) as its instances, converted
+    as a queryset's are (converted_rows)."""
+    return [
+        model.from_db(connection.alias, names, row) for row in converted_rows(model, names, rows)
+    ]

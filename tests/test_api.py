@@ -707,7 +707,7 @@ def test_remember_is_a_handful_of_round_trips(client, cast, staff_token) -> None
     ]
     greatest = "GREATEST" if connection.vendor == "postgresql" else "MAX"
     assert [s.split(" SET ")[0] if s.startswith("UPDATE") else s for s in statements] == [
-        "SELECT memory_saves.id, memory_saves.name, memory_saves.kind,",  # the save in the URL
+        "SELECT id, name, kind,",  # the save in the URL (engine.saves.find_save)
         "SELECT memory_api_tokens.id, memory_api_tokens.user_id, memory_api_tokens.name,",
         "SELECT o.location_id, w.clock_iso, EXISTS",  # owner, its world's clock, the actor
         "UPDATE memory_projection_shards",

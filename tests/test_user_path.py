@@ -242,6 +242,14 @@ def test_one_viewers_findings_are_sought_by_viewer(world, admin_client):
         if re.search(r'FROM "memory_leak_findings"', q["sql"]) and "ordinal" in q["sql"]
     ]
     assert reads
+    if connection.vendor == "postgresql":
+        # A test's few findings fit a page, where the save's index and the viewer's cost the
+        # same and PostgreSQL took either, by whatever statistics earlier tests of this
+        # database left (it followed the order the tests ran in). Priced out of sorting, it
+        # takes the index that gives the viewer's findings in order, and that index is
+        # searched by the viewer only if the statement names it on the findings.
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL enable_sort = off")
     for sql in reads:
         plan = _plan(sql)
         if connection.vendor == "sqlite":

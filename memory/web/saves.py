@@ -20,7 +20,7 @@ from django.urls import reverse as django_reverse
 from ninja import Path
 
 from memory.active_save import current_save, use
-from memory.engine.saves import get_save
+from memory.engine.saves import find_save, get_save
 from memory.models import Save
 
 # The path parameter every operation under /api/saves/{save}/ declares: ninja reads path
@@ -86,7 +86,7 @@ def in_save_run(run: Callable[..., Any]) -> Callable[..., Any]:
     @wraps(run)
     def within(request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
         name = kwargs.get("save")
-        found = Save.objects.live().filter(name=name).first() if isinstance(name, str) else None
+        found = find_save(name) if isinstance(name, str) else None
         if found is None:
             return run(request, *args, **kwargs)
         request.save = found
