@@ -207,6 +207,13 @@ def among(column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
     return f"{column} IN ({', '.join(['%s'] * len(values))})", list(values)
 
 
+def containing(column: str, text: str) -> tuple[str, tuple]:
+    """`column` holding `text`, as SQL and its parameter: what the ORM's `__contains` writes
+    on this database (its LIKE operator, and `text`'s wildcards escaped)."""
+    like = connection.operators["contains"] % "%s"
+    return f"{column} {like}", (f"%{connection.ops.prep_for_like_query(text)}%",)
+
+
 def scoped_rows(sql: str, params: Sequence[Any]) -> list[tuple]:
     """Every row of one raw statement on the active save (`%(save)s` in it)."""
     with scoped_cursor() as cursor:

@@ -8,7 +8,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from memory.active_save import among, scoped_rows
+from django.contrib.auth import get_user_model
+from django.db import connection
+
+from memory.active_save import among, as_instances, scoped_rows
 from memory.engine.aliases import (
     UNFAMILIAR,
     alias_state,
@@ -241,7 +244,31 @@ def _rows_shown(viewer: Viewer, shown_world: list[str], outside: list[str]) -> l
 
 
 def alias_history(viewer_id: str, *, target_id: str | None = None, limit: int = 50) -> list:
-    qs = AliasChange.objects.filter(viewer_id=viewer_id).select_related("changed_by")
+    """The viewer's latest alias changes (of one target, if given), newest first, each with
+    who made it (its `changed_by`: the account's id and name), in one statement. Raw: every
+    viewer page's aliases panel asks, and the ORM built the statement and its join in longer
+    than the database answered it."""
+    user = get_user_model()
+    names = [f.attname for f in AliasChange._meta.concrete_fields]
+    columns = ", ".join(f"c.{AliasChange._meta.get_field(n).column}" for n in names)
+    username = user._meta.get_field(user.USERNAME_FIELD)
+    condition, params = "c.viewer_id = %s", [str(viewer_id)]
     if target_id:
-        qs = qs.filter(target_id=target_id)
-    return list(qs.order_by("-changed_at", "-id")[:limit])
+        condition, params = f"{condition} AND c.target_id = %s", [*params, str(target_id)]
+    rows = scoped_rows(
+        f"SELECT {columns}, u.{username.column} FROM {AliasChange._meta.db_table} c "
+        f"LEFT JOIN {user._meta.db_table} u ON u.{user._meta.pk.column} = c.changed_by_id "
+        f"WHERE c.game_save_id = %(save)s AND {condition} "
+        "ORDER BY c.changed_at DESC, c.id DESC LIMIT %s",
+        [*params, limit],
+    )
+    changes = as_instances(AliasChange, names, [row[:-1] for row in rows])
+    editor = [user._meta.pk.attname, username.attname]
+    for change, row in zip(changes, rows, strict=True):
+        found = change.changed_by_id is not None and row[-1] is not None
+        change.changed_by = (
+            user.from_db(connection.alias, editor, (change.changed_by_id, row[-1]))
+            if found
+            else None
+        )
+    return changes

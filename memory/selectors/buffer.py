@@ -10,10 +10,9 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime
 
 from django.conf import settings
-from django.db import connection
 from django.db.models import QuerySet
 
-from memory.active_save import converted_rows, current_id, scoped_rows
+from memory.active_save import containing, converted_rows, current_id, scoped_rows
 from memory.engine import text_index
 from memory.engine.buffer.rendered import BUFFER_FIELDS, RenderedEntry, render_entry
 from memory.engine.buffer.words import (
@@ -66,28 +65,18 @@ def viewer_rows(viewer: Viewer) -> QuerySet:
     return BufferEntry.objects.filter(owner_id=viewer.id).exclude(id="").only(*BUFFER_FIELDS)
 
 
-# The page's read, written out: a queryset of it (the cursor's three-way OR, the order, the
-# slice) took the ORM longer to build than the database took to answer (a buffer page reads
-# it once, a filtered scan once a chunk). The same statement as viewer_rows(...) ordered and
-# filtered past a key: the leading `timestamp >=` (or `<=`) repeats what the OR implies, so
-# the planner seeks the owner's time index to the cursor instead of walking to it.
+# The page's read (viewer_rows ordered and past a key), written out: the ORM built its
+# cursor OR, order and slice in longer than the database answered (a page reads it once, a
+# filtered scan once a chunk). The leading `timestamp >=` (or `<=`) repeats what the OR
+# implies: the planner seeks the owner's time index to the cursor, never walks to it.
 _PAST_STEPS = {True: (">=", ">", ""), False: ("<=", "<", " DESC")}
 
 
 @dataclass(frozen=True)
-class _Base:
-    """The rows a scan reads: the viewer's (viewer_rows), narrowed by `condition` if any."""
-
+class _Base:  # the rows a scan reads: the viewer's (viewer_rows), narrowed by `condition`
     owner_id: str
     condition: str = ""
     params: tuple = ()
-
-
-def _containing(column: str, text: str) -> tuple[str, tuple]:
-    """`column` holding `text`, as the ORM's `__contains` writes it on this database (its
-    LIKE operator and escaping)."""
-    like = connection.operators["contains"] % "%s"
-    return f"{column} {like}", (f"%{connection.ops.prep_for_like_query(text)}%",)
 
 
 def _past(base: _Base, key: Key | None, forward: bool, limit: int) -> list[_Row]:
@@ -356,7 +345,7 @@ def buffer_page(
         if uses and (mention := json_mention(uses)):
             # Only a row whose intent holds the id as a JSON string can name it: the database
             # drops the rest before anything is rendered (names_in still decides).
-            base = _Base(viewer.id, *_containing("intent_json", mention))
+            base = _Base(viewer.id, *containing("intent_json", mention))
         rows = _Rows(base, None, stored)
     if scan is None:
         scan = _scan(

@@ -21,6 +21,7 @@ from memory.engine.errors import InvalidInput
 from memory.engine.leaks import allowed as allowed_leaks
 from memory.engine.leaks import standing
 from memory.engine.leaks.world_scan import FINDING_KINDS, FINDING_STATES
+from memory.engine.saves import live_saves
 from memory.models import LeakAcceptance, LeakAllowRule, LeakFinding, LeakScan, Save
 from memory.selectors.viewers import display_names
 
@@ -330,7 +331,7 @@ def queue(filters: QueueFilters, *, cursor: str | None = None, limit: int = PAGE
     the scanner's order), the counts every facet would give, and who is behind per save."""
     if not 1 <= limit <= MAX_PAGE_SIZE:
         raise InvalidInput(f"limit must be between 1 and {MAX_PAGE_SIZE}", field="limit")
-    saves = {s.pk: s for s in Save.objects.live()}
+    saves = {s.pk: s for s in live_saves()}
     rows = _findings(filters, saves, with_state=True)
     # Each save's counts and who is behind there, one read a save: the counts of every save
     # the facets count (without a word, all but the word facet's come from the scan rows'

@@ -95,6 +95,23 @@ def entities_named(objs: Iterable[WorldObject]) -> list[Entity]:
     ]
 
 
+_LISTED = ("id", "world_id", "location_id", "is_agent")
+
+
+def _entities_in_order(world_id: str | None, offset: int, limit: int | None) -> list:
+    """world_entities(world_id) in (world, id) order from `offset`, `limit` of them (all when
+    None), with the columns a list shows: the same rows as the queryset, read raw
+    (active_save.scoped_instances)."""
+    condition, params = "type = %s", [ObjectType.ENTITY.value]
+    if world_id:
+        condition, params = f"{condition} AND world_id = %s", [*params, world_id]
+    condition += " ORDER BY world_id, id"
+    if limit is None:
+        return scoped_instances(WorldObject, condition, params, fields=_LISTED)[offset:]
+    condition, params = f"{condition} LIMIT %s OFFSET %s", [*params, limit, offset]
+    return scoped_instances(WorldObject, condition, params, fields=_LISTED)
+
+
 def entity_list(
     *,
     q: str | None = None,
@@ -110,8 +127,11 @@ def entity_list(
     if q:
         qs = search_entities(qs, q)
     # What a list shows of each: not its labels and connections (kilobytes of JSON each).
-    qs = qs.order_by("world_id", "id").only("id", "world_id", "location_id", "is_agent")
-    objs = list(qs[offset:] if limit is None else qs[offset : offset + limit])
+    qs = qs.order_by("world_id", "id").only(*_LISTED)
+    if q:
+        objs = list(qs[offset:] if limit is None else qs[offset : offset + limit])
+    else:  # a save's page opens on this list: read raw (the ORM built it in longer)
+        objs = _entities_in_order(world_id, offset, limit)
     complete = objs and (limit is None or len(objs) < limit)
     if total is None:
         total = offset + len(objs) if complete or (not objs and offset == 0) else qs.count()

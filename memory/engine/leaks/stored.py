@@ -159,16 +159,12 @@ def stored_findings(viewer_ids: Iterable[str]) -> dict[str, list[ScanFinding]]:
     """The stored findings of these viewers, each in its scanner's order."""
     wanted = sorted(set(viewer_ids))
     found: dict[str, list[ScanFinding]] = {v: [] for v in wanted}
-    # Raw: the leak report reads the findings of the viewers its page spans here, and the
-    # ORM built the statement in longer than the database answered it.
+    # Raw: the leak report's page reads here; the ORM built it in longer than it ran.
     columns = ", ".join(connection.ops.quote_name(c) for c in FINDING_COLUMNS)  # ("end")
     for chunk in _chunks(wanted):
         ids, params = among("viewer_id", chunk)
-        rows = scoped_rows(
-            f"SELECT {columns} FROM memory_leak_findings WHERE game_save_id = %(save)s "
-            f"AND {ids} ORDER BY viewer_id, ordinal",
-            params,
-        )
+        sql = f"SELECT {columns} FROM memory_leak_findings WHERE game_save_id = %(save)s AND {ids}"
+        rows = scoped_rows(f"{sql} ORDER BY viewer_id, ordinal", params)
         for row in converted_rows(LeakFinding, FINDING_COLUMNS, rows):
             found[row[0]].append(_finding_of(row))
     return found
