@@ -202,8 +202,15 @@ def world_objects(world_id: str | None):
 # a door; omnia builds it no prompt). Older omnia files do not say (NULL): those think. The
 # viewers a page lists and the prompts a leak scan reads unasked are these.
 AGENTS = ~Q(is_agent=0)
-# The same condition in raw SQL, of the objects table named `o`.
-AGENTS_SQL = "(o.is_agent IS NULL OR o.is_agent <> 0)"
+
+
+def agents_sql(table: str = "o") -> str:
+    """The same condition in raw SQL, of the objects table named `table` ("": unnamed)."""
+    column = f"{table}.is_agent" if table else "is_agent"
+    return f"({column} IS NULL OR {column} <> 0)"
+
+
+AGENTS_SQL = agents_sql("o")
 
 FOLDS_TO_WORD = "\u00df\u017f\u1e9e\u212a\ufb00\ufb01\ufb02\ufb03\ufb04\ufb05\ufb06"
 # Past this many words the one read of every id is cheaper than a condition per word.
