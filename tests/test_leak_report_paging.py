@@ -203,7 +203,7 @@ def test_the_triage_counts_from_the_scan_rows_are_every_finding_counted(
     of the viewers behind: the same page as counting the findings, over two saves, with
     acceptances, a viewer behind and one that is no agent, under every filter."""
     from memory.models import LeakFinding, LeakScan, Save, WorldObject
-    from memory.selectors import triage
+    from memory.selectors import triage, triage_facets
     from memory.services import accept_leak
 
     generate_omnia_world(tmp_path / "second.sqlite", Shape.named("uuid-head", rows=600,
@@ -234,8 +234,8 @@ def test_the_triage_counts_from_the_scan_rows_are_every_finding_counted(
         filters = triage.QueueFilters(**given)
         counted = triage.queue(filters)
         with monkeypatch.context() as m:
-            m.setattr(triage, "_count_facets", lambda *a: {})  # every count by the findings
-            m.setattr(triage, "_every_word", _every_word_checking_each)
+            m.setattr(triage_facets, "count_facets", lambda *a: {})  # every count by the findings
+            m.setattr(triage_facets, "every_word", _every_word_checking_each)
             by_findings = triage.queue(filters)
         assert counted == by_findings, given
     assert triage.queue(triage.QueueFilters()).total > 100

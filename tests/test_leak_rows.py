@@ -266,6 +266,44 @@ def test_triage_row_prints_what_the_template_loop_printed(can_edit, cursor) -> N
     assert after == before
 
 
+# templates/memory/triage.html's facet loop before the <select>s were made in Python.
+OLD_FACET_LOOP = """    {% for facet in facets %}
+    <label>{{ facet.name|capfirst }}
+    <select id="facet-{{ facet.name }}" name="{{ facet.name }}">
+      <option value="">any {{ facet.name }}</option>
+      {% for value, words, n in facet.values %}<option value="{{ value }}"{% if value == facet.chosen %} selected{% endif %}>{{ words }}{% if facet.name == "viewer" and words != value %} ({{ value }}){% endif %} — {{ n }}</option>{% endfor %}
+    </select></label>
+    {% endfor %}
+"""
+
+
+def test_facet_select_prints_what_the_template_loop_printed() -> None:
+    """Every facet, with and without a value chosen, a viewer named as its id and not,
+    hostile values and words, a value with no finding left (0) and an empty list."""
+    facets = [
+        {"name": "save", "values": [("harbour", "harbour", 12)], "chosen": None},
+        {
+            "name": "viewer",
+            "values": [("npc-1", "Gareth", 9), ("npc-2", "npc-2", 3), (HOSTILE, HOSTILE, 1)],
+            "chosen": "npc-2",
+        },
+        {"name": "kind", "values": [("system_id", "system id", 4)], "chosen": "system_id"},
+        {
+            "name": "word",
+            "values": [(HOSTILE, HOSTILE, 0), ("sable", "sable", 2)],
+            "chosen": HOSTILE,
+        },
+        {"name": "state", "values": [], "chosen": None},
+        {"name": "viewer", "values": [(HOSTILE, "Gareth & <b>", 2)], "chosen": None},
+    ]
+    before = Template(OLD_FACET_LOOP).render(Context({"facets": facets}))
+    selects = [leak_rows.facet_select(f["name"], f["values"], f["chosen"]) for f in facets]
+    after = Template("    {% for s in selects %}{{ s }}{% endfor %}\n").render(
+        Context({"selects": selects})
+    )
+    assert after == before
+
+
 def test_html_escapes_as_format_html_does() -> None:
     from django.utils.html import format_html
     from django.utils.safestring import mark_safe

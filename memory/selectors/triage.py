@@ -10,58 +10,24 @@ behind (a write since their last scan) are counted per save, as the overview cou
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass, field
 
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 
-from memory.active_save import scoped_cursor, use
+from memory.active_save import use
 from memory.engine.cursor import decode_cursor, encode_cursor
 from memory.engine.errors import InvalidInput
 from memory.engine.leaks import allowed as allowed_leaks
 from memory.engine.leaks import standing
-from memory.engine.leaks.world_scan import FINDING_KINDS, FINDING_STATES
 from memory.engine.saves import live_saves
 from memory.models import LeakAcceptance, LeakAllowRule, LeakFinding, LeakScan, Save
+from memory.selectors import triage_facets as facets
+from memory.selectors.triage_facets import FACETS, KIND_WORDS, Facet, QueueFilters
 from memory.selectors.viewers import display_names
 
 PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
-# Facet lists show the values with most findings first, this many at most (a world of 2,000
-# viewers would make a list nobody reads; the filter box still takes any id).
-FACET_VALUES = 30
-FACETS = ("save", "viewer", "kind", "word", "state")
-# The facets the scan rows' counts give (the word's counts the findings).
-COUNTED_FACETS = ("save", "viewer", "kind", "state")
 _FINDINGS = LeakFinding._meta.db_table
-_SCANS = LeakScan._meta.db_table
-KIND_WORDS = {
-    "system_id": "system id",
-    "unknown_name": "name not known to the viewer",
-    "private_attribute": "private detail",
-}
-
-
-@dataclass(frozen=True)
-class QueueFilters:
-    save: str | None = None
-    viewer: str | None = None
-    kind: str | None = None
-    word: str | None = None
-    state: str | None = None
-
-    def __post_init__(self) -> None:
-        if self.kind is not None and self.kind not in FINDING_KINDS:
-            raise InvalidInput(f"kind must be one of {', '.join(FINDING_KINDS)}", field="kind")
-        if self.state is not None and self.state not in FINDING_STATES:
-            raise InvalidInput(f"state must be one of {', '.join(FINDING_STATES)}", field="state")
-
-    def as_pairs(self, without: str | None = None) -> list[tuple[str, str]]:
-        return [
-            (name, value)
-            for name in FACETS
-            if name != without and (value := getattr(self, name)) is not None
-        ]
 
 
 def _accepted() -> Exists:
@@ -125,13 +91,6 @@ def _findings(
 
 
 @dataclass
-class Facet:
-    name: str
-    values: list[tuple[str, str, int]]  # (value, words for it, findings)
-    more: bool = False  # values past FACET_VALUES were left off
-
-
-@dataclass
 class QueuePage:
     items: list[dict]
     total: int  # findings under the filters, every page
@@ -185,38 +144,11 @@ def _item(row: LeakFinding, saves: dict[int, Save], names: dict) -> dict:
     }
 
 
-def _every_word(saves: dict[int, Save]) -> dict[str, int]:
-    """The word facet's counts under no other filter (word casefolded -> findings): every
-    stored finding of the live saves counted by its text, less those of the viewers whose scan
-    is stale (a few, found on the scan rows' stale index). Checking each of 20,000 findings'
-    scan cost as much as counting them (PostgreSQL 8.7 ms against 5.4, SQLite 12 against 7);
-    the ORM's statement and its converters on 2,000 rows of counts were another 2-3 ms, hence
-    SQL, a save at a time; and the counts are summed by word here, not made into a row each
-    (10,000 texts: 6 ms of the queue's 27 on PostgreSQL)."""
-    every = f"SELECT text, COUNT(*) FROM {_FINDINGS} WHERE game_save_id = %(save)s GROUP BY text"
-    # From the stale scans to their findings, in that order (CROSS JOIN: SQLite keeps the
-    # order written): offered the findings first, SQLite's planner read them all in text order
-    # off the words index, to spare itself the grouping's sort (19 ms for no stale viewer).
-    behind = (
-        f"SELECT f.text, COUNT(*) FROM {_SCANS} s CROSS JOIN {_FINDINGS} f "
-        "WHERE s.game_save_id = %(save)s AND s.stale "
-        "AND f.game_save_id = s.game_save_id AND f.viewer_id = s.viewer_id GROUP BY f.text"
-    )
-    counts: dict[str, int] = {}
-    for pk in sorted(saves):
-        with scoped_cursor(pk) as cursor:
-            cursor.execute(every)
-            for text, n in cursor.fetchall():
-                word = text.casefold()
-                counts[word] = counts.get(word, 0) + n
-            cursor.execute(behind)
-            for text, n in cursor.fetchall():
-                counts[text.casefold()] -= n
-    # (A word none of whose findings is left is no value: counts never go below none.)
-    return {word: n for word, n in counts.items() if n}
-
-
-def _facet(name: str, filters: QueueFilters, saves: dict[int, Save]) -> Facet:
+def _grouped(
+    name: str, filters: QueueFilters, saves: dict[int, Save]
+) -> tuple[dict[str, int], dict[str, int]]:
+    """A facet's counts by the findings (value -> findings) and, for the viewer's, the save
+    each viewer is named by (the one with most of its findings)."""
     rows = _findings(filters, saves, without=name, with_state=name == "state", listed=True)
     column = {
         "save": "game_save_id",
@@ -229,10 +161,9 @@ def _facet(name: str, filters: QueueFilters, saves: dict[int, Save]) -> Facet:
     counted = rows.values(*group).annotate(n=Count("*"))
     # The viewer's first row names its save (most findings first); the rest sort below.
     counted = counted.order_by("-n", *group) if name == "viewer" else counted.order_by()
-    every_word = name == "word" and saves and not filters.as_pairs("word")
-    values: dict[str, int] = _every_word(saves) if every_word else {}
+    values: dict[str, int] = {}
     viewer_saves: dict[str, int] = {}
-    for row in () if every_word else counted:
+    for row in counted:
         raw = row[column]
         if name == "save":
             value = saves[raw].name if raw in saves else str(raw)
@@ -245,7 +176,15 @@ def _facet(name: str, filters: QueueFilters, saves: dict[int, Save]) -> Facet:
         values[value] = values.get(value, 0) + row["n"]
         if name == "viewer":
             viewer_saves.setdefault(value, row["game_save_id"])
-    shown = _most(values)
+    return values, viewer_saves
+
+
+def _facet(name: str, filters: QueueFilters, saves: dict[int, Save]) -> Facet:
+    if name == "word" and saves and not filters.as_pairs("word"):
+        values, viewer_saves = facets.every_word(saves), {}
+    else:
+        values, viewer_saves = _grouped(name, filters, saves)
+    shown = facets.most(values)
     words: dict[str, str] = {}
     if name == "viewer":
         names = _names({(viewer_saves[v], v) for v, _n in shown}, saves)
@@ -253,77 +192,7 @@ def _facet(name: str, filters: QueueFilters, saves: dict[int, Save]) -> Facet:
     elif name == "kind":
         words = KIND_WORDS
     facet_values = [(v, words.get(v, v), n) for v, n in shown]
-    return Facet(name, facet_values, more=len(values) > FACET_VALUES)
-
-
-def _count_facets(filters: QueueFilters, saves: dict[int, Save], counted: dict) -> dict:
-    """_facet of the save, viewer, kind and state (not the word) from the scan rows' counts
-    (`counted`: each save's standing.queue_counts), in one pass: each viewer's count of a
-    kind counts toward a facet when it passes every filter but that facet's own. Five GROUP
-    BYs over 20,000 findings were 65 ms of the queue's page; a pass a facet over the counts
-    was 6.8 of the queue's 33 ms (SQLite, 20,155 findings)."""
-    state = filters.state
-    values: dict[str, dict[str, int]] = {name: {} for name in COUNTED_FACETS}
-    by_save, by_viewer, by_kind, by_state = (values[name] for name in COUNTED_FACETS)
-    per_save: dict[tuple[str, int], int] = {}  # (viewer, save) -> its findings there
-    for pk in sorted(saves):
-        name = saves[pk].name
-        save_missed = filters.save is not None and name != filters.save
-        totals, accepted = counted[pk].counts, counted[pk].accepted
-        for viewer, kinds in totals.items():
-            viewer_missed = filters.viewer is not None and viewer != filters.viewer
-            if save_missed and viewer_missed:
-                continue
-            taken = accepted.get(viewer, {})
-            for kind, total in kinds.items():
-                kind_missed = filters.kind is not None and kind != filters.kind
-                missed = save_missed + viewer_missed + kind_missed
-                if missed > 1:
-                    continue
-                done = taken.get(kind, 0)
-                n = total if state is None else done if state == "accepted" else total - done
-                if n and (not missed or save_missed):
-                    by_save[name] = by_save.get(name, 0) + n
-                if n and (not missed or viewer_missed):
-                    by_viewer[viewer] = by_viewer.get(viewer, 0) + n
-                    per_save[(viewer, pk)] = per_save.get((viewer, pk), 0) + n
-                if n and (not missed or kind_missed):
-                    by_kind[kind] = by_kind.get(kind, 0) + n
-                if not missed:  # the state facet leaves out only the state filter
-                    if done:
-                        by_state["accepted"] = by_state.get("accepted", 0) + done
-                    if total - done:
-                        by_state["open"] = by_state.get("open", 0) + total - done
-    facets = {}
-    for name, counts in values.items():
-        shown = _most(counts)
-        words: dict[str, str] = {}
-        if name == "viewer":
-            # Named as the save holding most of its findings names it (ties: the first save).
-            most: dict[str, tuple[int, int]] = {}
-            for (viewer, pk), n in per_save.items():
-                most[viewer] = min(most.get(viewer, (-n, pk)), (-n, pk))
-            where = {v: most[v][1] for v, _n in shown}
-            found = _names({(where[v], v) for v, _n in shown}, saves)
-            words = {v: found[(where[v], v)] for v, _n in shown}
-        elif name == "kind":
-            words = KIND_WORDS
-        facets[name] = Facet(
-            name, [(v, words.get(v, v), n) for v, n in shown], more=len(counts) > FACET_VALUES
-        )
-    return facets
-
-
-def _most(counts: dict[str, int]) -> list[tuple[str, int]]:
-    """The FACET_VALUES values with most findings, ties by value: sorted(...)[:FACET_VALUES]
-    without sorting the 2,000 words or viewers of a big save."""
-    return heapq.nsmallest(FACET_VALUES, counts.items(), key=lambda kv: (-kv[1], kv[0]))
-
-
-def _state_facet(states: dict[bool, int]) -> Facet:
-    counted = [("open", states.get(False, 0)), ("accepted", states.get(True, 0))]
-    ordered = sorted(((v, n) for v, n in counted if n), key=lambda kv: (-kv[1], kv[0]))
-    return Facet("state", [(v, v, n) for v, n in ordered])
+    return Facet(name, facet_values, more=len(values) > facets.FACET_VALUES)
 
 
 def queue(filters: QueueFilters, *, cursor: str | None = None, limit: int = PAGE_SIZE) -> QueuePage:
@@ -341,7 +210,7 @@ def queue(filters: QueueFilters, *, cursor: str | None = None, limit: int = PAGE
     for pk in shown if filters.word else sorted(saves):
         with use(saves[pk]):
             read[pk] = standing.queue_counts()
-    counted = _count_facets(filters, saves, read) if filters.word is None else {}
+    counted = facets.count_facets(filters, saves, read, _names) if filters.word is None else {}
     if not counted:
         states = dict(rows.values_list("accepted").annotate(n=Count("*")).order_by())
     else:  # the state facet's counts (which leave the state filter out), under it if given
@@ -369,7 +238,7 @@ def queue(filters: QueueFilters, *, cursor: str | None = None, limit: int = PAGE
         if more and last
         else None,
         facets=[
-            _state_facet(states)
+            facets.state_facet(states)
             if name == "state" and filters.state is None  # the counts just read
             else counted[name]
             if name in counted

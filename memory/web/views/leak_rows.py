@@ -21,6 +21,7 @@ _DESCRIPTION = mark_safe(
 )
 _OPEN = mark_safe('<span class="badge open">open</span>')
 _ACCEPTED = mark_safe('<span class="badge accepted">accepted</span>')
+_SELECTED = mark_safe(" selected")
 
 
 def filter_inputs(filters: dict[str, str]) -> SafeString:
@@ -314,4 +315,30 @@ def count_row(
         id_hint(viewer_name, viewer_id),
         cells,
         html('<a href="{}"><strong>{}</strong></a>', report_url, total) if total else 0,
+    )
+
+
+def facet_select(name: str, values: list[tuple[str, str, int]], chosen: str | None) -> SafeString:
+    """One of the triage queue's facet filters: a <select> of its values, each with its
+    findings, the one chosen selected (a viewer's id beside its name when they differ). Five
+    lists of up to 31 options were 1.5 ms of the queue's page as a template loop."""
+    options = "".join(
+        html(
+            '<option value="{}"{}>{}{} — {}</option>',
+            value,
+            _SELECTED if value == chosen else EMPTY,
+            words,
+            html(" ({})", value) if name == "viewer" and words != value else EMPTY,
+            n,
+        )
+        for value, words, n in values
+    )
+    return html(
+        '\n    <label>{}\n    <select id="facet-{}" name="{}">\n'
+        '      <option value="">any {}</option>\n      {}\n    </select></label>\n    ',
+        name[:1].upper() + name[1:],
+        name,
+        name,
+        name,
+        mark_safe(options),
     )

@@ -119,7 +119,15 @@ def _context(
             # A value with no finding left under the other facets still shows, at 0, so the
             # filter never claims a choice the list does not hold.
             values.insert(0, (chosen, chosen, 0))
-        facets.append({"name": facet.name, "values": values, "chosen": chosen, "more": facet.more})
+        facets.append(
+            {
+                "name": facet.name,
+                "values": values,
+                "chosen": chosen,
+                "more": facet.more,
+                "html": leak_rows.facet_select(facet.name, values, chosen),
+            }
+        )
     return {
         "page": page,
         "rows_html": rows_html,
