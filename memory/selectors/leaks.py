@@ -204,8 +204,9 @@ def leak_findings_page(
     stored = findings_by_key([r for r in refs if isinstance(r, int)])
     found_page = [stored[r] if isinstance(r, int) else r for r in refs]
     items = with_state([f.to_dict() for f in found_page], found_page, accepting=board.accepting)
-    _named(items, board)
-    return items, len(keyed), _by_name({k["viewer_id"]: k["viewer_name"] for k in keyed})
+    viewers = {k["viewer_id"]: k["viewer_name"] for k in keyed}
+    _named(items, board, viewers)
+    return items, len(keyed), _by_name(viewers)
 
 
 _KEY = ("ref", "viewer_id", "section", "kind", "text", "start", "end", "count", "world_id")
@@ -255,7 +256,7 @@ def _page_by_viewer(
     found = [f for v in spanned if v not in fresh_items for f in stored[v]]
     items = _shaped(found, kind, state, board)
     items += [item for v in spanned for item in fresh_items.get(v, ())]
-    _named(items, board)
+    _named(items, board, names)  # (the entities are viewers too, as a rule: no read)
     page = _sorted(items, "viewer")[start - before : start - before + size]
     return page, sum(shown.values()), names
 
@@ -266,11 +267,14 @@ def _shaped(found: list[ScanFinding], kind: str | None, state: str | None, board
     return [i for i in items if kind in (None, i["kind"]) and state in (None, i["state"])]
 
 
-def _named(items: list[dict], board: Board | None = None) -> None:
+def _named(
+    items: list[dict], board: Board | None = None, known: dict[str, str] | None = None
+) -> None:
     """The names of each item's viewer and entity, and whether its entity can be given a
-    label by its viewer (in place). `board`: the save's, when read (it holds every entity)."""
+    label by its viewer (in place). `board`: the save's, when read (it holds every entity);
+    `known`: names the caller has read (the report's viewers), not asked again."""
     entity_ids = {f["entity_id"] for f in items if f["entity_id"]}
-    names = display_names({f["viewer_id"] for f in items} | entity_ids)
+    names = display_names({f["viewer_id"] for f in items} | entity_ids, known)
     if board is not None and board.viewer_id is None:
         entities = entity_ids & {r.viewer_id for r in board.rows}
     else:
