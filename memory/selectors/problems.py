@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from memory.active_save import scoped_instances
 from memory.engine.clock import wall_iso
 from memory.engine.projections.problems import CYCLE_TABLE
 from memory.models import ProjectionProblem
@@ -27,10 +28,20 @@ class ProblemList:
     count: int  # every recorded problem; `items` holds at most the limit asked for
 
 
+# Raw (scoped_instances): a save's page, the overview and their JSON twins read it every
+# request, and the ORM built the statement in longer than the database answered it (most
+# saves have no problem at all).
+_COLUMNS = ("world_id", "owner_id", "table_name", "row_ref", "reason", "first_seen")
+
+
 def problem_list(*, limit: int = 50, world_id: str | None = None) -> ProblemList:
-    rows = ProjectionProblem.objects.all()
-    if world_id:
-        rows = rows.filter(world_id=world_id)
+    where = "world_id = %s" if world_id else "TRUE"
+    found = scoped_instances(
+        ProjectionProblem,
+        f"{where} ORDER BY first_seen, id LIMIT %s",
+        [*([world_id] if world_id else []), limit],
+        fields=_COLUMNS,
+    )
     items = [
         ProblemRow(
             world_id=p.world_id,
@@ -41,7 +52,11 @@ def problem_list(*, limit: int = 50, world_id: str | None = None) -> ProblemList
             first_seen=wall_iso(p.first_seen),
             cycle=p.table_name == CYCLE_TABLE,
         )
-        for p in rows.order_by("first_seen", "id")[:limit]
+        for p in found
     ]
-    # Fewer than the limit: they are all there is (most saves have none), no count to ask.
-    return ProblemList(items=items, count=len(items) if len(items) < limit else rows.count())
+    if len(items) < limit:  # they are all there is (most saves have none): no count to ask
+        return ProblemList(items=items, count=len(items))
+    rows = ProjectionProblem.objects.all()
+    return ProblemList(
+        items=items, count=(rows.filter(world_id=world_id) if world_id else rows).count()
+    )

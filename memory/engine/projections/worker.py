@@ -31,7 +31,7 @@ from typing import Any
 from django.db import DatabaseError, connection, connections
 from django.utils import timezone
 
-from memory.active_save import scoped_cursor, scoped_instances
+from memory.active_save import converted_rows, scoped_cursor, scoped_rows
 from memory.engine.clock import wall_iso
 from memory.engine.projections.cycle import CycleResult, run_cycle
 from memory.engine.saves import each_save
@@ -73,29 +73,42 @@ def _rows_behind(watermarks: list[tuple[int, int, str]]) -> list[int]:
         return [int(n) for n in cursor.fetchone()]
 
 
+# Each stored shard with the rows past its watermark, counted on the idx_buffer_shard_fold
+# range the cycle reads (a correlated count a shard: the panel's two round trips were one more
+# than it needs, on every save page, the overview and /healthz).
+_STATUS = (
+    "SELECT s.shard, s.last_created_at, s.last_id, s.last_cycle_at, s.last_cycle_rows, "
+    "(SELECT COUNT(*) FROM buffer_entries b WHERE b.game_save_id = s.game_save_id "
+    "AND b.shard = s.shard AND (b.created_at, b.id) > (s.last_created_at, s.last_id)) "
+    "FROM memory_projection_shards s WHERE s.game_save_id = %(save)s"
+)
+_STATUS_FIELDS = ("shard", "last_created_at", "last_id", "last_cycle_at", "last_cycle_rows")
+
+
 def projection_status() -> dict[str, Any]:
     """Per shard: watermark, rows written but not yet folded, last cycle; plus totals.
 
     Read-only: a shard whose row does not exist yet is reported at watermark zero, not created.
     """
-    # Raw (scoped_instances): a save's page, the overview and /healthz read it every request.
-    stored = {s.shard: s for s in scoped_instances(ProjectionShard)}
-    numbers = sorted(set(range(shard_count())) | set(stored))
-    marks = [
-        (n, stored[n].last_created_at, stored[n].last_id) if n in stored else (n, 0, "")
-        for n in numbers
-    ]
+    rows = scoped_rows(_STATUS, {})
+    counted = converted_rows(ProjectionShard, _STATUS_FIELDS, [r[:-1] for r in rows])
+    stored = {r[0]: r for r in counted}
+    behind = {r[0]: int(r[-1]) for r in rows}
+    # A shard no cycle has written yet (a new save, more shards configured): from the start.
+    unwritten = [(n, 0, "") for n in range(shard_count()) if n not in stored]
+    behind.update(zip((n for n, _c, _i in unwritten), _rows_behind(unwritten), strict=True))
+    marks = sorted([(n, *row[1:3]) for n, row in stored.items()] + unwritten)
     shards: list[dict[str, Any]] = []
-    for (number, created_at, row_id), behind in zip(marks, _rows_behind(marks), strict=True):
+    for number, created_at, row_id in marks:
         row = stored.get(number)
-        last_cycle_at = row.last_cycle_at if row else None
+        last_cycle_at = row[3] if row else None
         shards.append(
             {
                 "shard": number,
                 "watermark": {"created_at": created_at, "id": row_id},
-                "rows_behind": behind,
+                "rows_behind": behind[number],
                 "last_cycle_at": wall_iso(last_cycle_at) if last_cycle_at else None,
-                "last_cycle_rows": row.last_cycle_rows if row else 0,
+                "last_cycle_rows": row[4] if row else 0,
             }
         )
     cycles = [s["last_cycle_at"] for s in shards if s["last_cycle_at"]]
