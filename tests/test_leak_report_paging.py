@@ -241,6 +241,44 @@ def test_the_triage_counts_from_the_scan_rows_are_every_finding_counted(
     assert triage.queue(triage.QueueFilters()).total > 100
 
 
+def test_the_triage_queue_opens_on_the_rows_its_filters_give(leaky):
+    """The unfiltered queue's pages, read raw, are the queryset's rows in its order, each with
+    its state, page after page by the cursor: with acceptances, a viewer behind (left out)
+    and one that is no agent (kept: the queue lists every stored finding)."""
+    from memory.engine.saves import live_saves
+    from memory.models import LeakFinding, LeakScan, WorldObject
+    from memory.selectors import triage
+    from memory.services import accept_leak
+
+    rows = list(LeakFinding.objects.order_by("viewer_id", "ordinal")[2::7])
+    for row in rows:
+        accept_leak(row.viewer_id, row.section, row.kind, row.text, "fine")
+    viewers = sorted({r.viewer_id for r in LeakFinding.objects.all()})
+    LeakScan.objects.filter(viewer_id=viewers[1]).update(stale=True)
+    WorldObject.objects.filter(id=viewers[2]).update(is_agent=0)
+    saves = {s.pk: s for s in live_saves()}
+    ordered = triage._findings(triage.QueueFilters(), saves, with_state=True).order_by(
+        "game_save_id", "viewer_id", "ordinal"
+    )
+    expected = [(f.pk, f.viewer_id, f.text, f.count, f.likely_description, f.accepted)
+                for f in ordered]  # fmt: skip
+    assert any(e[-1] for e in expected) and not any(e[1] == viewers[1] for e in expected)
+    walked, cursor = [], None
+    while True:
+        page = triage.queue(triage.QueueFilters(), cursor=cursor, limit=17)
+        walked += [(i["viewer_id"], i["text"], i["count"], i["state"]) for i in page.items]
+        if not page.next_cursor:
+            break
+        cursor = page.next_cursor
+    assert walked == [
+        (v, text, n, "accepted" if accepted else "open")
+        for _pk, v, text, n, _likely, accepted in expected
+    ]
+    raw = triage._unfiltered_page(saves, None, len(expected) + 1)
+    assert [(f.pk, f.viewer_id, f.text, f.count, f.likely_description, f.accepted)
+            for f in raw] == expected  # fmt: skip
+
+
 def test_verify_compares_the_scan_rows_counts_with_the_findings(leaky):
     """A scan row whose counts by kind no longer say what is stored beside it (a hand edit) is
     drift: `rebuild_projections --verify` names the viewer, the counts and the findings'."""

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from django.db import connection
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 
-from memory.active_save import use
+from memory.active_save import among, as_instances, use
 from memory.engine.cursor import decode_cursor, encode_cursor
 from memory.engine.errors import InvalidInput
 from memory.engine.leaks import allowed as allowed_leaks
@@ -112,6 +113,51 @@ def _cursor_filter(rows: QuerySet, cursor: str | None) -> QuerySet:
     )
 
 
+def _q(column: str) -> str:
+    return f"f.{connection.ops.quote_name(column)}"
+
+
+_PAGE_FIELDS = (
+    "id", "game_save_id", "viewer_id", "ordinal", "section", "kind", "text", "entity_id",
+    "count", "context_before", "context_after", "likely_description",
+)  # fmt: skip
+
+
+def _unfiltered_page(saves: dict[int, Save], cursor: str | None, limit: int) -> list:
+    """The first `limit` current findings of the live saves past `cursor`, in the queue's
+    order, each with `accepted`: the rows _findings(QueueFilters(), saves, with_state=True)
+    gives, read raw. The queue opens on this page, and the ORM took 2.2 ms to build the
+    statement and make its rows where PostgreSQL answered in 0.5 (20,000 findings)."""
+    if not saves:
+        return []
+    ids, params = among("f.game_save_id", sorted(saves))
+    current = (
+        f"EXISTS (SELECT 1 FROM {LeakScan._meta.db_table} s WHERE s.game_save_id = "
+        "f.game_save_id AND s.viewer_id = f.viewer_id AND NOT s.stale)"
+    )
+    accepted = (
+        f"EXISTS (SELECT 1 FROM {LeakAcceptance._meta.db_table} a "
+        "WHERE a.game_save_id = f.game_save_id AND a.viewer_id = f.viewer_id "
+        f"AND a.section = f.section AND a.kind = f.kind AND a.text = {_q('text')})"
+    )
+    where = f"{ids} AND {current}"
+    if cursor:
+        after = decode_cursor(cursor, (int, str, int))
+        where += " AND (f.game_save_id, f.viewer_id, f.ordinal) > (%s, %s, %s)"
+        params = [*params, *after]
+    with connection.cursor() as read:
+        read.execute(
+            f"SELECT {', '.join(map(_q, _PAGE_FIELDS))}, {accepted} FROM {_FINDINGS} f "
+            f"WHERE {where} ORDER BY f.game_save_id, f.viewer_id, f.ordinal LIMIT %s",
+            [*params, limit],
+        )
+        rows = read.fetchall()
+    found = as_instances(LeakFinding, _PAGE_FIELDS, [row[:-1] for row in rows])
+    for finding, row in zip(found, rows, strict=True):
+        finding.accepted = bool(row[-1])
+    return found
+
+
 def _names(pairs: set[tuple[int, str]], saves: dict[int, Save]) -> dict[tuple[int, str], str]:
     """Each (save, entity id) by the name its save gives it: one read per save shown."""
     by_save: dict[int, set[str]] = {}
@@ -179,7 +225,7 @@ def _grouped(
     return values, viewer_saves
 
 
-def _facet(name: str, filters: QueueFilters, saves: dict[int, Save]) -> Facet:
+def _facet(name: str, filters: QueueFilters, saves: dict[int, Save], names: facets.Names) -> Facet:
     if name == "word" and saves and not filters.as_pairs("word"):
         values, viewer_saves = facets.every_word(saves), {}
     else:
@@ -187,8 +233,8 @@ def _facet(name: str, filters: QueueFilters, saves: dict[int, Save]) -> Facet:
     shown = facets.most(values)
     words: dict[str, str] = {}
     if name == "viewer":
-        names = _names({(viewer_saves[v], v) for v, _n in shown}, saves)
-        words = {v: names[(viewer_saves[v], v)] for v, _n in shown}
+        found = names({(viewer_saves[v], v) for v, _n in shown}, saves)
+        words = {v: found[(viewer_saves[v], v)] for v, _n in shown}
     elif name == "kind":
         words = KIND_WORDS
     facet_values = [(v, words.get(v, v), n) for v, n in shown]
@@ -210,7 +256,24 @@ def queue(filters: QueueFilters, *, cursor: str | None = None, limit: int = PAGE
     for pk in shown if filters.word else sorted(saves):
         with use(saves[pk]):
             read[pk] = standing.queue_counts()
-    counted = facets.count_facets(filters, saves, read, _names) if filters.word is None else {}
+    if filters.as_pairs():
+        ordered = _cursor_filter(rows, cursor).order_by("game_save_id", "viewer_id", "ordinal")
+        page = list(ordered[: limit + 1])
+    else:  # the queue as it opens
+        page = _unfiltered_page(saves, cursor, limit + 1)
+    more = len(page) > limit
+    page = page[:limit]
+    pairs = {(r.game_save_id, r.viewer_id) for r in page}
+    pairs |= {(r.game_save_id, r.entity_id) for r in page if r.entity_id}
+    known: dict[tuple[int, str], str] = {}
+
+    def named(wanted: set[tuple[int, str]], saves: dict[int, Save]) -> dict:
+        """_names of `wanted` and of the page's ids, read together (one read a save, not
+        one for the viewer facet and another for the page)."""
+        known.update(_names((wanted | pairs) - known.keys(), saves))
+        return known
+
+    counted = facets.count_facets(filters, saves, read, named) if filters.word is None else {}
     if not counted:
         states = dict(rows.values_list("accepted").annotate(n=Count("*")).order_by())
     else:  # the state facet's counts (which leave the state filter out), under it if given
@@ -219,14 +282,7 @@ def queue(filters: QueueFilters, *, cursor: str | None = None, limit: int = PAGE
             for state, _words, n in counted["state"].values
             if filters.state in (None, state)
         }
-    page = list(
-        _cursor_filter(rows, cursor).order_by("game_save_id", "viewer_id", "ordinal")[: limit + 1]
-    )
-    more = len(page) > limit
-    page = page[:limit]
-    pairs = {(r.game_save_id, r.viewer_id) for r in page}
-    pairs |= {(r.game_save_id, r.entity_id) for r in page if r.entity_id}
-    names = _names(pairs, saves)
+    names = named(set(), saves)
     last = page[-1] if page else None
     pending = {saves[pk].name: len(read[pk].behind) for pk in shown if read[pk].behind}
     return QueuePage(
@@ -242,7 +298,7 @@ def queue(filters: QueueFilters, *, cursor: str | None = None, limit: int = PAGE
             if name == "state" and filters.state is None  # the counts just read
             else counted[name]
             if name in counted
-            else _facet(name, filters, saves)
+            else _facet(name, filters, saves, named)
             for name in FACETS
         ],
         pending=pending,
