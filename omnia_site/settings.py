@@ -257,6 +257,8 @@ SECURE_HSTS_PRELOAD = SECURE
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if SECURE else None
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SESSION_COOKIE_HTTPONLY = True
+# Django's database sessions, read raw (memory/web/sessions.py says why).
+SESSION_ENGINE = "memory.web.sessions"
 X_FRAME_OPTIONS = "DENY"
 
 # No inline script, no external origin: every asset is vendored and served by us. The
