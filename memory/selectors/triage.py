@@ -114,6 +114,8 @@ def _cursor_filter(rows: QuerySet, cursor: str | None) -> QuerySet:
 
 
 def _q(column: str) -> str:
+    """A findings column as the page's read names it (quoted: `count` and `end` are words
+    of SQL)."""
     return f"f.{connection.ops.quote_name(column)}"
 
 
@@ -138,7 +140,7 @@ def _unfiltered_page(saves: dict[int, Save], cursor: str | None, limit: int) -> 
     accepted = (
         f"EXISTS (SELECT 1 FROM {LeakAcceptance._meta.db_table} a "
         "WHERE a.game_save_id = f.game_save_id AND a.viewer_id = f.viewer_id "
-        f"AND a.section = f.section AND a.kind = f.kind AND a.text = {_q('text')})"
+        "AND a.section = f.section AND a.kind = f.kind AND a.text = f.text)"
     )
     where = f"{ids} AND {current}"
     if cursor:
