@@ -11,6 +11,7 @@ import pytest
 
 from memory.active_save import SAVE, ScopedCursor
 from memory.selectors.saves import _YEAR_ENDS
+from memory.selectors.triage import _PAGE_READ
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -33,6 +34,10 @@ ACROSS_SAVES = {
     ("memory/selectors/saves.py", _YEAR_ENDS): (
         "the first and last stamp of each save a page shows (the overview's: every save), "
         "each save named by its id"
+    ),
+    ("memory/selectors/triage.py", _PAGE_READ): (
+        "the triage queue's first page lists the findings of every live save, each save "
+        "named by its id"
     ),
 }
 

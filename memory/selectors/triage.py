@@ -125,6 +125,13 @@ _PAGE_FIELDS = (
 )  # fmt: skip
 
 
+# Across the live saves, each named by its id in `where` (the queue lists every save's).
+_PAGE_READ = (
+    "SELECT {columns}, {accepted} FROM {findings} f "
+    "WHERE {where} ORDER BY f.game_save_id, f.viewer_id, f.ordinal LIMIT %s"
+)
+
+
 def _unfiltered_page(saves: dict[int, Save], cursor: str | None, limit: int) -> list:
     """The first `limit` current findings of the live saves past `cursor`, in the queue's
     order, each with `accepted`: the rows _findings(QueueFilters(), saves, with_state=True)
@@ -147,12 +154,14 @@ def _unfiltered_page(saves: dict[int, Save], cursor: str | None, limit: int) -> 
         after = decode_cursor(cursor, (int, str, int))
         where += " AND (f.game_save_id, f.viewer_id, f.ordinal) > (%s, %s, %s)"
         params = [*params, *after]
+    sql = _PAGE_READ.format(
+        columns=", ".join(map(_q, _PAGE_FIELDS)),
+        accepted=accepted,
+        findings=_FINDINGS,
+        where=where,
+    )
     with connection.cursor() as read:
-        read.execute(
-            f"SELECT {', '.join(map(_q, _PAGE_FIELDS))}, {accepted} FROM {_FINDINGS} f "
-            f"WHERE {where} ORDER BY f.game_save_id, f.viewer_id, f.ordinal LIMIT %s",
-            [*params, limit],
-        )
+        read.execute(sql, [*params, limit])
         rows = read.fetchall()
     found = as_instances(LeakFinding, _PAGE_FIELDS, [row[:-1] for row in rows])
     for finding, row in zip(found, rows, strict=True):

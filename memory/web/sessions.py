@@ -15,11 +15,10 @@ class SessionStore(DatabaseStore):
     def _get_session_from_db(self):
         """The session's row if it has not expired (what the ORM's get() asked), else None and
         the key forgotten, as Django does."""
-        table = connection.ops.quote_name(self.model._meta.db_table)
         now = connection.ops.adapt_datetimefield_value(timezone.now())
         with connection.cursor() as cursor:
             cursor.execute(
-                f"SELECT session_data, expire_date FROM {table} "
+                "SELECT session_data FROM django_session "
                 "WHERE session_key = %s AND expire_date > %s",
                 [self.session_key, now],
             )
