@@ -246,6 +246,15 @@ def converted_rows(
     return out
 
 
+def _columns(model: type[models.Model], fields: Sequence[str] | None) -> tuple[list[str], str]:
+    """The attribute names a read makes instances of (`fields` and the key; every concrete
+    field without them) and their columns, as a SELECT lists them."""
+    meta = model._meta
+    wanted = None if fields is None else {meta.pk.attname, *fields}
+    names = [f.attname for f in meta.concrete_fields if wanted is None or f.attname in wanted]
+    return names, ", ".join(meta.get_field(n).column for n in names)
+
+
 def scoped_instances(
     model: type[models.Model],
     condition: str = "",
@@ -253,19 +262,31 @@ def scoped_instances(
     fields: Sequence[str] | None = None,
 ) -> list[models.Model]:
     """The rows of `model`'s table in the active save that meet `condition` (raw SQL, with its
-    ORDER BY and LIMIT if any; every row without one), as instances: its `fields` (attribute names; the key always, the rest
-    deferred as `.only` leaves them), each value converted as the ORM converts it. What a
-    queryset gives, without the ORM building the statement on each call: one entity read
-    through a queryset took 0.98 ms on PostgreSQL and 0.60 on SQLite, this way 0.44 and 0.15
-    (the building, not the database); a page makes several such reads a request."""
-    meta = model._meta
-    wanted = None if fields is None else {meta.pk.attname, *fields}
-    names = [f.attname for f in meta.concrete_fields if wanted is None or f.attname in wanted]
+    ORDER BY and LIMIT if any; every row without one), as instances: its `fields` (attribute
+    names; the key always, the rest deferred as `.only` leaves them), each value converted as
+    the ORM converts it. What a queryset gives, without the ORM building the statement on each
+    call: one entity read through a queryset took 0.98 ms on PostgreSQL and 0.60 on SQLite,
+    this way 0.44 and 0.15 (the building, not the database); a page makes several a request."""
+    names, columns = _columns(model, fields)
     sql = (
-        f"SELECT {', '.join(meta.get_field(n).column for n in names)} FROM {meta.db_table} "
+        f"SELECT {columns} FROM {model._meta.db_table} "
         f"WHERE game_save_id = {SAVE}{f' AND {condition}' if condition else ''}"
     )
     return as_instances(model, names, scoped_rows(sql, params))
+
+
+def instances(
+    model: type[models.Model],
+    condition: str,
+    params: Sequence[Any] = (),
+    fields: Sequence[str] | None = None,
+) -> list[models.Model]:
+    """scoped_instances of a table that is no save's (the saves, the accounts, the sessions):
+    what every request reads first, raw for the same reason."""
+    names, columns = _columns(model, fields)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {columns} FROM {model._meta.db_table} WHERE {condition}", params)
+        return as_instances(model, names, cursor.fetchall())
 
 
 def as_instances(

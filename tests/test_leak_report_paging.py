@@ -195,6 +195,22 @@ def _every_word_checking_each(saves):
     return counts
 
 
+def _queue_of_every_state(first: int, step: int) -> tuple[list, list[str]]:
+    """Findings of every state a queue lists: every `step`th (from `first`) accepted, the
+    second viewer's scan stale (behind), the third viewer no agent. Returns the accepted
+    findings and the viewers with findings, by id."""
+    from memory.models import LeakFinding, LeakScan, WorldObject
+    from memory.services import accept_leak
+
+    rows = list(LeakFinding.objects.order_by("viewer_id", "ordinal")[first::step])
+    for row in rows:
+        accept_leak(row.viewer_id, row.section, row.kind, row.text, "fine")
+    viewers = sorted({r.viewer_id for r in LeakFinding.objects.all()})
+    LeakScan.objects.filter(viewer_id=viewers[1]).update(stale=True)
+    WorldObject.objects.filter(id=viewers[2]).update(is_agent=0)
+    return rows, viewers
+
+
 def test_the_triage_counts_from_the_scan_rows_are_every_finding_counted(
     leaky, tmp_path, monkeypatch
 ):
@@ -202,19 +218,13 @@ def test_the_triage_counts_from_the_scan_rows_are_every_finding_counted(
     and state facets from the scan rows, and its word facet from every finding less those
     of the viewers behind: the same page as counting the findings, over two saves, with
     acceptances, a viewer behind and one that is no agent, under every filter."""
-    from memory.models import LeakFinding, LeakScan, Save, WorldObject
+    from memory.models import Save
     from memory.selectors import triage, triage_facets
-    from memory.services import accept_leak
 
     generate_omnia_world(tmp_path / "second.sqlite", Shape.named("uuid-head", rows=600,
                          entities=12, hot_rows=90, leaks=0.5, seed=5))  # fmt: skip
     call_command("import_omnia", str(tmp_path / "second.sqlite"), "--fold", verbosity=0)
-    rows = list(LeakFinding.objects.order_by("viewer_id", "ordinal")[3::8])
-    for row in rows:
-        accept_leak(row.viewer_id, row.section, row.kind, row.text, "fine")
-    viewers = sorted({r.viewer_id for r in LeakFinding.objects.all()})
-    LeakScan.objects.filter(viewer_id=viewers[1]).update(stale=True)
-    WorldObject.objects.filter(id=viewers[2]).update(is_agent=0)
+    rows, viewers = _queue_of_every_state(3, 8)
     saves = [s.name for s in Save.objects.live()]
     assert len(saves) == 2
     cases = [
@@ -246,16 +256,9 @@ def test_the_triage_queue_opens_on_the_rows_its_filters_give(leaky):
     its state, page after page by the cursor: with acceptances, a viewer behind (left out)
     and one that is no agent (kept: the queue lists every stored finding)."""
     from memory.engine.saves import live_saves
-    from memory.models import LeakFinding, LeakScan, WorldObject
     from memory.selectors import triage
-    from memory.services import accept_leak
 
-    rows = list(LeakFinding.objects.order_by("viewer_id", "ordinal")[2::7])
-    for row in rows:
-        accept_leak(row.viewer_id, row.section, row.kind, row.text, "fine")
-    viewers = sorted({r.viewer_id for r in LeakFinding.objects.all()})
-    LeakScan.objects.filter(viewer_id=viewers[1]).update(stale=True)
-    WorldObject.objects.filter(id=viewers[2]).update(is_agent=0)
+    _rows, viewers = _queue_of_every_state(2, 7)
     saves = {s.pk: s for s in live_saves()}
     ordered = triage._findings(triage.QueueFilters(), saves, with_state=True).order_by(
         "game_save_id", "viewer_id", "ordinal"

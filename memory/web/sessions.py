@@ -10,20 +10,21 @@ from django.contrib.sessions.backends.db import SessionStore as DatabaseStore
 from django.db import connection
 from django.utils import timezone
 
+from memory.active_save import instances
+
 
 class SessionStore(DatabaseStore):
     def _get_session_from_db(self):
         """The session's row if it has not expired (what the ORM's get() asked), else None and
         the key forgotten, as Django does."""
         now = connection.ops.adapt_datetimefield_value(timezone.now())
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT session_data FROM django_session "
-                "WHERE session_key = %s AND expire_date > %s",
-                [self.session_key, now],
-            )
-            row = cursor.fetchone()
-        if row is None:
+        found = instances(
+            self.model,
+            "session_key = %s AND expire_date > %s",
+            [self.session_key, now],
+            fields=("session_data",),
+        )
+        if not found:
             self._session_key = None
             return None
-        return self.model(session_key=self.session_key, session_data=row[0])
+        return found[0]
