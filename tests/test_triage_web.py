@@ -184,6 +184,21 @@ def test_hostile_allow_and_revoke(both, editor_client):
     assert editor_client.get("/triage/?state=maybe").status_code == 400
 
 
+@pytest.mark.parametrize("forged", [[10**30, "ada", 1], [1, "ada", -(2**63) - 1], [2**63, "a", 0]])
+@pytest.mark.parametrize("filters", ["", "&kind=system_id"])
+def test_a_cursor_with_a_number_no_column_holds_is_refused(both, editor_client, forged, filters):
+    """A forged cursor whose numbers lie outside a 64-bit integer is no cursor the queue
+    handed out: 400 on the page, 422 on the API (SQLite would not bind it: a 500 before)."""
+    from memory.engine.cursor import encode_cursor
+
+    cursor = encode_cursor(forged)
+    assert editor_client.get(f"/triage/?cursor={cursor}{filters}").status_code == 400
+    response = editor_client.get(f"/api/triage?cursor={cursor}{filters}")
+    assert (response.status_code, response.json()["field"]) == (422, "cursor")
+    edge = encode_cursor([2**63 - 1, "ada", -(2**63)])  # the widest a column holds: read
+    assert editor_client.get(f"/triage/?cursor={edge}{filters}").status_code == 200
+
+
 def test_keyset_pages_lay_end_to_end(both, reader_client, monkeypatch):
     from memory.selectors import triage
 

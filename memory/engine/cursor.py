@@ -23,6 +23,11 @@ class BadCursor(InvalidInput):
         super().__init__(message, field=field)
 
 
+# The integers a cursor holds are column values: none lies outside a 64-bit integer (SQLite
+# refuses to bind one, with an OverflowError rather than an answer).
+_INT64 = -(2**63)
+
+
 def encode_cursor(values: list[Any]) -> str:
     raw = json.dumps(values, separators=(",", ":")).encode("utf-8")
     return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
@@ -41,7 +46,8 @@ def decode_cursor(
         not isinstance(value, list)
         or len(value) != len(shape)
         or not all(
-            isinstance(v, t) and not (t is int and isinstance(v, bool))
+            isinstance(v, t)
+            and not (t is int and (isinstance(v, bool) or not _INT64 <= v < -_INT64))
             for v, t in zip(value, shape, strict=True)
         )
     ):
