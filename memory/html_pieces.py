@@ -28,9 +28,11 @@ def html(template: str, *args: Any, **kwargs: Any) -> SafeString:
     escapes it (its own __html__ if it has one, else Django's escape, which is html.escape),
     then formatted in. format_html wraps each value in two keep_lazy checks, which cost more
     than the escaping itself: most of what a row of the leak report cost."""
-    return SafeString(
-        template.format(*map(_escaped, args), **{k: _escaped(v) for k, v in kwargs.items()})
-    )
+    if kwargs:
+        return SafeString(
+            template.format(*map(_escaped, args), **{k: _escaped(v) for k, v in kwargs.items()})
+        )
+    return SafeString(template.format(*map(_escaped, args)))  # most: no dict to make
 
 
 def html_join(template: str, rows: Iterable[tuple]) -> SafeString:

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from memory.engine.clock import said_at
+from memory.engine.clock import said_at, short_date
 from memory.engine.projections import run_cycle
 from memory.engine.write_door import remember
 from memory.templatetags.inspector import span
@@ -19,6 +19,13 @@ def test_said_at_with_and_without_the_year() -> None:
     at = datetime(2026, 12, 31, 23, 59, tzinfo=UTC)
     assert said_at(at) == "Dec 31, 11:59 PM"
     assert said_at(at, year=True) == "Dec 31, 2026, 11:59 PM"
+
+
+@pytest.mark.pure
+def test_a_day_is_named_as_strftime_names_it_in_every_month() -> None:
+    days = [datetime(2026, month, day, tzinfo=UTC) for month in range(1, 13) for day in (1, 28)]
+    assert [short_date(d) for d in days] == [f"{d:%b} {d.day}" for d in days]
+    assert short_date(datetime(2027, 9, 3, tzinfo=UTC)) == "Sep 3"
 
 
 @pytest.mark.pure

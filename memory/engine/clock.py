@@ -144,9 +144,15 @@ def time_of_day(moment: datetime) -> str:
     return f"{hour}:{moment.minute:02d} {'AM' if moment.hour < 12 else 'PM'}"
 
 
+# The English month abbreviations strftime's %b gives in the C locale (which the process
+# keeps: nothing calls setlocale): a page says a hundred times, and strftime cost more than
+# the rest of the line (0.2 ms of a viewer page).
+MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
 def short_date(moment: datetime) -> str:
     """ "Jul 6": how the digest says a day."""
-    return f"{moment:%b} {moment.day}"
+    return f"{MONTHS[moment.month - 1]} {moment.day}"
 
 
 def said_at(moment: datetime, *, year: bool = False) -> str:
