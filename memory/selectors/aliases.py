@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from django.contrib.auth import get_user_model
 from django.db import connection
@@ -118,10 +119,11 @@ def alias_window(
     bounded by the rows shown (and the viewer's labels), not by the world: the world's 2,000
     objects are counted, never read.
     """
-    world_id = viewer.obj.world_id
     pinned = set(pinned)
     asked = [t for t in dict.fromkeys([*viewer.aliases, *pinned]) if t != viewer.id]
-    kinds, entities_total = _kinds(world_id, asked)
+    # The first strangers are read with the rest on a first page that may show them.
+    asked_of = _asked(viewer, asked, strangers if not (show_all or labels_from) else 0)
+    kinds, entities_total = asked_of.kinds, asked_of.entities
     outside = _outside(viewer, kinds)
     in_world = max(entities_total - 1, 0)  # the viewer is one of them
     total = in_world + len(outside)
@@ -148,13 +150,9 @@ def alias_window(
     shown_world = [t for t in named if t in keep]
     more = max(min(limit - len(keep) - len(outside), strangers), 0) if not labels_from else 0
     if more:
-        # The first strangers, among the first ids and as many more as are named: a short
-        # read in the database's order, of which the rows kept above sort after any not in it.
-        first = _alias_entity_ids(viewer, limit=more + len(named))
-        is_named, in_first = set(named), set(first)
-        chosen = set([t for t in first if t not in is_named][:more]) | keep
-        shown_world = [t for t in first if t in chosen]
-        shown_world += [t for t in named if t in keep and t not in in_first]
+        # The first strangers and the rows kept, in the database's order (as read together).
+        chosen = set(asked_of.strangers[:more]) | keep
+        shown_world = [t for t in asked_of.order if t in chosen]
     return AliasWindow(
         rows=_rows_shown(viewer, shown_world, outside),
         total=total,
@@ -167,8 +165,8 @@ def alias_window(
 def alias_page(viewer: Viewer, *, offset: int, limit: int) -> AliasWindow:
     """`limit` alias rows from `offset`, in alias_targets order (the world's entities by id,
     then labels for ids outside it): the API's pages, each read in queries bounded by it."""
-    world_id = viewer.obj.world_id
-    kinds, entities_total = _kinds(world_id, [t for t in viewer.aliases if t != viewer.id])
+    asked_of = _asked(viewer, [t for t in viewer.aliases if t != viewer.id])
+    kinds, entities_total = asked_of.kinds, asked_of.entities
     outside = _outside(viewer, kinds)
     in_world = max(entities_total - 1, 0)
     shown_world = _alias_entity_ids(viewer, offset, limit) if offset < in_world else []
@@ -181,8 +179,8 @@ def alias_page(viewer: Viewer, *, offset: int, limit: int) -> AliasWindow:
 
 def _alias_entity_ids(viewer: Viewer, offset: int = 0, limit: int | None = None) -> list[str]:
     """The ids of the entities of the viewer's world but the viewer, in id order (`limit` of
-    them from `offset`): the alias rows' targets. Raw: a page reads hundreds of them (the
-    first strangers among the labelled ones), and the ORM cost more than the read."""
+    them from `offset`): the alias rows' targets when every one is shown, and the API's pages.
+    Raw: such a read is hundreds of ids, and the ORM cost more than the read."""
     world = viewer.obj.world_id
     in_world = "" if world is None else "AND (id = %s OR world_id = %s) "
     page = "" if limit is None else f"LIMIT {int(limit)} OFFSET {int(offset)}"
@@ -194,27 +192,54 @@ def _alias_entity_ids(viewer: Viewer, offset: int = 0, limit: int | None = None)
     return [i for (i,) in rows]
 
 
-def _kinds(world_id: str | None, ids: list[str]) -> tuple[dict[str, str], int]:
-    """What each of these ids is in this world (absent: not of it), in id order, and how many
-    entities the world has (every world's, for none), in one statement. By id alone, the
-    world checked here: the OR of two indexes that `world_objects` is costs a lookup per
-    row; the count reads the (world, type) index alone."""
+class _Asked(NamedTuple):
+    kinds: dict[str, str]  # what each id asked is in the viewer's world (absent: not of it)
+    entities: int  # the world's entities (every world's, for none)
+    strangers: list[str]  # the first entities of the world not asked, the viewer left out
+    order: list[str]  # every id read, in the database's order
+
+
+def _asked(viewer: Viewer, ids: list[str], strangers: int = 0) -> _Asked:
+    """What each of these ids is in the viewer's world, how many entities the world has and
+    (`strangers`) the first that many of its entities neither asked nor the viewer, in one
+    statement, every id in the database's order. By id alone, the world checked here: the OR
+    of two indexes that `world_objects` is costs a lookup per row; the count reads the
+    (world, type) index alone. The strangers are a short read of the world's entities in id
+    order, past the ids asked (a viewer's page read its first ids and every labelled one,
+    hundreds, to find ten)."""
     # Raw SQL: a viewer holds hundreds of labels, and the ORM prepared each id of the IN list
     # in Python, half of this read's time on every viewer page.
-    asked, params = among("id", ids)
+    world_id = viewer.obj.world_id
+    asked, asked_params = among("id", ids)
     world = "" if world_id is None else " AND world_id = %s"
-    rows = scoped_rows(
+    sql = (
         f"SELECT id, type, world_id, NULL FROM objects WHERE game_save_id = %(save)s AND {asked} "
         "UNION ALL SELECT NULL, NULL, NULL, COUNT(*) FROM objects "
-        f"WHERE game_save_id = %(save)s AND type = %s{world} ORDER BY 1",
-        [*params, ObjectType.ENTITY.value, *([] if world_id is None else [world_id])],
+        f"WHERE game_save_id = %(save)s AND type = %s{world}"
     )
+    params = [*asked_params, ObjectType.ENTITY.value, *([] if world_id is None else [world_id])]
+    if strangers:  # (id, NULL, NULL, NULL): an id with no type is a stranger
+        # (Its count column typed: PostgreSQL types a subquery's bare NULL as text.)
+        in_world = "" if world_id is None else "(id = %s OR world_id = %s) AND "
+        sql += (
+            " UNION ALL SELECT * FROM (SELECT id, NULL, NULL, CAST(NULL AS BIGINT) FROM objects "
+            f"WHERE game_save_id = %(save)s AND {in_world}type = %s AND id <> %s "
+            f"AND NOT ({asked}) ORDER BY id LIMIT %s) s"
+        )
+        params += [*([] if world_id is None else [world_id, world_id])]
+        params += [ObjectType.ENTITY.value, viewer.id, *asked_params, strangers]
+    rows = scoped_rows(f"{sql} ORDER BY 1", params)
     kinds = {
         i: kind
         for i, kind, world, _n in rows
-        if i is not None and (world_id is None or world_id in (i, world))
+        if kind is not None and (world_id is None or world_id in (i, world))
     }
-    return kinds, next(n for i, _k, _w, n in rows if i is None)
+    return _Asked(
+        kinds=kinds,
+        entities=next(n for i, _k, _w, n in rows if i is None),
+        strangers=[i for i, kind, _w, _n in rows if i is not None and kind is None],
+        order=[i for i, _k, _w, _n in rows if i is not None],
+    )
 
 
 def _outside(viewer: Viewer, kinds: dict[str, str]) -> list[str]:
