@@ -30,9 +30,9 @@ def html(template: str, *args: Any, **kwargs: Any) -> SafeString:
     than the escaping itself: most of what a row of the leak report cost."""
     if kwargs:
         return SafeString(
-            template.format(*map(_escaped, args), **{k: _escaped(v) for k, v in kwargs.items()})
+            template.format(*map(escaped, args), **{k: escaped(v) for k, v in kwargs.items()})
         )
-    return SafeString(template.format(*map(_escaped, args)))  # most: no dict to make
+    return SafeString(template.format(*map(escaped, args)))  # most: no dict to make
 
 
 def html_join(template: str, rows: Iterable[tuple]) -> SafeString:
@@ -40,7 +40,9 @@ def html_join(template: str, rows: Iterable[tuple]) -> SafeString:
     return SafeString("".join(html(template, *row) for row in rows))
 
 
-def _escaped(value: Any) -> str:
+def escaped(value: Any) -> str:
+    """`value` as the template prints it: its own __html__ if it has one (safe already), else
+    escaped (Django's escape is html.escape)."""
     if value.__class__ is str:  # most values: no __html__ to look for (a failed lookup
         return escape(value)  # raises inside hasattr, the dearer half of this call)
     return value.__html__() if hasattr(value, "__html__") else escape(str(value))
@@ -102,7 +104,7 @@ def _marked(line: str, flaws) -> SafeString:
     for flaw in sorted(flaws, key=lambda f: (f.start, f.end)):
         if flaw.start < at or flaw.end > len(line):
             continue  # overlapping or out of the line: left unmarked, never mis-cut
-        pieces.append(_escaped(line[at : flaw.start]))
+        pieces.append(escaped(line[at : flaw.start]))
         title = f"{flaw.kind}; corrected: “{flaw.corrected}”"
         if flaw.start == flaw.end:  # words the corrected line has and omnia's lacks
             pieces.append(html('<mark class="flaw flaw-gap" title="{}">&#8203;</mark>', title))
@@ -116,7 +118,7 @@ def _marked(line: str, flaws) -> SafeString:
                 )
             )
         at = flaw.end
-    pieces.append(_escaped(line[at:]))
+    pieces.append(escaped(line[at:]))
     return SafeString("".join(pieces))  # each piece is escaped already
 
 
