@@ -170,7 +170,9 @@ def session_row(item: dict[str, Any], years: bool, qa: bool) -> SafeString:
     if summary and summary[0]:
         stale = ' <span class="badge">stale</span>' if summary[1] else ""
         about = f'<div class="summary small">{escape(summary[0])}{stale}</div>'
-    of = f' <span class="muted">of {s.memory_count}</span>' if s.live_count != s.memory_count else ""
+    of = (
+        f' <span class="muted">of {s.memory_count}</span>' if s.live_count != s.memory_count else ""
+    )
     name = session_name(s.kind, item["people"], item["place"], s.session_key, qa)
     return mark_safe(
         f'\n      <tr id="{escape(item["dom"])}" data-session="{escape(s.session_key)}"'
