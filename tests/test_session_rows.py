@@ -115,3 +115,58 @@ def test_the_panel_prints_the_rows_or_says_there_are_none(reader_client, demo, m
     assert html.index(f'data-session="{keys[0]}"') < html.index(f'data-session="{keys[-1]}"')
     empty = reader_client.get("/saves/millbrook/viewers/ida/sessions/", **hx).content.decode()
     assert '<tr><td colspan="3" class="muted">No sessions.</td></tr>' in empty
+
+
+# The episodes' timeline and list as viewer.html's loops printed them before they were made in
+# Python (markup.timeline_rects, markup.episode_items).
+OLD_TIMELINE_LOOP = (
+    "{% load inspector %}"
+    '{% for bar in sessions.timeline %}<rect class="episode{% if bar.episode.is_open %} open'
+    '{% endif %}{% if bar.selected %} selected{% endif %}" x="{{ bar.x }}" y="0" '
+    'width="{{ bar.width }}" height="10"><title>Episode {{ bar.episode.ordinal }}: '
+    "{{ bar.episode.member_count }} memories, {{ bar.episode.first_at|said:world_years }} – "
+    "{{ bar.episode.last_at|said:world_years }}{% if bar.episode.is_open %} (open){% endif %}"
+    "</title></rect>{% endfor %}"
+)
+OLD_EPISODES_LOOP = (
+    "{% load inspector %}"
+    """{% for item in sessions.episodes %}{% with e=item.e %}
+    <li id="episode-{{ e.ordinal }}" value="{{ e.ordinal }}"{% if item.selected %} class="selected" aria-current="true"{% endif %}>{% span e.first_at e.last_at %} · {{ e.member_count }} memor{{ e.member_count|pluralize:"y,ies" }}{% if e.is_open %} <span class="badge">open</span>{% endif %}</li>
+    {% endwith %}{% endfor %}"""
+)
+
+
+@pytest.mark.parametrize("text", ["", HOSTILE])
+@pytest.mark.parametrize("years", [False, True])
+def test_the_episodes_print_what_the_template_loops_printed(text, years):
+    from memory.engine.projections.doors import EpisodeItem
+    from memory.web.views.viewer_panels import _timeline
+
+    episodes = [
+        EpisodeItem(
+            ordinal=n + 1,
+            first_at=first if n % 3 else first + text,
+            last_at=last,
+            first_member_id="a",
+            last_member_id="b",
+            member_count=count,
+            is_open=is_open,
+        )
+        for n, ((first, last), count, is_open) in enumerate(
+            itertools.product(SPANS, [1, 2, 40], [False, True])
+        )
+    ]
+    for selected in (None, 1, 7):
+        items = [{"e": e, "selected": e.ordinal == selected} for e in episodes]
+        bars = _timeline(episodes, selected)
+        context = {"sessions": {"episodes": items, "timeline": bars}, "world_years": years}
+        assert markup.episode_items(items, years) == Template(OLD_EPISODES_LOOP).render(
+            Context(context)
+        )
+        assert markup.timeline_rects(bars, years) == Template(OLD_TIMELINE_LOOP).render(
+            Context(context)
+        )
+    if text:
+        assert "<script>" not in markup.episode_items(items, years) + markup.timeline_rects(
+            bars, years
+        )

@@ -23,7 +23,16 @@ from typing import Any
 
 from django.utils.safestring import SafeString, mark_safe
 
-from memory.html_pieces import EMPTY, escaped, html, moment_html, reading_lines, span_html
+from memory.engine.clock import said_at
+from memory.html_pieces import (
+    EMPTY,
+    escaped,
+    html,
+    moment_html,
+    moment_of,
+    reading_lines,
+    span_html,
+)
 
 # Pieces of a row that hold no value, made safe once.
 _SELECTED = mark_safe(' class="selected" aria-current="true"')
@@ -37,6 +46,7 @@ def id_hint(name: str, entity_id: str) -> SafeString:
 
 
 _CURRENT = mark_safe(' aria-current="page"')
+_OPEN = mark_safe(' <span class="badge">open</span>')
 
 
 def alias_row(item: dict[str, Any], viewer_name: str, can_edit: bool, csrf: str) -> SafeString:
@@ -181,6 +191,45 @@ def session_row(item: dict[str, Any], years: bool, qa: bool) -> SafeString:
         f'        <td class="num">{s.live_count}{of} '
         f'<span class="muted small">({s.dialogue_count} spoken)</span></td>\n      </tr>\n    '
     )
+
+
+def timeline_rects(bars: list[dict[str, Any]], years: bool) -> SafeString:
+    """The episode timeline's <rect>s (viewer_panels._timeline's bars), as viewer.html's loop
+    printed them: each with its episode's span said in words in its <title>."""
+    out = []
+    for bar in bars:
+        e = bar["episode"]
+        first, last = _said_text(e.first_at, years), _said_text(e.last_at, years)
+        out.append(
+            f'<rect class="episode{" open" if e.is_open else ""}'
+            f'{" selected" if bar["selected"] else ""}" x="{escape(bar["x"])}" y="0" '
+            f'width="{escape(bar["width"])}" height="10"><title>Episode {escape(str(e.ordinal))}: '
+            f"{escape(str(e.member_count))} memories, {first} – {last}"
+            f"{' (open)' if e.is_open else ''}</title></rect>"
+        )
+    return mark_safe("".join(out))
+
+
+def episode_items(items: list[dict[str, Any]], years: bool) -> SafeString:
+    """The episodes list's <li>s (each {"e": episode, "selected": bool}), as viewer.html's
+    loop printed them."""
+    out = []
+    for item in items:
+        e = item["e"]
+        ordinal, n = escape(str(e.ordinal)), e.member_count
+        out.append(
+            f'\n    <li id="episode-{ordinal}" value="{ordinal}"'
+            f"{_SELECTED if item['selected'] else ''}>{span_html(e.first_at, e.last_at, years)}"
+            f" · {escape(str(n))} memor{'y' if n == 1 else 'ies'}"
+            f"{_OPEN if e.is_open else ''}</li>\n    "
+        )
+    return mark_safe("".join(out))
+
+
+def _said_text(value: object, years: bool) -> str:
+    """The template filter `said` (its words, plain text), escaped as the template printed it."""
+    at, iso = moment_of(value)
+    return escape(said_at(at, year=years) if at is not None else iso)
 
 
 def switch_link(link: dict[str, Any]) -> SafeString:

@@ -15,6 +15,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.middleware.csrf import get_token
 from django.utils.functional import SimpleLazyObject
+from django.utils.safestring import mark_safe
 from django.utils.text import slugify
 from django.views.decorators.http import require_GET
 
@@ -188,12 +189,18 @@ def _sessions_context(
         for s in panel.sessions_oldest_first
     ]
     episodes = panel.episodes_oldest_first
+    years = bool(years)
+    # The rows, the episodes and the timeline each made whole in Python, as one piece: a
+    # template loop cost more than making its rows.
     return {
         "sessions": items,
-        "rows_html": [markup.session_row(item, bool(years), qa) for item in items],
+        "rows_html": mark_safe("".join(markup.session_row(item, years, qa) for item in items)),
         "digest": panel.digest,
-        "episodes": [{"e": e, "selected": e.ordinal == selected_episode} for e in episodes],
-        "timeline": _timeline(episodes, selected_episode),
+        "episodes_html": markup.episode_items(
+            [{"e": e, "selected": e.ordinal == selected_episode} for e in episodes], years
+        ),
+        "timeline_html": markup.timeline_rects(_timeline(episodes, selected_episode), years),
+        "timeline": bool(episodes),
         "qa": qa,  # the session keys shown beside the places (QA asked for ids)
     }
 
@@ -257,10 +264,10 @@ def _viewer_switch(viewer: Viewer, viewer_name: str | None = None) -> dict[str, 
         }
         for i in shown
     ]
-    for link in links:
-        link["html"] = markup.switch_link(link)
     return {
         "links": links,
+        # Each link's <li>, as the template's loop laid them out (one piece: no loop).
+        "html": mark_safe("".join(f"\n      {markup.switch_link(link)}\n      " for link in links)),
         "hidden": total - len(shown),
         "total": total,
     }
