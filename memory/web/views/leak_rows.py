@@ -70,7 +70,7 @@ def leak_row(
     )
     viewer_id, kind, slug = escaped(f["viewer_id"]), escaped(f["kind"]), escaped(_slug(f["kind"]))
     actions = _leak_actions(f, csrf, filters, problem, urls) if can_edit else ""
-    return mark_safe(
+    return SafeString(
         f'\n      <tr id="leak-{escaped(f["dom"])}" class="leak-row leak-{slug} state-{state}" '
         f'data-viewer="{viewer_id}" data-kind="{kind}" data-state="{state}">\n'
         f'        <td data-label="viewer"><a href="{escaped(f["viewer_url"])}">'
@@ -187,7 +187,7 @@ def triage_row(
         form = _allow_form(f, counter, csrf, filters, allow_url) if f["entity_id"] else ""
         allow = f'<td data-label="allow" class="actions">{form}</td>'
     state, kind = escaped(f["state"]), escaped(f["kind"])
-    return mark_safe(
+    return SafeString(
         f'\n      <tr class="leak-row state-{state}'
         f'{" likely-description" if f["likely_description"] else ""}" data-save="{save}" '
         f'data-viewer="{escaped(f["viewer_id"])}" data-kind="{kind}" data-state="{state}">\n'
@@ -252,7 +252,7 @@ def count_row(
     shown = (
         f'<a href="{escaped(report_url)}"><strong>{escaped(total)}</strong></a>' if total else "0"
     )
-    return mark_safe(
+    return SafeString(
         f'<tr data-viewer="{escaped(viewer_id)}"><th scope="row"><a href="{escaped(prompt_url)}">'
         f"{escaped(viewer_name)}</a>{id_hint(viewer_name, viewer_id)}</th>{cells}"
         f"<td>{shown}</td></tr>"

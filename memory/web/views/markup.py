@@ -34,7 +34,9 @@ from memory.html_pieces import (
     span_html,
 )
 
-# Pieces of a row that hold no value, made safe once.
+# Pieces of a row that hold no value, made safe once. A row made here is returned as
+# SafeString(...), not mark_safe(...): its lazy-string check cost 0.9 µs a call, eight times
+# the string's making.
 _SELECTED = mark_safe(' class="selected" aria-current="true"')
 _NOT_IN_WORLD = mark_safe(' <span class="muted">(not in world)</span>')
 _SET = mark_safe('<button type="submit" name="action" value="set">Save</button>')
@@ -109,7 +111,7 @@ def alias_row(item: dict[str, Any], viewer_name: str, can_edit: bool, csrf: str)
     uses, state = escape(item["uses_url"]), escape(item["state"])
     selected = _SELECTED if item["selected"] else ""
     not_in_world = "" if item["in_world"] else _NOT_IN_WORLD
-    return mark_safe(
+    return SafeString(
         f'<tr id="alias-{dom}" data-target="{target}"{selected}>\n        <th scope="row">'
         f"{who}{not_in_world}\n"
         f'          <a class="uses-link small" href="{uses}" hx-get="{uses}" '
@@ -167,7 +169,7 @@ def session_name(kind: str, people: list[str], place: object, key: str, qa: bool
         who = f" with {said[0]}" if said else ""
     hint = f' <code class="id-hint">{escape(key)}</code>' if qa else ""
     what = "A scene" if kind == "scene" else "A conversation"
-    return mark_safe(f"{what}{who} at {escaped(place)}{hint}")
+    return SafeString(f"{what}{who} at {escaped(place)}{hint}")
 
 
 def session_row(item: dict[str, Any], years: bool, qa: bool) -> SafeString:
@@ -184,7 +186,7 @@ def session_row(item: dict[str, Any], years: bool, qa: bool) -> SafeString:
         f' <span class="muted">of {s.memory_count}</span>' if s.live_count != s.memory_count else ""
     )
     name = session_name(s.kind, item["people"], item["place"], s.session_key, qa)
-    return mark_safe(
+    return SafeString(
         f'\n      <tr id="{escape(item["dom"])}" data-session="{escape(s.session_key)}"'
         f"{_SELECTED if item['selected'] else ''}>\n        <td>{name}\n          {about}</td>\n"
         f'        <td class="span-cell">{span_html(s.first_at, s.last_at, years)}</td>\n'
@@ -237,7 +239,7 @@ def switch_link(link: dict[str, Any]) -> SafeString:
     that pick them (f-strings, each value escaped once, as alias_row)."""
     url, viewer_id = escape(link["url"]), escape(link["id"])
     hint = f' <code class="id-hint">{viewer_id}</code>' if link["named"] else ""
-    return mark_safe(
+    return SafeString(
         f'<li><a href="{url}" hx-get="{url}" hx-target="#viewer-panels" hx-swap="outerHTML" '
         f'hx-push-url="true" data-viewer-id="{viewer_id}"{_CURRENT if link["current"] else ""}>'
         f"{escape(link['name'])}{hint}</a></li>"

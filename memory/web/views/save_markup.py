@@ -55,7 +55,7 @@ def matrix_row(viewer_id: str, viewer_name: str, url: str, cells) -> SafeString:
         url,
         viewer_name,
         hint,
-        mark_safe("\n        ".join(tds)),
+        SafeString("\n        ".join(tds)),
     )
 
 
