@@ -64,6 +64,13 @@ def moment_of(value: object) -> tuple[datetime | None, str]:
     return (moment.astimezone(UTC) if moment else None), text
 
 
+def said_words(value: object, years: bool) -> str:
+    """The words moment_html puts in its <time>, as plain text (an SVG <title>, an attribute):
+    a stamp that names no instant as written."""
+    at, iso = moment_of(value)
+    return said_at(at, year=years) if at is not None else iso
+
+
 def time_html(iso: str, words: str) -> SafeString:
     return html('<time class="moment" datetime="{}" title="{}">{}</time>', iso, iso, words)
 

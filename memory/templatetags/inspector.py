@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from django import template
 
-from memory.engine.clock import said_at
-from memory.html_pieces import moment_html, moment_of, span_html
+from memory.html_pieces import moment_html, said_words, span_html
 from memory.html_pieces import reading_lines as reading_lines_html
 
 register = template.Library()
@@ -37,8 +36,7 @@ def span(context: object, first: object, last: object) -> str:
 def said(value: object, years: object = False) -> str:
     """The same words as {% moment %}, as plain text (an SVG <title>, an attribute):
     `value|said:world_years` says the year where the page does."""
-    at, iso = moment_of(value)
-    return said_at(at, year=bool(years)) if at is not None else iso
+    return said_words(value, bool(years))
 
 
 register.simple_tag(reading_lines_html, name="reading_lines")

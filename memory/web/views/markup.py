@@ -23,14 +23,13 @@ from typing import Any
 
 from django.utils.safestring import SafeString, mark_safe
 
-from memory.engine.clock import said_at
 from memory.html_pieces import (
     EMPTY,
     escaped,
     html,
     moment_html,
-    moment_of,
     reading_lines,
+    said_words,
     span_html,
 )
 
@@ -201,7 +200,7 @@ def timeline_rects(bars: list[dict[str, Any]], years: bool) -> SafeString:
     out = []
     for bar in bars:
         e = bar["episode"]
-        first, last = _said_text(e.first_at, years), _said_text(e.last_at, years)
+        first, last = escape(said_words(e.first_at, years)), escape(said_words(e.last_at, years))
         out.append(
             f'<rect class="episode{" open" if e.is_open else ""}'
             f'{" selected" if bar["selected"] else ""}" x="{escape(bar["x"])}" y="0" '
@@ -209,7 +208,7 @@ def timeline_rects(bars: list[dict[str, Any]], years: bool) -> SafeString:
             f"{escape(str(e.member_count))} memories, {first} – {last}"
             f"{' (open)' if e.is_open else ''}</title></rect>"
         )
-    return mark_safe("".join(out))
+    return SafeString("".join(out))
 
 
 def episode_items(items: list[dict[str, Any]], years: bool) -> SafeString:
@@ -225,13 +224,7 @@ def episode_items(items: list[dict[str, Any]], years: bool) -> SafeString:
             f" · {escape(str(n))} memor{'y' if n == 1 else 'ies'}"
             f"{_OPEN if e.is_open else ''}</li>\n    "
         )
-    return mark_safe("".join(out))
-
-
-def _said_text(value: object, years: bool) -> str:
-    """The template filter `said` (its words, plain text), escaped as the template printed it."""
-    at, iso = moment_of(value)
-    return escape(said_at(at, year=years) if at is not None else iso)
+    return SafeString("".join(out))
 
 
 def switch_link(link: dict[str, Any]) -> SafeString:

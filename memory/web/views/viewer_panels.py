@@ -200,7 +200,6 @@ def _sessions_context(
             [{"e": e, "selected": e.ordinal == selected_episode} for e in episodes], years
         ),
         "timeline_html": markup.timeline_rects(_timeline(episodes, selected_episode), years),
-        "timeline": bool(episodes),
         "qa": qa,  # the session keys shown beside the places (QA asked for ids)
     }
 
